@@ -1,0 +1,19 @@
+// Migrations are listed here rather than globbed from disk, so they run the same under
+// tsx, vitest and any bundler. Append new ones; never edit or reorder applied ones.
+import type { Knex } from 'knex';
+import * as m001 from './001_initial.ts';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const migrations: Record<string, Migration> = {
+  '001_initial': m001,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

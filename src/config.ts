@@ -1,0 +1,108 @@
+// The only reader of process.env. Everything else receives a typed Config.
+import path from 'node:path';
+
+export interface Config {
+  env: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  /** Public address of the web application (authorization and consent pages), no trailing slash. */
+  appUrl: string;
+  /** Public address of the API (token endpoint, /v2/me), no trailing slash. */
+  baseUrl: string;
+  /** `$BASE_URL/v2/auth/oauth2` */
+  issuer: string;
+  /** postgres://… or undefined for the embedded PGlite database in dataDir. */
+  databaseUrl: string | undefined;
+  /** redis://… or undefined: provider artifacts then live in the SQL database. */
+  redisUrl: string | undefined;
+  dataDir: string;
+  cookieKeys: string[];
+  /** True when COOKIE_KEYS was not given and the development keys are in use. */
+  usingDevCookieKeys: boolean;
+  /** Trust X-Forwarded-* headers (behind a TLS-terminating proxy). */
+  trustProxy: boolean;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+// Development-only keys: anyone can read them here, so production refuses them.
+const DEV_COOKIE_KEYS = ['dev-cookie-key-not-for-production-1', 'dev-cookie-key-not-for-production-2'];
+
+type Env = Record<string, string | undefined>;
+
+function readPort(value: string | undefined): number {
+  if (value === undefined || value === '') return 3000;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`PORT must be an integer from 0 to 65535, got "${value}"`);
+  }
+  return port;
+}
+
+function readUrl(name: string, value: string, protocols: string[]): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL, got "${value}"`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${value}"`);
+  }
+  return value;
+}
+
+function readPublicUrl(name: string, value: string): string {
+  const url = new URL(readUrl(name, value, ['http:', 'https:']));
+  if (url.search || url.hash) throw new ConfigError(`${name} must not have a query or fragment`);
+  return value.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
+  const port = readPort(env.PORT);
+  const host = env.HOST || '127.0.0.1';
+  // With PORT=0 the real port is known only after listen; main.ts fills these in then.
+  const appUrl = readPublicUrl('APP_URL', env.APP_URL || `http://localhost:${port}`);
+  const baseUrl = env.BASE_URL ? readPublicUrl('BASE_URL', env.BASE_URL) : appUrl;
+  const databaseUrl = env.DATABASE_URL ? readUrl('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : undefined;
+  const redisUrl = env.REDIS_URL ? readUrl('REDIS_URL', env.REDIS_URL, ['redis:', 'rediss:']) : undefined;
+  const cookieKeys = (env.COOKIE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+
+  if (nodeEnv === 'production') {
+    const missing: string[] = [];
+    if (!databaseUrl) missing.push('DATABASE_URL (the embedded database is for development only)');
+    if (cookieKeys.length === 0) missing.push('COOKIE_KEYS (comma-separated secrets for signed cookies)');
+    if (missing.length) {
+      throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(' and ')}`);
+    }
+  }
+  if (cookieKeys.some((k) => k.length < 32) && nodeEnv === 'production') {
+    throw new ConfigError('each COOKIE_KEYS entry must be at least 32 characters long in production');
+  }
+
+  return {
+    env: nodeEnv,
+    port,
+    host,
+    appUrl,
+    baseUrl,
+    issuer: `${baseUrl}/v2/auth/oauth2`,
+    databaseUrl,
+    redisUrl,
+    dataDir: path.resolve(env.DATA_DIR || './.data'),
+    cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
+    usingDevCookieKeys: cookieKeys.length === 0,
+    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+  };
+}
+
+/** The same configuration with the address fixed up after listening on PORT=0. */
+export function withListeningPort(config: Config, port: number, env: Env = process.env): Config {
+  if (config.port !== 0) return config;
+  return loadConfig({ ...env, PORT: String(port) });
+}

@@ -1,0 +1,129 @@
+// One contract, two adapters: the SQL adapter (on PostgreSQL) and the Redis adapter must behave alike.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import type { Adapter } from 'oidc-provider';
+import { SqlAdapter } from '../src/storage/sql-adapter.ts';
+import { RedisAdapter } from '../src/storage/redis-adapter.ts';
+import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
+
+let pg: TestDatabase;
+let redis: TestRedis;
+
+beforeAll(async () => {
+  [pg, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+});
+afterAll(async () => {
+  await Promise.all([pg?.drop(), redis?.cleanup()]);
+});
+
+const backends: Array<[string, (model: string) => Adapter]> = [
+  ['SQL (PostgreSQL)', (model) => new SqlAdapter(pg.db, model)],
+  ['Redis', (model) => new RedisAdapter(redis.redis, model, redis.prefix)],
+];
+
+const id = () => randomBytes(16).toString('base64url');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(backends)('%s adapter', (_name, make) => {
+  it('stores and finds a payload, returning its id as jti', async () => {
+    const a = make('AccessToken');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'AccessToken', accountId: '1', scope: 'PROFILE_READ', grantId: 'g1' }, 60);
+    expect(await a.find(jti)).toMatchObject({ jti, accountId: '1', scope: 'PROFILE_READ', grantId: 'g1' });
+    expect(await a.find(id())).toBeUndefined();
+  });
+
+  it('keeps models apart', async () => {
+    const jti = id();
+    await make('AccessToken').upsert(jti, { jti, kind: 'AccessToken' }, 60);
+    expect(await make('RefreshToken').find(jti)).toBeUndefined();
+  });
+
+  it('upsert replaces the payload', async () => {
+    const a = make('Grant');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'Grant', accountId: '1' }, 60);
+    await a.upsert(jti, { jti, kind: 'Grant', accountId: '2' }, 60);
+    expect(await a.find(jti)).toMatchObject({ accountId: '2' });
+  });
+
+  it('honours expiresIn', async () => {
+    const a = make('AuthorizationCode');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'AuthorizationCode' }, 1);
+    expect(await a.find(jti)).toBeDefined();
+    await sleep(2100);
+    expect(await a.find(jti)).toBeUndefined();
+  });
+
+  it('consume marks the artifact consumed, once', async () => {
+    const a = make('AuthorizationCode');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'AuthorizationCode', grantId: 'g' }, 60);
+    expect((await a.find(jti))?.consumed).toBeFalsy();
+    await a.consume(jti);
+    const found = await a.find(jti);
+    expect(found?.consumed).toBeTruthy();
+    expect(typeof found?.consumed).toBe('number');
+    await expect(a.consume(jti)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('lets exactly one of many concurrent consumes win', async () => {
+    const a = make('RefreshToken');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'RefreshToken' }, 60);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => a.consume(jti)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  });
+
+  it('consume of a missing artifact does not create it', async () => {
+    const a = make('RefreshToken');
+    const jti = id();
+    await expect(a.consume(jti)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect(await a.find(jti)).toBeUndefined();
+  });
+
+  it('destroy removes the artifact', async () => {
+    const a = make('AccessToken');
+    const jti = id();
+    await a.upsert(jti, { jti, kind: 'AccessToken' }, 60);
+    await a.destroy(jti);
+    expect(await a.find(jti)).toBeUndefined();
+  });
+
+  it('revokeByGrantId removes every artifact of the grant for that model, and nothing else', async () => {
+    const at = make('AccessToken');
+    const rt = make('RefreshToken');
+    const [grant, other] = [id(), id()];
+    const [a1, a2, a3, r1] = [id(), id(), id(), id()];
+    await at.upsert(a1, { jti: a1, kind: 'AccessToken', grantId: grant }, 60);
+    await at.upsert(a2, { jti: a2, kind: 'AccessToken', grantId: grant }, 120);
+    await at.upsert(a3, { jti: a3, kind: 'AccessToken', grantId: other }, 60);
+    await rt.upsert(r1, { jti: r1, kind: 'RefreshToken', grantId: grant }, 60);
+    await at.revokeByGrantId(grant);
+    expect(await at.find(a1)).toBeUndefined();
+    expect(await at.find(a2)).toBeUndefined();
+    expect(await at.find(a3)).toBeDefined();
+    expect(await rt.find(r1)).toBeDefined();
+    await rt.revokeByGrantId(grant);
+    expect(await rt.find(r1)).toBeUndefined();
+  });
+
+  it('findByUid finds a session by its uid', async () => {
+    const a = make('Session');
+    const [jti, uid] = [id(), id()];
+    await a.upsert(jti, { jti, uid, kind: 'Session', accountId: '7' }, 60);
+    expect(await a.findByUid(uid)).toMatchObject({ jti, uid, accountId: '7' });
+    expect(await a.findByUid(id())).toBeUndefined();
+    await a.destroy(jti);
+    expect(await a.findByUid(uid)).toBeUndefined();
+  });
+
+  it('findByUserCode finds a device code by its user code', async () => {
+    const a = make('DeviceCode');
+    const [jti, userCode] = [id(), 'ABCD-EFGH'];
+    await a.upsert(jti, { jti, userCode, kind: 'DeviceCode' }, 60);
+    expect(await a.findByUserCode(userCode)).toMatchObject({ jti, userCode });
+    expect(await a.findByUserCode('XXXX-XXXX')).toBeUndefined();
+  });
+});
