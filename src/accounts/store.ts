@@ -1,0 +1,93 @@
+// Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
+import type { Db } from '../storage/db.ts';
+import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
+import { InputError } from '../errors.ts';
+
+export interface User {
+  id: number;
+  email: string;
+  username: string;
+  name: string;
+  timeZone: string;
+}
+
+interface UserRow {
+  id: number;
+  email: string;
+  username: string;
+  name: string;
+  time_zone: string;
+  password_hash: string;
+}
+
+const COLUMNS = ['id', 'email', 'username', 'name', 'time_zone'];
+
+function toUser(row: Omit<UserRow, 'password_hash'>): User {
+  return { id: row.id, email: row.email, username: row.username, name: row.name, timeZone: row.time_zone };
+}
+
+export interface NewUser {
+  email: string;
+  password: string;
+  name?: string | undefined;
+  username?: string | undefined;
+  timeZone?: string | undefined;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const USERNAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+export const MIN_PASSWORD_LENGTH = 8;
+
+export function isValidTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function validateNewUser(input: NewUser): Required<NewUser> {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email) || email.length > 254) throw new InputError(`not a valid email address: "${input.email}"`);
+  if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  const username = (input.username ?? email.split('@')[0]!).toLowerCase();
+  if (!USERNAME.test(username)) throw new InputError(`not a valid username: "${username}" (a–z, 0–9, '.', '_', '-'; up to 63 characters)`);
+  const name = (input.name ?? username).trim();
+  if (!name || name.length > 200) throw new InputError('the name must be 1 to 200 characters');
+  const timeZone = input.timeZone ?? 'UTC';
+  if (!isValidTimeZone(timeZone)) throw new InputError(`not an IANA time zone: "${timeZone}"`);
+  return { email, password: input.password, username, name, timeZone };
+}
+
+export async function createUser(db: Db, input: NewUser): Promise<User> {
+  const user = validateNewUser(input);
+  const taken = await db('users').where('email', user.email).orWhere('username', user.username).first('email');
+  if (taken) {
+    throw new InputError(taken.email === user.email ? `a user with email ${user.email} exists` : `the username ${user.username} is taken`);
+  }
+  const [row] = await db('users')
+    .insert({
+      email: user.email,
+      username: user.username,
+      name: user.name,
+      time_zone: user.timeZone,
+      password_hash: await hashPassword(user.password),
+    })
+    .returning(COLUMNS);
+  return toUser(row);
+}
+
+export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
+  const numeric = Number(id);
+  if (!Number.isSafeInteger(numeric) || numeric <= 0 || numeric > 2 ** 31 - 1) return undefined;
+  const row = await db('users').where('id', numeric).first(COLUMNS);
+  return row ? toUser(row) : undefined;
+}
+
+/** The user for these credentials, or undefined; takes the same time whether or not the email exists. */
+export async function authenticateUser(db: Db, email: string, password: string): Promise<User | undefined> {
+  const row: UserRow | undefined = await db('users').where('email', email.trim().toLowerCase()).first();
+  const ok = await verifyPassword(password, row?.password_hash ?? (await dummyPasswordHash()));
+  return row && ok ? toUser(row) : undefined;
+}

@@ -1,0 +1,118 @@
+// Composes the Koa app: the provider under /v2/auth/oauth2 (and its authorization endpoint on
+// APP_URL), the sign-in and consent pages, the resource API and the operational endpoints.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import Koa, { type Context, type Next } from 'koa';
+import Router from '@koa/router';
+import type Provider from 'oidc-provider';
+import type { Redis } from 'ioredis';
+import type { Db } from './storage/db.ts';
+import { pingDb } from './storage/db.ts';
+import type { Logger } from './log.ts';
+import { APP_AUTHORIZE_PATH, PROVIDER_PATH } from './oauth/provider.ts';
+import { mountProvider } from './oauth/mount.ts';
+import { acceptJsonBody, normaliseScopeParam } from './oauth/request-shims.ts';
+import { interactionRoutes } from './oauth/interactions.ts';
+import { apiRoutes } from './api/me.ts';
+import { sendError } from './api/responses.ts';
+import { renderPage, VIEWS_DIR } from './views.ts';
+
+export interface AppDeps {
+  provider: Provider;
+  db: Db;
+  redis?: Redis | undefined;
+  log: Logger;
+  trustProxy: boolean;
+}
+
+const TOKEN_ENDPOINTS = new Set(['/token', '/revoke', '/introspect'].map((p) => `${PROVIDER_PATH}${p}`));
+const AUTHORIZE_PATHS = new Set([`${PROVIDER_PATH}/authorize`, APP_AUTHORIZE_PATH]);
+const RFC8414_PATH = `/.well-known/oauth-authorization-server${PROVIDER_PATH}`;
+
+function onlyFor(paths: (ctx: Context) => boolean, middleware: (ctx: Context, next: Next) => Promise<unknown>) {
+  return (ctx: Context, next: Next) => (paths(ctx) ? middleware(ctx, next) : next());
+}
+
+function requestLog(log: Logger) {
+  return async function logRequest(ctx: Context, next: Next) {
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      // ctx.path only: query strings and bodies may carry codes, tokens and passwords.
+      log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+    }
+  };
+}
+
+/** Errors from our routes: JSON on the API, a page elsewhere. Never a stack trace to the client. */
+function errorPages(log: Logger) {
+  return async function handleErrors(ctx: Context, next: Next) {
+    try {
+      await next();
+    } catch (caught) {
+      const err = caught as { status?: number; statusCode?: number; error?: string; error_description?: string; expose?: boolean; message?: string };
+      const status = err.statusCode ?? err.status ?? 500;
+      if (status >= 500) log.error({ err: caught, path: ctx.path }, 'request failed');
+      const code = err.error ?? (status >= 500 ? 'server_error' : 'invalid_request');
+      const message = status >= 500 ? 'Something went wrong on our side. Please try again.' : (err.error_description ?? err.message ?? code);
+      if (ctx.path.startsWith('/v2/')) return sendError(ctx, status, code, message);
+      ctx.status = status;
+      ctx.type = 'html';
+      ctx.body = await renderPage('error', {
+        title: err.error === 'session_not_found' ? 'This sign-in link has expired' : 'This request cannot be completed',
+        error: code,
+        description: err.error === 'session_not_found' ? 'Please start again from the application.' : message,
+      });
+    }
+  };
+}
+
+function operationalRoutes({ db, redis }: AppDeps): Router {
+  const router = new Router();
+  router.get('/health', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/ready', async (ctx) => {
+    const checks = await Promise.allSettled([pingDb(db), redis ? redis.ping() : Promise.resolve('PONG')]);
+    const [database, cache] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'unavailable'));
+    ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
+    ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };
+  });
+  router.get('/assets/app.css', async (ctx) => {
+    ctx.type = 'text/css';
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.body = await fs.readFile(path.join(VIEWS_DIR, 'assets/app.css'));
+  });
+  return router;
+}
+
+export function createApp(deps: AppDeps): Koa {
+  const { provider, db, log } = deps;
+  const app = new Koa({ proxy: deps.trustProxy });
+  const routers = [operationalRoutes(deps), interactionRoutes(provider, db), apiRoutes(provider, db)];
+
+  app.use(requestLog(log));
+  app.use(errorPages(log));
+  for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
+
+  // RFC 8414 puts the metadata of an issuer with a path at /.well-known/…/<path>.
+  app.use(
+    onlyFor(
+      (ctx) => ctx.path === RFC8414_PATH && ctx.method === 'GET',
+      async (ctx, next) => {
+        ctx.path = `${PROVIDER_PATH}/.well-known/oauth-authorization-server`;
+        return next();
+      },
+    ),
+  );
+  app.use(onlyFor((ctx) => TOKEN_ENDPOINTS.has(ctx.path), acceptJsonBody));
+  app.use(onlyFor((ctx) => AUTHORIZE_PATHS.has(ctx.path), normaliseScopeParam));
+  app.use(mountProvider(provider, PROVIDER_PATH));
+  // The spec's authorization endpoint on APP_URL: the same provider, only its authorization
+  // request and the resume step after sign-in and consent.
+  const appAuthorize = APP_AUTHORIZE_PATH.slice(0, -'/authorize'.length);
+  app.use(mountProvider(provider, appAuthorize, (ctx) => ctx.method === 'GET' && /^\/authorize(\/[^/]+)?$/.test(ctx.path.slice(appAuthorize.length))));
+
+  return app;
+}

@@ -1,0 +1,33 @@
+// Client secrets: 256-bit random values, shown once, stored as SHA-256 hashes.
+// An unsalted fast hash is enough because the secrets are long server-generated random
+// values (no dictionary to try); it keeps client authentication cheap on the hot path.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export function generateClientSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function generateClientId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export function hashClientSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export interface StoredSecret {
+  id: number;
+  hash: string;
+}
+
+/** The id of the stored secret that matches, comparing every one in constant time. */
+export function matchClientSecret(presented: string, secrets: readonly StoredSecret[]): number | undefined {
+  const digest = createHash('sha256').update(presented, 'utf8').digest();
+  let match: number | undefined;
+  for (const secret of secrets) {
+    const stored = Buffer.from(secret.hash, 'hex');
+    // No early exit: the time taken does not depend on which secret matched.
+    if (stored.length === digest.length && timingSafeEqual(stored, digest)) match = secret.id;
+  }
+  return match;
+}

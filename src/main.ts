@@ -1,0 +1,53 @@
+// Process entry: config → listen → storage → provider → app; graceful shutdown on SIGTERM/SIGINT.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ConfigError, loadConfig, withListeningPort } from './config.ts';
+import { buildSystem } from './system.ts';
+import { acquireLock } from './storage/embedded-lock.ts';
+import { seedDemo } from './demo.ts';
+
+async function main(): Promise<void> {
+  let config = loadConfig();
+  const releaseLock = config.databaseUrl ? () => {} : acquireLock(config.dataDir);
+
+  // Listen first, so that with PORT=0 the public URLs can name the real port.
+  const server = http.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  config = withListeningPort(config, (server.address() as AddressInfo).port);
+
+  const system = await buildSystem(config);
+  server.on('request', system.app.callback());
+  const { log } = system;
+
+  if (config.usingDevCookieKeys) log.warn('COOKIE_KEYS is not set: using development cookie keys (refused in production)');
+  if (!config.databaseUrl) log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL (PGlite)');
+  const { port } = server.address() as AddressInfo;
+  console.log(`Listening on http://${config.host}:${port} (APP_URL ${config.appUrl}, BASE_URL ${config.baseUrl})`);
+  if (!config.databaseUrl && config.env !== 'production' && system.migrationsApplied.includes('001_initial')) {
+    console.log(await seedDemo(system.db, config));
+  }
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    server.close(async () => {
+      await system.close();
+      releaseLock();
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(1), 10_000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof ConfigError ? `Configuration error: ${err.message}` : err);
+  process.exit(1);
+});

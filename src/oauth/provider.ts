@@ -1,0 +1,190 @@
+// The oidc-provider configuration, read top to bottom: one object, with the reasons inline.
+// Plain OAuth 2.0 authorization code + refresh token grants with our scope names (no `openid`).
+import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Redis } from 'ioredis';
+import type { Db } from '../storage/db.ts';
+import type { Config } from '../config.ts';
+import { ClientAdapter } from '../storage/client-adapter.ts';
+import { RedisAdapter } from '../storage/redis-adapter.ts';
+import { SqlAdapter } from '../storage/sql-adapter.ts';
+import { findUserById } from '../accounts/store.ts';
+import { markSecretUsed } from '../clients/store.ts';
+import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
+import { ALL_SCOPES, isKnownScope, parseScopeList } from './scopes.ts';
+import { renderPage } from '../views.ts';
+
+export const PROVIDER_PATH = '/v2/auth/oauth2';
+/** The authorization endpoint as the spec names it, on APP_URL. */
+export const APP_AUTHORIZE_PATH = '/auth/oauth2/authorize';
+export const INTERACTION_PATH = '/auth/oauth2/interaction';
+
+export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
+const AUTHORIZATION_CODE_TTL = 60;
+const REFRESH_TOKEN_TTL = 30 * 24 * 3600; // sliding: each rotation gets a fresh 30 days…
+const REFRESH_TOKEN_MAX_AGE = 365 * 24 * 3600; // …but never past a year after the user's consent
+const SESSION_TTL = 14 * 24 * 3600;
+
+export interface ProviderDeps {
+  config: Config;
+  db: Db;
+  redis?: Redis | undefined;
+  redisPrefix?: string;
+  jwks: { keys: object[] };
+}
+
+function adapterFactory({ db, redis, redisPrefix = 'oauth:' }: ProviderDeps) {
+  return (model: string): Adapter => {
+    if (model === 'Client') return new ClientAdapter(db);
+    return redis ? new RedisAdapter(redis, model, redisPrefix) : new SqlAdapter(db, model);
+  };
+}
+
+/** The scope value of the authorization request as sent, split on spaces and commas. */
+function requestedScopes(ctx: KoaContextWithOIDC): string[] | undefined {
+  const raw = ctx.method === 'POST' ? (ctx.oidc.body as Record<string, unknown> | undefined)?.scope : ctx.query.scope;
+  return typeof raw === 'string' ? parseScopeList(raw) : undefined;
+}
+
+export function createProvider(deps: ProviderDeps): Provider {
+  const { config, db } = deps;
+
+  const configuration: Configuration = {
+    adapter: adapterFactory(deps),
+    jwks: deps.jwks as Configuration['jwks'],
+    cookies: { keys: config.cookieKeys },
+
+    // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
+    scopes: [...ALL_SCOPES],
+    claims: { openid: ['sub'] },
+    responseTypes: ['code'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    // Spec 4.1: redirect_uri is required even when a client has only one.
+    allowOmittingSingleRegisteredRedirectUri: false,
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+
+    features: {
+      // On by default in v9 and not part of this service.
+      devInteractions: { enabled: false },
+      dPoP: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      userinfo: { enabled: false },
+      resourceIndicators: { enabled: false },
+      registration: { enabled: false },
+      revocation: { enabled: true },
+      introspection: { enabled: true },
+    },
+
+    routes: {
+      authorization: '/authorize',
+      token: '/token',
+      revocation: '/revoke',
+      introspection: '/introspect',
+      jwks: '/jwks',
+    },
+
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL,
+      AuthorizationCode: AUTHORIZATION_CODE_TTL,
+      RefreshToken: (_ctx, token) => {
+        const untilMaxAge = (token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000)) + REFRESH_TOKEN_MAX_AGE - Math.floor(Date.now() / 1000);
+        return Math.max(1, Math.min(REFRESH_TOKEN_TTL, untilMaxAge));
+      },
+      Grant: REFRESH_TOKEN_MAX_AGE,
+      Session: SESSION_TTL,
+      Interaction: 3600,
+      IdToken: 3600,
+    },
+    // A refresh token with every code exchange, without the OpenID `offline_access` scope…
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // …and tokens that outlive the browser session that created them.
+    expiresWithSession: async () => false,
+    // Every refresh spends the presented token; reuse of a spent one revokes the grant (RFC 9700 4.14.2).
+    rotateRefreshToken: true,
+
+    // Strict scopes (spec 5.5): unknown names and names outside the client's set are refused,
+    // not silently dropped as the provider would; non-legacy clients must send `scope`.
+    extraParams: {
+      scope(ctx, _value, client) {
+        const scopes = requestedScopes(ctx);
+        const legacyUnscoped = (client as unknown as { legacy?: boolean }).legacy === true;
+        if (!scopes || scopes.length === 0) {
+          if (legacyUnscoped) return;
+          throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
+        }
+        const allowed = new Set(client.scope?.split(' ') ?? []);
+        const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
+        if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
+      },
+    },
+
+    extraClientMetadata: {
+      properties: ['secret_hashes', 'legacy'],
+      validator() {},
+    },
+
+    async findAccount(_ctx, sub) {
+      const user = await findUserById(db, sub);
+      if (!user) return undefined;
+      return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };
+    },
+
+    interactions: {
+      url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
+    },
+
+    async renderError(ctx, out, error) {
+      ctx.type = 'html';
+      ctx.body = await renderPage('error', {
+        title: 'This request cannot be completed',
+        error: out.error,
+        description: out.error_description,
+      });
+      void error;
+    },
+  };
+
+  const provider = new Provider(config.issuer, configuration);
+  provider.proxy = config.trustProxy;
+
+  // Two active secrets per client, stored as hashes (spec 5.7): the supported hook for this.
+  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: { secret_hashes?: StoredSecret[] }, presented: string) {
+    const secretId = matchClientSecret(presented, this.secret_hashes ?? []);
+    if (secretId === undefined) return false;
+    await touchSecret(db, secretId);
+    return true;
+  };
+
+  provider.use(async (ctx, next) => {
+    await next();
+    // Spec 2.2: token_type is exactly `bearer`; the provider hard-codes `Bearer`.
+    const body = ctx.body as Record<string, unknown> | undefined;
+    if (ctx.oidc?.route === 'token' && body?.token_type === 'Bearer') body.token_type = 'bearer';
+    if (ctx.oidc?.route === 'discovery' && body) publishOurAddresses(body, config);
+  });
+
+  return provider;
+}
+
+// Discovery builds URLs from the request's host; publish the configured public addresses, and the
+// authorization endpoint on APP_URL (CONTRACT 3).
+function publishOurAddresses(metadata: Record<string, unknown>, config: Config): void {
+  for (const [key, value] of Object.entries(metadata)) {
+    if ((key.endsWith('_endpoint') || key === 'jwks_uri') && typeof value === 'string') {
+      const { pathname } = new URL(value);
+      metadata[key] = `${config.baseUrl}${pathname.slice(pathname.indexOf(PROVIDER_PATH))}`;
+    }
+  }
+  metadata.authorization_endpoint = `${config.appUrl}${APP_AUTHORIZE_PATH}`;
+  metadata.scopes_supported = [...ALL_SCOPES];
+}
+
+// last_used_at is informational: write it at most once a minute per secret, not per request.
+const TOUCH_INTERVAL_MS = 60_000;
+const lastTouched = new Map<number, number>();
+async function touchSecret(db: Db, secretId: number): Promise<void> {
+  const now = Date.now();
+  if (now - (lastTouched.get(secretId) ?? 0) < TOUCH_INTERVAL_MS) return;
+  lastTouched.set(secretId, now);
+  await markSecretUsed(db, secretId);
+}

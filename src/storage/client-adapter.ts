@@ -1,0 +1,59 @@
+// The provider's Client model, read from the client registry tables. Only approved clients exist
+// as far as the provider is concerned. Dynamic registration is off, so only find() is used.
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { Db } from './db.ts';
+import { findUsableClient } from '../clients/store.ts';
+import { ALL_SCOPES } from '../oauth/scopes.ts';
+
+// The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
+// This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
+const placeholderKey = randomBytes(32);
+const placeholderSecret = (clientId: string) => createHmac('sha256', placeholderKey).update(clientId).digest('base64url');
+
+function isPrivateUseScheme(uri: string): boolean {
+  return !/^https?:/i.test(uri);
+}
+
+export class ClientAdapter implements Adapter {
+  constructor(private readonly db: Db) {}
+
+  async find(clientId: string): Promise<AdapterPayload | undefined> {
+    const usable = await findUsableClient(this.db, clientId);
+    if (!usable) return undefined;
+    const { client, secrets } = usable;
+    const confidential = client.kind === 'confidential';
+    return {
+      client_id: client.clientId,
+      client_name: client.name,
+      redirect_uris: client.redirectUris,
+      response_types: ['code'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      // Native apps may register private-use scheme redirects (RFC 8252).
+      application_type: client.redirectUris.some(isPrivateUseScheme) ? 'native' : 'web',
+      token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+      ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
+      // A legacy client predates scopes: it may ask for any of them (spec 5.6).
+      scope: (client.legacy && client.scopes.length === 0 ? ALL_SCOPES : client.scopes).join(' '),
+      // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
+      secret_hashes: secrets,
+      // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
+      legacy: client.legacy && client.scopes.length === 0,
+    };
+  }
+
+  async upsert(): Promise<void> {
+    throw new Error('clients are managed by the operator scripts, not by the provider');
+  }
+  async destroy(): Promise<void> {
+    throw new Error('clients are managed by the operator scripts, not by the provider');
+  }
+  async consume(): Promise<void> {}
+  async revokeByGrantId(): Promise<void> {}
+  async findByUid(): Promise<undefined> {
+    return undefined;
+  }
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+}

@@ -1,0 +1,34 @@
+// PGlite allows one process per data directory; a second one would corrupt it. The server
+// holds this lock while it runs, and the operator scripts refuse to open a locked directory.
+import fs from 'node:fs';
+import path from 'node:path';
+
+const LOCK_FILE = 'server.pid';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid of a live process holding the data directory, if any. */
+export function lockHolder(dataDir: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(dataDir, LOCK_FILE), 'utf8'));
+    return Number.isInteger(pid) && pid !== process.pid && isAlive(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function acquireLock(dataDir: string): () => void {
+  const holder = lockHolder(dataDir);
+  if (holder) throw new Error(`the embedded database in ${dataDir} is in use by process ${holder}; stop it first or use DATABASE_URL`);
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, LOCK_FILE);
+  fs.writeFileSync(file, String(process.pid));
+  return () => fs.rmSync(file, { force: true });
+}

@@ -1,0 +1,60 @@
+// Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
+import type Koa from 'koa';
+import type Provider from 'oidc-provider';
+import { Redis } from 'ioredis';
+import type { Config } from './config.ts';
+import { connectDb, migrateLatest, type Db } from './storage/db.ts';
+import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
+import { createProvider } from './oauth/provider.ts';
+import { loadSigningKeys } from './oauth/signing-keys.ts';
+import { createApp } from './app.ts';
+import { createLogger, type Logger } from './log.ts';
+
+export interface System {
+  app: Koa;
+  provider: Provider;
+  db: Db;
+  redis: Redis | undefined;
+  log: Logger;
+  /** Migrations applied by this start (all of them on a fresh database). */
+  migrationsApplied: string[];
+  close(): Promise<void>;
+}
+
+export interface SystemOverrides {
+  db?: Db;
+  redis?: Redis;
+  redisPrefix?: string;
+  log?: Logger;
+}
+
+const PURGE_INTERVAL_MS = 10 * 60_000;
+
+export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
+  const log = overrides.log ?? createLogger(config.logLevel);
+  const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const redis = overrides.redis ?? (config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }) : undefined);
+  const migrationsApplied = await migrateLatest(db);
+  const provider = createProvider({ config, db, redis, redisPrefix: overrides.redisPrefix, jwks: await loadSigningKeys(db) });
+  const app = createApp({ provider, db, redis, log, trustProxy: config.trustProxy });
+
+  // Expired rows are invisible to the SQL adapter; this only reclaims the space.
+  const purge = redis
+    ? undefined
+    : setInterval(() => purgeExpiredArtifacts(db).catch((err) => log.warn({ err }, 'purge of expired artifacts failed')), PURGE_INTERVAL_MS);
+  purge?.unref();
+
+  return {
+    app,
+    provider,
+    db,
+    redis,
+    log,
+    migrationsApplied,
+    async close() {
+      if (purge) clearInterval(purge);
+      if (!overrides.redis) redis?.disconnect();
+      if (!overrides.db) await db.destroy();
+    },
+  };
+}
