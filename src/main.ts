@@ -24,11 +24,11 @@ async function main(): Promise<void> {
 
   if (config.usingDevCookieKeys) log.warn('COOKIE_KEYS is not set: using development cookie keys (refused in production)');
   if (!config.databaseUrl) log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL (PGlite)');
-  const { port } = server.address() as AddressInfo;
-  console.log(`Listening on http://${config.host}:${port} (APP_URL ${config.appUrl}, BASE_URL ${config.baseUrl})`);
   if (!config.databaseUrl && config.env !== 'production' && system.migrationsApplied.includes('001_initial')) {
     console.log(await seedDemo(system.db, config));
   }
+  const { port } = server.address() as AddressInfo;
+  console.log(`Listening on http://${config.host}:${port} (APP_URL ${config.appUrl}, BASE_URL ${config.baseUrl})`);
 
   let stopping = false;
   const shutdown = (signal: string) => {

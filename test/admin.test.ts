@@ -1,0 +1,137 @@
+// The operator scripts as an operator runs them, against PostgreSQL.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from './support/processes.ts';
+import { createTestDatabase, type TestDatabase } from './support/services.ts';
+
+let pg: TestDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  pg = await createTestDatabase();
+  env = { DATABASE_URL: pg.url };
+});
+afterAll(() => pg?.drop());
+
+const admin = (...args: string[]) => runAdmin(['--json', ...args], env);
+
+async function counts() {
+  const [users, clients, secrets] = await Promise.all(['users', 'oauth_clients', 'oauth_client_secrets'].map((t) => pg.db(t).count<{ count: string }[]>('* as count')));
+  return { users: users![0]!.count, clients: clients![0]!.count, secrets: secrets![0]!.count };
+}
+
+function expectRefusal(result: { code: number; stdout: string; stderr: string }, reason: RegExp) {
+  expect(result.code).not.toBe(0);
+  expect(result.stdout).toBe('');
+  const lines = result.stderr.trim().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(reason);
+}
+
+describe('operator scripts', () => {
+  it('migrate reports nothing left to apply on a migrated database', async () => {
+    const res = await admin('migrate');
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({ applied: [] });
+  });
+
+  it('users create prints the user and stores only a password hash', async () => {
+    const res = await admin('users', 'create', '--email', 'Grace@Example.com', '--password', 'hopper-1906', '--name', 'Grace Hopper', '--time-zone', 'America/New_York');
+    expect(res.code, res.stderr).toBe(0);
+    const user = JSON.parse(res.stdout);
+    expect(user).toMatchObject({ id: expect.any(Number), email: 'grace@example.com', username: 'grace', name: 'Grace Hopper' });
+    const row = await pg.db('users').where('id', user.id).first();
+    expect(row.password_hash).toMatch(/^scrypt\$/);
+    expect(row.password_hash).not.toContain('hopper-1906');
+  });
+
+  it('users create refuses bad input and duplicates, changing nothing', async () => {
+    const before = await counts();
+    const cases: Array<[string[], RegExp]> = [
+      [['--email', 'grace@example.com', '--password', 'another-pass'], /exists/],
+      [['--email', 'not-an-email', '--password', 'long-enough'], /email/],
+      [['--email', 'x@example.com', '--password', 'short'], /password/],
+      [['--email', 'y@example.com', '--password', 'long-enough', '--time-zone', 'Mars/Olympus'], /time zone/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => admin('users', 'create', ...args)));
+    results.forEach((result, i) => expectRefusal(result, cases[i]![1]));
+    expect(await counts()).toEqual(before);
+  });
+
+  it('clients create → pending with a one-time secret stored as a hash; approve; show never reveals it', async () => {
+    const res = await admin('clients', 'create', '--name', 'Acme', '--redirect-uri', 'https://acme.example/cb', '--redirect-uri', 'http://localhost:8080/cb', '--scope', 'PROFILE_READ,BOOKING_READ', '--scope', 'EVENT_TYPE_READ');
+    expect(res.code, res.stderr).toBe(0);
+    const created = JSON.parse(res.stdout);
+    expect(created).toMatchObject({
+      client_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      client_secret: expect.any(String),
+      secret_id: expect.any(Number),
+      status: 'pending',
+      kind: 'confidential',
+      legacy: false,
+      scopes: ['PROFILE_READ', 'BOOKING_READ', 'EVENT_TYPE_READ'],
+      redirect_uris: ['https://acme.example/cb', 'http://localhost:8080/cb'],
+    });
+    // 256 bits of randomness, base64url.
+    expect(Buffer.from(created.client_secret, 'base64url')).toHaveLength(32);
+    const stored = await pg.db('oauth_client_secrets').where('client_id', created.client_id);
+    expect(stored).toHaveLength(1);
+    expect(stored[0].secret_hash).not.toContain(created.client_secret);
+
+    const approved = await admin('clients', 'approve', created.client_id);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout)).toMatchObject({ client_id: created.client_id, status: 'approved' });
+
+    const shown = await admin('clients', 'show', created.client_id);
+    expect(shown.code, shown.stderr).toBe(0);
+    const client = JSON.parse(shown.stdout);
+    expect(client).toMatchObject({ status: 'approved', secrets: [{ id: created.secret_id, created_at: expect.any(String), last_used_at: null }] });
+    expect(shown.stdout).not.toContain(created.client_secret);
+    expect(shown.stdout).not.toContain(stored[0].secret_hash);
+  });
+
+  it('clients create --public has no secret', async () => {
+    const res = await admin('clients', 'create', '--name', 'Mobile', '--redirect-uri', 'com.example.mobile:/cb', '--scope', 'PROFILE_READ', '--public');
+    expect(res.code, res.stderr).toBe(0);
+    const created = JSON.parse(res.stdout);
+    expect(created.kind).toBe('public');
+    expect(created.client_secret).toBeUndefined();
+    expect(await pg.db('oauth_client_secrets').where('client_id', created.client_id)).toHaveLength(0);
+  });
+
+  it('clients create refuses what the spec forbids, changing nothing', async () => {
+    const before = await counts();
+    const eleven = Array.from({ length: 11 }, (_, i) => ['--redirect-uri', `https://acme.example/cb${i}`]).flat();
+    const cases: Array<[string[], RegExp]> = [
+      [['--name', 'Too many', ...eleven, '--scope', 'PROFILE_READ'], /at most 10/],
+      [['--name', 'No scope', '--redirect-uri', 'https://acme.example/cb'], /scope/],
+      [['--name', 'Bad scope', '--redirect-uri', 'https://acme.example/cb', '--scope', 'ADMIN'], /unknown scope/],
+      ...['https://acme.example/cb#frag', 'http://acme.example/cb', 'javascript:alert(1)', '/relative/cb'].map(
+        (uri): [string[], RegExp] => [['--name', 'Bad uri', '--redirect-uri', uri, '--scope', 'PROFILE_READ'], /redirect URI/],
+      ),
+      [['--name', 'Custom scheme', '--redirect-uri', 'com.example.app:/cb', '--scope', 'PROFILE_READ'], /public/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => admin('clients', 'create', ...args)));
+    results.forEach((result, i) => expectRefusal(result, cases[i]![1]));
+    expect(await counts()).toEqual(before);
+  });
+
+  it('refuses unknown clients and illegal transitions', async () => {
+    const [show, approve] = await Promise.all([admin('clients', 'show', 'no-such-client'), admin('clients', 'approve', 'no-such-client')]);
+    expectRefusal(show, /no client/);
+    expectRefusal(approve, /no client/);
+    const created = JSON.parse((await admin('clients', 'create', '--name', 'R', '--redirect-uri', 'https://r.example/cb', '--scope', 'PROFILE_READ')).stdout);
+    expect((await admin('clients', 'reject', created.client_id)).code).toBe(0);
+    expectRefusal(await admin('clients', 'approve', created.client_id), /rejected client cannot become approved/);
+    expect((await pg.db('oauth_clients').where('id', created.client_id).first()).status).toBe('rejected');
+  });
+
+  it('prints readable text without --json, and help for each command', async () => {
+    const res = await runAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], env);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^id: \d+$/m);
+    expect(res.stdout).toMatch(/^email: text@example.com$/m);
+    const help = await runAdmin(['clients', 'create', '--help'], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--redirect-uri');
+  });
+});

@@ -1,0 +1,73 @@
+// The real commands, as an operator runs them: `npm start` (src/main.ts) and the admin CLI.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+/** A clean environment: only what the command should see (no test-runner variables). */
+function envWith(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...extra };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function runAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, ['src/admin/cli.ts', ...args], { cwd: ROOT, env: envWith(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr: stderr.replace(/^oidc-provider WARNING: Unsupported runtime.*\n/m, '') }));
+  });
+}
+
+export interface RunningServer {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  output(): string;
+  stop(): Promise<number | null>;
+}
+
+/** Starts the server as `npm start` does and waits for the address it prints. */
+export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<RunningServer> {
+  const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in time:\n${output}`));
+    }, timeoutMs);
+    const onData = (d: Buffer) => {
+      output += d;
+      const match = /Listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          url: match[1]!,
+          output: () => output,
+          stop: () =>
+            new Promise((done) => {
+              if (child.exitCode !== null) return done(child.exitCode);
+              child.once('exit', (code) => done(code));
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d) => (output += d));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    });
+  });
+}
