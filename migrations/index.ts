@@ -2,6 +2,7 @@
 // tsx, vitest and any bundler. Append new ones; never edit or reorder applied ones.
 import type { Knex } from 'knex';
 import * as m001 from './001_initial.ts';
+import * as m002 from './002_artifact_client_index.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -10,6 +11,7 @@ interface Migration {
 
 const migrations: Record<string, Migration> = {
   '001_initial': m001,
+  '002_artifact_client_index': m002,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -13,7 +13,8 @@ import { APP_AUTHORIZE_PATH, PROVIDER_PATH } from './oauth/provider.ts';
 import { mountProvider } from './oauth/mount.ts';
 import { acceptJsonBody, normaliseScopeParam } from './oauth/request-shims.ts';
 import { interactionRoutes } from './oauth/interactions.ts';
-import { apiRoutes } from './api/me.ts';
+import { meRoutes } from './api/me.ts';
+import { checkRoutes } from './api/check.ts';
 import { sendError } from './api/responses.ts';
 import { renderPage, VIEWS_DIR } from './views.ts';
 
@@ -90,7 +91,7 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
   const app = new Koa({ proxy: deps.trustProxy });
-  const routers = [operationalRoutes(deps), interactionRoutes(provider, db), apiRoutes(provider, db)];
+  const routers = [operationalRoutes(deps), interactionRoutes(provider, db), meRoutes(provider, db), checkRoutes(provider)];
 
   app.use(requestLog(log));
   app.use(errorPages(log));

@@ -1,10 +1,12 @@
 // Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
 import type Koa from 'koa';
 import type Provider from 'oidc-provider';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import { connectDb, migrateLatest, type Db } from './storage/db.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
+import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createApp } from './app.ts';
@@ -15,6 +17,7 @@ export interface System {
   provider: Provider;
   db: Db;
   redis: Redis | undefined;
+  artifacts: ArtifactStorage;
   log: Logger;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
@@ -33,9 +36,10 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const log = overrides.log ?? createLogger(config.logLevel);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const redis = overrides.redis ?? (config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }) : undefined);
+  const redis = overrides.redis ?? (config.redisUrl ? connectRedis(config.redisUrl) : undefined);
   const migrationsApplied = await migrateLatest(db);
-  const provider = createProvider({ config, db, redis, redisPrefix: overrides.redisPrefix, jwks: await loadSigningKeys(db) });
+  const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
+  const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });
   const app = createApp({ provider, db, redis, log, trustProxy: config.trustProxy });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
@@ -49,6 +53,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     provider,
     db,
     redis,
+    artifacts,
     log,
     migrationsApplied,
     async close() {

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Adapter } from 'oidc-provider';
 import { SqlAdapter } from '../src/storage/sql-adapter.ts';
 import { RedisAdapter } from '../src/storage/redis-adapter.ts';
+import { artifactStorage, type ArtifactStorage } from '../src/storage/artifacts.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
 
 let pg: TestDatabase;
@@ -16,15 +17,15 @@ afterAll(async () => {
   await Promise.all([pg?.drop(), redis?.cleanup()]);
 });
 
-const backends: Array<[string, (model: string) => Adapter]> = [
-  ['SQL (PostgreSQL)', (model) => new SqlAdapter(pg.db, model)],
-  ['Redis', (model) => new RedisAdapter(redis.redis, model, redis.prefix)],
+const backends: Array<[string, (model: string) => Adapter, () => ArtifactStorage]> = [
+  ['SQL (PostgreSQL)', (model) => new SqlAdapter(pg.db, model), () => artifactStorage(pg.db)],
+  ['Redis', (model) => new RedisAdapter(redis.redis, model, redis.prefix), () => artifactStorage(pg.db, redis.redis, redis.prefix)],
 ];
 
 const id = () => randomBytes(16).toString('base64url');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(backends)('%s adapter', (_name, make) => {
+describe.each(backends)('%s adapter', (_name, make, storage) => {
   it('stores and finds a payload, returning its id as jti', async () => {
     const a = make('AccessToken');
     const jti = id();
@@ -125,5 +126,23 @@ describe.each(backends)('%s adapter', (_name, make) => {
     await a.upsert(jti, { jti, userCode, kind: 'DeviceCode' }, 60);
     expect(await a.findByUserCode(userCode)).toMatchObject({ jti, userCode });
     expect(await a.findByUserCode('XXXX-XXXX')).toBeUndefined();
+  });
+
+  it('revokeClient removes every artifact of one client, across models, and nothing else', async () => {
+    const [mine, theirs] = [id(), id()];
+    const made: Array<[string, string, string]> = [];
+    for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode', 'Grant']) {
+      for (const clientId of [mine, theirs]) {
+        const jti = id();
+        await make(model).upsert(jti, { jti, kind: model, clientId, grantId: id() }, 60);
+        made.push([model, jti, clientId]);
+      }
+    }
+    await storage().revokeClient(mine);
+    for (const [model, jti, clientId] of made) {
+      const found = await make(model).find(jti);
+      if (clientId === mine) expect(found, model).toBeUndefined();
+      else expect(found, model).toBeDefined();
+    }
   });
 });

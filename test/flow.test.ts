@@ -20,7 +20,7 @@ describe.each<Storage>(['redis', 'sql'])('authorization code flow (%s storage)',
     const db = server.system.db;
     await usersCreate(db, { ...user, name: 'Ada Lovelace', timeZone: 'Europe/London' });
     const created = await clientsCreate(db, { name: 'Acme Calendar Sync', redirectUri: [REDIRECT], scope: ['PROFILE_READ BOOKING_READ'] });
-    await clientsSetStatus(db, created.client_id, 'approved');
+    await clientsSetStatus(server.system, created.client_id, 'approved');
     client = { client_id: created.client_id, client_secret: created.client_secret! };
     const p = await clientsCreate(db, { name: 'Not yet reviewed', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
     pending = { client_id: p.client_id, client_secret: p.client_secret! };

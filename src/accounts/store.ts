@@ -47,16 +47,26 @@ export function isValidTimeZone(tz: string): boolean {
   }
 }
 
+export function validateName(value: string): string {
+  const name = value.trim();
+  // Control characters would corrupt logs, headers and pages that show the name.
+  if (!name || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) throw new InputError('the name must be 1 to 200 printable characters');
+  return name;
+}
+
+export function validateTimeZone(value: string): string {
+  if (!isValidTimeZone(value)) throw new InputError(`not an IANA time zone: "${value}"`);
+  return value;
+}
+
 export function validateNewUser(input: NewUser): Required<NewUser> {
   const email = input.email.trim().toLowerCase();
   if (!EMAIL.test(email) || email.length > 254) throw new InputError(`not a valid email address: "${input.email}"`);
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   const username = (input.username ?? email.split('@')[0]!).toLowerCase();
   if (!USERNAME.test(username)) throw new InputError(`not a valid username: "${username}" (a–z, 0–9, '.', '_', '-'; up to 63 characters)`);
-  const name = (input.name ?? username).trim();
-  if (!name || name.length > 200) throw new InputError('the name must be 1 to 200 characters');
-  const timeZone = input.timeZone ?? 'UTC';
-  if (!isValidTimeZone(timeZone)) throw new InputError(`not an IANA time zone: "${timeZone}"`);
+  const name = validateName(input.name ?? username);
+  const timeZone = validateTimeZone(input.timeZone ?? 'UTC');
   return { email, password: input.password, username, name, timeZone };
 }
 
@@ -83,6 +93,22 @@ export async function findUserById(db: Db, id: string | number): Promise<User | 
   if (!Number.isSafeInteger(numeric) || numeric <= 0 || numeric > 2 ** 31 - 1) return undefined;
   const row = await db('users').where('id', numeric).first(COLUMNS);
   return row ? toUser(row) : undefined;
+}
+
+export interface ProfileChanges {
+  name?: string;
+  timeZone?: string;
+}
+
+/** Applies validated profile changes; nothing changes when any of them is invalid. */
+export async function updateUserProfile(db: Db, id: string | number, changes: ProfileChanges): Promise<User | undefined> {
+  const update: Record<string, unknown> = {};
+  if (changes.name !== undefined) update.name = validateName(changes.name);
+  if (changes.timeZone !== undefined) update.time_zone = validateTimeZone(changes.timeZone);
+  const existing = await findUserById(db, id);
+  if (!existing) return undefined;
+  const [row] = await db('users').where('id', existing.id).update({ ...update, updated_at: db.fn.now() }).returning(COLUMNS);
+  return toUser(row);
 }
 
 /** The user for these credentials, or undefined; takes the same time whether or not the email exists. */

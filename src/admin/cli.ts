@@ -2,14 +2,21 @@
 // --json prints exactly one JSON document; a refusal exits 1 with a one-line reason on stderr.
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { connectDb, type Db } from '../storage/db.ts';
+import { connectDb } from '../storage/db.ts';
+import { connectRedis } from '../storage/redis.ts';
+import { artifactStorage } from '../storage/artifacts.ts';
+import type { ClientDeps } from '../clients/lifecycle.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { clientsCreate, clientsSetStatus, clientsShow, migrate, usersCreate } from './commands.ts';
 
 class Refusal extends Error {}
 
-function openDb(): Db {
+interface Storage extends ClientDeps {
+  close(): Promise<void>;
+}
+
+function openStorage(): Storage {
   const config = loadConfig();
   if (!config.databaseUrl) {
     const pid = lockHolder(config.dataDir);
@@ -19,7 +26,16 @@ function openDb(): Db {
       );
     }
   }
-  return connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
+  const db = connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
+  const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+  return {
+    db,
+    artifacts: artifactStorage(db, redis),
+    async close() {
+      redis?.disconnect();
+      await db.destroy();
+    },
+  };
 }
 
 function printText(value: unknown, indent = ''): string {
@@ -42,20 +58,20 @@ const program = new Command('admin')
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
-function action<A extends unknown[]>(run: (db: Db, ...args: A) => Promise<unknown>) {
+function action<A extends unknown[]>(run: (storage: Storage, ...args: A) => Promise<unknown>) {
   return async (...args: A) => {
-    const db = openDb();
+    const storage = openStorage();
     try {
-      const result = await run(db, ...args);
+      const result = await run(storage, ...args);
       const json = program.opts().json as boolean | undefined;
       process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${printText(result)}\n`);
     } finally {
-      await db.destroy();
+      await storage.close();
     }
   };
 }
 
-program.command('migrate').description('apply pending database migrations').action(action((db) => migrate(db)));
+program.command('migrate').description('apply pending database migrations').action(action(({ db }) => migrate(db)));
 
 const users = program.command('users').description('manage users');
 users
@@ -66,7 +82,7 @@ users
   .option('--name <name>', 'display name')
   .option('--username <username>', 'username (unique; default: the part of the email before @)')
   .option('--time-zone <tz>', 'IANA time zone', 'UTC')
-  .action(action((db, opts) => usersCreate(db, opts)));
+  .action(action(({ db }, opts) => usersCreate(db, opts)));
 
 const clients = program.command('clients').description('manage OAuth clients');
 clients
@@ -77,17 +93,17 @@ clients
   .option('--scope <scopes>', 'scope(s), space- or comma-separated (repeatable)', collect)
   .option('--public', 'a public client (PKCE, no secret)')
   .option('--legacy', 'a legacy client created before scopes existed')
-  .action(action((db, opts) => clientsCreate(db, opts)));
+  .action(action(({ db }, opts) => clientsCreate(db, opts)));
 for (const [name, status] of [['approve', 'approved'], ['reject', 'rejected'], ['suspend', 'suspended']] as const) {
   clients
     .command(`${name} <id>`)
     .description(`${name} a client`)
-    .action(action((db, id: string) => clientsSetStatus(db, id, status)));
+    .action(action((storage, id: string) => clientsSetStatus(storage, id, status)));
 }
 clients
   .command('show <id>')
   .description('show a client and its active secrets (never the secrets themselves)')
-  .action(action((db, id: string) => clientsShow(db, id)));
+  .action(action(({ db }, id: string) => clientsShow(db, id)));
 
 try {
   await program.parseAsync(process.argv);

@@ -3,7 +3,8 @@
 import type { Db } from '../storage/db.ts';
 import { migrateLatest } from '../storage/db.ts';
 import { createUser } from '../accounts/store.ts';
-import { changeClientStatus, createClient, getClient, listActiveSecrets, type ClientRecord, type ClientStatus } from '../clients/store.ts';
+import { createClient, getClient, listActiveSecrets, type ClientRecord, type ClientStatus } from '../clients/store.ts';
+import { setClientStatus, type ClientDeps } from '../clients/lifecycle.ts';
 import { parseScopeArgs } from '../oauth/scopes.ts';
 
 export function clientJson(client: ClientRecord) {
@@ -60,8 +61,8 @@ export async function clientsCreate(db: Db, options: ClientsCreateOptions) {
   };
 }
 
-export async function clientsSetStatus(db: Db, clientId: string, status: ClientStatus) {
-  return clientJson(await changeClientStatus(db, clientId, status));
+export async function clientsSetStatus(deps: ClientDeps, clientId: string, status: ClientStatus) {
+  return clientJson(await setClientStatus(deps, clientId, status));
 }
 
 export async function clientsShow(db: Db, clientId: string) {

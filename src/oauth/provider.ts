@@ -1,12 +1,10 @@
 // The oidc-provider configuration, read top to bottom: one object, with the reasons inline.
 // Plain OAuth 2.0 authorization code + refresh token grants with our scope names (no `openid`).
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
-import type { Redis } from 'ioredis';
 import type { Db } from '../storage/db.ts';
 import type { Config } from '../config.ts';
 import { ClientAdapter } from '../storage/client-adapter.ts';
-import { RedisAdapter } from '../storage/redis-adapter.ts';
-import { SqlAdapter } from '../storage/sql-adapter.ts';
+import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
 import { markSecretUsed } from '../clients/store.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
@@ -27,16 +25,12 @@ const SESSION_TTL = 14 * 24 * 3600;
 export interface ProviderDeps {
   config: Config;
   db: Db;
-  redis?: Redis | undefined;
-  redisPrefix?: string;
+  artifacts: ArtifactStorage;
   jwks: { keys: object[] };
 }
 
-function adapterFactory({ db, redis, redisPrefix = 'oauth:' }: ProviderDeps) {
-  return (model: string): Adapter => {
-    if (model === 'Client') return new ClientAdapter(db);
-    return redis ? new RedisAdapter(redis, model, redisPrefix) : new SqlAdapter(db, model);
-  };
+function adapterFactory({ db, artifacts }: ProviderDeps) {
+  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(db) : artifacts.adapterFor(model));
 }
 
 /** The scope value of the authorization request as sent, split on spaces and commas. */

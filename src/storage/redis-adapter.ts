@@ -47,11 +47,13 @@ export class RedisAdapter implements Adapter {
       tx.set(lookup, id);
       if (expiresIn) tx.expire(lookup, expiresIn);
     }
-    if (payload.grantId) {
-      const grantKey = this.grantKey(payload.grantId);
-      tx.sadd(grantKey, key);
-      if (expiresIn) tx.eval(EXTEND_TTL_SCRIPT, 1, grantKey, expiresIn);
-      else tx.persist(grantKey);
+    // Index sets: a grant's artifacts of this model, and all of a client's artifacts.
+    const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)];
+    for (const index of indexes) {
+      if (!index) continue;
+      tx.sadd(index, key);
+      if (expiresIn) tx.eval(EXTEND_TTL_SCRIPT, 1, index, expiresIn);
+      else tx.persist(index);
     }
     await tx.exec();
   }
@@ -91,12 +93,25 @@ export class RedisAdapter implements Adapter {
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    const grantKey = this.grantKey(grantId);
-    const members = await this.redis.smembers(grantKey);
-    // Per-key deletes: members may live in different cluster slots.
-    const tx = this.redis.pipeline();
-    for (const member of members) tx.del(member);
-    tx.del(grantKey);
-    await tx.exec();
+    await deleteIndexed(this.redis, this.grantKey(grantId));
   }
+}
+
+function clientIndexKey(prefix: string, clientId: string): string {
+  return `${prefix}client:${clientId}`;
+}
+
+/** Deletes every key listed in an index set, and the set. */
+async function deleteIndexed(redis: Redis, index: string): Promise<void> {
+  const members = await redis.smembers(index);
+  // Per-key deletes: members may live in different cluster slots.
+  const tx = redis.pipeline();
+  for (const member of members) tx.del(member);
+  tx.del(index);
+  await tx.exec();
+}
+
+/** Deletes every code, token and grant of a client, of all models. */
+export async function revokeClientArtifactsRedis(redis: Redis, prefix: string, clientId: string): Promise<void> {
+  await deleteIndexed(redis, clientIndexKey(prefix, clientId));
 }

@@ -31,12 +31,13 @@ export class SqlAdapter implements Adapter {
         id: artifactKey(id),
         payload: JSON.stringify(toStored(this.model, payload)),
         grant_id: payload.grantId ?? null,
+        client_id: payload.clientId ?? null,
         uid: payload.uid ?? null,
         user_code: payload.userCode ?? null,
         expires_at: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
       })
       .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'uid', 'user_code', 'expires_at']);
+      .merge(['payload', 'grant_id', 'client_id', 'uid', 'user_code', 'expires_at']);
   }
 
   private toPayload(id: string, row: Row | undefined): AdapterPayload | undefined {
@@ -80,6 +81,11 @@ export class SqlAdapter implements Adapter {
   async revokeByGrantId(grantId: string): Promise<void> {
     await this.rows().where('grant_id', grantId).delete();
   }
+}
+
+/** Deletes every code, token and grant of a client, of all models. */
+export async function revokeClientArtifactsSql(db: Db, clientId: string): Promise<void> {
+  await db(TABLE).where('client_id', clientId).delete();
 }
 
 /** Deletes expired artifacts; run periodically by the server. */

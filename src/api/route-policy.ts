@@ -1,0 +1,114 @@
+// The route policy (CONTRACT 4): which scope a call to the scheduling API needs.
+// One table, read top to bottom; the first matching rule decides; no rule means no access.
+import { ALL_SCOPES } from '../oauth/scopes.ts';
+
+/** What a call needs: nothing (public), a scope, or it is refused outright. */
+export type Need = { kind: 'public' } | { kind: 'scope'; scope: string } | { kind: 'deny'; reason: string };
+
+type Access = 'READ' | 'WRITE';
+
+interface Rule {
+  /** Segments after /v2; `{id}` is any one segment, a final `**` is zero or more segments. */
+  pattern: string;
+  /** A scope family such as `BOOKING_` (READ or WRITE is added by method), or 'public'. */
+  family: string;
+  /** Only these methods; all when absent. */
+  methods?: string[];
+}
+
+const RULES: Rule[] = [
+  // Booking creation, cancellation and rescheduling are public (spec 4.5).
+  { pattern: 'bookings', family: 'public', methods: ['POST'] },
+  { pattern: 'bookings/{id}/cancel', family: 'public', methods: ['POST'] },
+  { pattern: 'bookings/{id}/reschedule', family: 'public', methods: ['POST'] },
+
+  { pattern: 'me', family: 'PROFILE_' },
+  { pattern: 'event-types/**', family: 'EVENT_TYPE_' },
+  { pattern: 'bookings/**', family: 'BOOKING_' },
+  { pattern: 'schedules/**', family: 'SCHEDULE_' },
+  { pattern: 'out-of-office/**', family: 'SCHEDULE_' },
+  { pattern: 'calendars/**', family: 'APPS_' },
+  { pattern: 'conferencing/**', family: 'APPS_' },
+  { pattern: 'selected-calendars/**', family: 'APPS_' },
+  { pattern: 'destination-calendars/**', family: 'APPS_' },
+
+  { pattern: 'teams', family: 'TEAM_PROFILE_' },
+  { pattern: 'teams/{id}', family: 'TEAM_PROFILE_' },
+  { pattern: 'teams/{id}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
+  { pattern: 'teams/{id}/bookings/**', family: 'TEAM_BOOKING_' },
+  { pattern: 'teams/{id}/schedules/**', family: 'TEAM_SCHEDULE_' },
+  { pattern: 'teams/{id}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
+
+  { pattern: 'organizations/{id}/teams', family: 'ORG_PROFILE_' },
+  { pattern: 'organizations/{id}/teams/{id}', family: 'TEAM_PROFILE_' },
+  { pattern: 'organizations/{id}/teams/{id}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
+  { pattern: 'organizations/{id}/teams/{id}/bookings/**', family: 'TEAM_BOOKING_' },
+  { pattern: 'organizations/{id}/teams/{id}/schedules/**', family: 'TEAM_SCHEDULE_' },
+  { pattern: 'organizations/{id}/teams/{id}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
+  { pattern: 'organizations/{id}/event-types/**', family: 'ORG_EVENT_TYPE_' },
+  { pattern: 'organizations/{id}/bookings/**', family: 'ORG_BOOKING_' },
+  { pattern: 'organizations/{id}/schedules/**', family: 'ORG_SCHEDULE_' },
+];
+
+const ACCESS_BY_METHOD: Record<string, Access> = { GET: 'READ', HEAD: 'READ', POST: 'WRITE', PUT: 'WRITE', PATCH: 'WRITE', DELETE: 'WRITE' };
+
+// Every family in the table must name real scopes: a typo here would lock a route for everyone.
+for (const { family } of RULES) {
+  if (family === 'public') continue;
+  for (const access of ['READ', 'WRITE']) {
+    if (!ALL_SCOPES.includes(`${family}${access}`)) throw new Error(`route policy names an unknown scope ${family}${access}`);
+  }
+}
+
+function matches(pattern: string[], segments: string[]): boolean {
+  for (let i = 0; i < pattern.length; i++) {
+    const part = pattern[i]!;
+    if (part === '**' && i === pattern.length - 1) return true;
+    const segment = segments[i];
+    if (segment === undefined) return false;
+    if (part !== '{id}' && part !== segment) return false;
+  }
+  return segments.length === pattern.length;
+}
+
+const COMPILED = RULES.map((rule) => ({ ...rule, parts: rule.pattern.split('/') }));
+
+/**
+ * The path's segments after /v2, or undefined when it cannot be judged safely: anything a
+ * server behind the gateway might resolve differently (dot segments, empty segments, encoded
+ * slashes or dots, backslashes, malformed escapes) is refused rather than guessed at.
+ */
+export function normalisePath(rawPath: string): string[] | undefined {
+  const path = rawPath.split(/[?#]/, 1)[0]!;
+  if (!path.startsWith('/v2/')) return undefined;
+  const raw = path.slice('/v2/'.length).split('/');
+  if (raw.length > 1 && raw[raw.length - 1] === '') raw.pop(); // one trailing slash is harmless
+  const segments: string[] = [];
+  for (const part of raw) {
+    let segment: string;
+    try {
+      segment = decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+    if (segment === '' || segment === '.' || segment === '..' || /[/\\\0]/.test(segment)) return undefined;
+    if (segment !== part && /[.%]/.test(segment)) return undefined; // %2e, double encoding
+    segments.push(segment);
+  }
+  return segments;
+}
+
+/** What a call with this method and path (as sent, query allowed) needs. */
+export function neededFor(method: string, rawPath: string): Need {
+  const access = ACCESS_BY_METHOD[method.toUpperCase()];
+  if (!access) return { kind: 'deny', reason: `method ${method} is not allowed` };
+  const segments = normalisePath(rawPath);
+  if (!segments) return { kind: 'deny', reason: 'the path is not in a form that can be judged' };
+  const upper = method.toUpperCase();
+  for (const rule of COMPILED) {
+    if (rule.methods && !rule.methods.includes(upper)) continue;
+    if (!matches(rule.parts, segments)) continue;
+    return rule.family === 'public' ? { kind: 'public' } : { kind: 'scope', scope: `${rule.family}${access}` };
+  }
+  return { kind: 'deny', reason: 'no rule of the route policy covers this call' };
+}
