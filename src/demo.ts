@@ -7,6 +7,8 @@ import { createUser } from './accounts/store.ts';
 import { changeClientStatus, createClient } from './clients/store.ts';
 import { APP_AUTHORIZE_PATH } from './oauth/provider.ts';
 
+const DEMO = { actor: 'system:demo-seed', reason: 'first start of the embedded default' };
+
 export async function seedDemo(db: Db, config: Config): Promise<string> {
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
@@ -17,8 +19,8 @@ export async function seedDemo(db: Db, config: Config): Promise<string> {
     legacy: false,
     scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
     redirectUris: [redirectUri],
-  });
-  await changeClientStatus(db, client.clientId, 'approved');
+  }, DEMO);
+  await changeClientStatus(db, client.clientId, 'approved', DEMO);
   const state = randomBytes(8).toString('hex');
   const authorize = new URL(`${config.appUrl}${APP_AUTHORIZE_PATH}`);
   authorize.search = new URLSearchParams({

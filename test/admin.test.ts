@@ -1,6 +1,6 @@
 // The operator scripts as an operator runs them, against PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin } from './support/processes.ts';
+import { admin as runAdmin, spawnAdmin } from './support/processes.ts';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 
 let pg: TestDatabase;
@@ -125,12 +125,16 @@ describe('operator scripts', () => {
     expect((await pg.db('oauth_clients').where('id', created.client_id).first()).status).toBe('rejected');
   });
 
-  it('prints readable text without --json, and help for each command', async () => {
-    const res = await runAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], env);
+  it('runs as its own process: readable text without --json, a one-line refusal with exit 1, help', async () => {
+    const res = await spawnAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], env);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/^id: \d+$/m);
     expect(res.stdout).toMatch(/^email: text@example.com$/m);
-    const help = await runAdmin(['clients', 'create', '--help'], env);
+    const refusal = await spawnAdmin(['--json', 'clients', 'approve', 'no-such-client'], env);
+    expect(refusal.code).toBe(1);
+    expect(refusal.stdout).toBe('');
+    expect(refusal.stderr).toBe('error: no client with id no-such-client\n');
+    const help = await spawnAdmin(['clients', 'create', '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--redirect-uri');
   });

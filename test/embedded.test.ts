@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServerProcess, runAdmin, type RunningServer } from './support/processes.ts';
+import { startServerProcess, spawnAdmin, type RunningServer } from './support/processes.ts';
 import { Browser } from './support/browser.ts';
 import { authorize, getMe, tokenRequest } from './support/oauth.ts';
 
@@ -55,14 +55,14 @@ describe('the embedded default', () => {
     expect(me.body.data.email).toBe('demo@example.com');
 
     // Operator scripts refuse to open the data directory while the server holds it.
-    const refused = await runAdmin(['clients', 'show', demo.clientId], { DATA_DIR: dataDir });
+    const refused = await spawnAdmin(['clients', 'show', demo.clientId], { DATA_DIR: dataDir });
     expect(refused.code).not.toBe(0);
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
     expect(refused.stderr).toMatch(/stop it|DATABASE_URL/);
 
     // A graceful stop, then a second start: no new demo, and the issued token still works.
     expect(await server.stop()).toBe(0);
-    const shown = await runAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir });
+    const shown = await spawnAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir });
     expect(shown.code, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ client_id: demo.clientId, status: 'approved' });
 

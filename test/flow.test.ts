@@ -4,6 +4,7 @@ import { startTestServer, type Storage, type TestServer } from './support/server
 import { Browser } from './support/browser.ts';
 import { authorize, authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth.ts';
 import { clientsCreate, clientsSetStatus, usersCreate } from '../src/admin/commands.ts';
+import { operator } from './support/fixtures.ts';
 
 const REDIRECT = 'https://app.example.com/callback';
 const user = { email: 'ada@example.com', password: 'correct horse battery' };
@@ -19,10 +20,10 @@ describe.each<Storage>(['redis', 'sql'])('authorization code flow (%s storage)',
     base = server.url;
     const db = server.system.db;
     await usersCreate(db, { ...user, name: 'Ada Lovelace', timeZone: 'Europe/London' });
-    const created = await clientsCreate(db, { name: 'Acme Calendar Sync', redirectUri: [REDIRECT], scope: ['PROFILE_READ BOOKING_READ'] });
-    await clientsSetStatus(server.system, created.client_id, 'approved');
+    const created = await clientsCreate(operator(server), { name: 'Acme Calendar Sync', redirectUri: [REDIRECT], scope: ['PROFILE_READ BOOKING_READ'] });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
     client = { client_id: created.client_id, client_secret: created.client_secret! };
-    const p = await clientsCreate(db, { name: 'Not yet reviewed', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    const p = await clientsCreate(operator(server), { name: 'Not yet reviewed', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
     pending = { client_id: p.client_id, client_secret: p.client_secret! };
   });
   afterAll(() => server?.close());

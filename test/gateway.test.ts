@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
-import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
+import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsSetStatus } from '../src/admin/commands.ts';
 
 let server: TestServer;
@@ -89,14 +89,14 @@ describe('gateway decision', () => {
     const tokens = await tokensFor(server, other, user, 'PROFILE_READ');
     expect((await getMe(server.url, tokens.access_token)).status).toBe(200);
 
-    await clientsSetStatus(server.system, other.client_id, 'suspended');
+    await clientsSetStatus(operator(server), other.client_id, 'suspended');
     expect((await getMe(server.url, tokens.access_token)).status).toBe(401);
     expect((await check('GET', '/v2/me', tokens.access_token)).status).toBe(401);
     const refresh = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...other });
     expect(refresh.status).toBe(401);
     expect(refresh.body.error).toBe('invalid_client');
 
-    await clientsSetStatus(server.system, other.client_id, 'approved');
+    await clientsSetStatus(operator(server), other.client_id, 'approved');
     expect((await getMe(server.url, tokens.access_token)).status).toBe(401);
     const again = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...other });
     expect(again.status).toBe(400);

@@ -1,11 +1,29 @@
 // The operator scripts' actions (CONTRACT 5): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
-import type { Db } from '../storage/db.ts';
-import { migrateLatest } from '../storage/db.ts';
+import { migrateLatest, type Db } from '../storage/db.ts';
 import { createUser } from '../accounts/store.ts';
-import { createClient, getClient, listActiveSecrets, type ClientRecord, type ClientStatus } from '../clients/store.ts';
+import {
+  addRedirectUri,
+  createClient,
+  generateSecret,
+  getClient,
+  listActiveSecrets,
+  listClients,
+  removeRedirectUri,
+  revokeSecret,
+  setClientScopes,
+  type Actor,
+  type ClientRecord,
+  type ClientStatus,
+} from '../clients/store.ts';
 import { setClientStatus, type ClientDeps } from '../clients/lifecycle.ts';
 import { parseScopeArgs } from '../oauth/scopes.ts';
+import { InputError } from '../errors.ts';
+
+/** What every command runs against: storage, and who is acting (for the audit trail). */
+export interface AdminContext extends ClientDeps {
+  by: Actor;
+}
 
 export function clientJson(client: ClientRecord) {
   return {
@@ -47,29 +65,77 @@ export interface ClientsCreateOptions {
   legacy?: boolean;
 }
 
-export async function clientsCreate(db: Db, options: ClientsCreateOptions) {
-  const { client, secret } = await createClient(db, {
-    name: options.name,
-    redirectUris: options.redirectUri,
-    scopes: parseScopeArgs(options.scope ?? []),
-    kind: options.public ? 'public' : 'confidential',
-    legacy: Boolean(options.legacy),
-  });
+export async function clientsCreate({ db, by }: AdminContext, options: ClientsCreateOptions) {
+  const { client, secret } = await createClient(
+    db,
+    {
+      name: options.name,
+      redirectUris: options.redirectUri,
+      scopes: parseScopeArgs(options.scope ?? []),
+      kind: options.public ? 'public' : 'confidential',
+      legacy: Boolean(options.legacy),
+    },
+    by,
+  );
   return {
     ...clientJson(client),
     ...(secret ? { client_secret: secret.value, secret_id: secret.id } : {}),
   };
 }
 
-export async function clientsSetStatus(deps: ClientDeps, clientId: string, status: ClientStatus) {
-  return clientJson(await setClientStatus(deps, clientId, status));
+export async function clientsSetStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
+  return clientJson(await setClientStatus(ctx, clientId, status, ctx.by));
 }
 
-export async function clientsShow(db: Db, clientId: string) {
-  const client = await getClient(db, clientId);
+async function secretsJson(db: Db, clientId: string) {
   const secrets = await listActiveSecrets(db, clientId);
-  return {
-    ...clientJson(client),
-    secrets: secrets.map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: s.lastUsedAt?.toISOString() ?? null })),
-  };
+  return secrets.map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: s.lastUsedAt?.toISOString() ?? null }));
+}
+
+export async function clientsShow({ db }: AdminContext, clientId: string) {
+  const client = await getClient(db, clientId);
+  return { ...clientJson(client), secrets: await secretsJson(db, clientId) };
+}
+
+const STATUSES: ClientStatus[] = ['pending', 'approved', 'rejected', 'suspended'];
+
+export async function clientsList({ db }: AdminContext, status?: string) {
+  if (status !== undefined && !STATUSES.includes(status as ClientStatus)) {
+    throw new InputError(`--status must be one of ${STATUSES.join(', ')}`);
+  }
+  return { clients: (await listClients(db, status as ClientStatus | undefined)).map(clientJson) };
+}
+
+export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[]) {
+  return clientJson(await setClientScopes(db, clientId, parseScopeArgs(scopes), by));
+}
+
+export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {
+  return clientJson(await addRedirectUri(db, clientId, uri, by));
+}
+
+export async function clientsRemoveRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {
+  return clientJson(await removeRedirectUri(db, clientId, uri, by));
+}
+
+export async function secretsGenerate({ db, by }: AdminContext, clientId: string) {
+  const secret = await generateSecret(db, clientId, by);
+  return { secret_id: secret.id, client_secret: secret.value };
+}
+
+function secretIdOf(value: string): number {
+  const id = Number(value);
+  if (!Number.isSafeInteger(id) || id <= 0) throw new InputError(`not a secret id: "${value}"`);
+  return id;
+}
+
+export async function secretsRevoke({ db, by }: AdminContext, clientId: string, secretId: string) {
+  const id = secretIdOf(secretId);
+  await revokeSecret(db, clientId, id, by);
+  return { secret_id: id, revoked: true };
+}
+
+export async function secretsList({ db }: AdminContext, clientId: string) {
+  await getClient(db, clientId);
+  return { secrets: await secretsJson(db, clientId) };
 }

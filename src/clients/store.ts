@@ -2,8 +2,17 @@
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import { InputError, NotFoundError } from '../errors.ts';
+import { recordAudit } from '../audit.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, type StoredSecret } from './secrets.ts';
-import { validateClientName, validateClientScopes, validateRedirectUris, type ClientKind } from './validate.ts';
+import { validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris, MAX_REDIRECT_URIS, type ClientKind } from './validate.ts';
+
+/** Who makes a change, and why: recorded in the audit trail. */
+export interface Actor {
+  actor: string;
+  reason?: string | undefined;
+}
+
+export const MAX_ACTIVE_SECRETS = 2; // spec 5.7
 
 export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
 
@@ -50,6 +59,10 @@ export interface CreatedClient {
   secret?: { id: number; value: string };
 }
 
+function auditOf(by: Actor) {
+  return { actor: by.actor, details: by.reason ? { reason: by.reason } : {} };
+}
+
 async function redirectUrisOf(db: Db | Knex.Transaction, clientId: string): Promise<string[]> {
   return db('oauth_client_redirect_uris').where('client_id', clientId).orderBy('position').pluck('uri');
 }
@@ -68,7 +81,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
   };
 }
 
-export async function createClient(db: Db, input: NewClient): Promise<CreatedClient> {
+export async function createClient(db: Db, input: NewClient, by: Actor): Promise<CreatedClient> {
   const name = validateClientName(input.name);
   const redirectUris = validateRedirectUris(input.redirectUris, input.kind);
   const scopes = validateClientScopes(input.scopes, input.legacy);
@@ -87,6 +100,7 @@ export async function createClient(db: Db, input: NewClient): Promise<CreatedCli
         .returning('id');
       secret = { id: secretRow.id, value: secretValue };
     }
+    await recordAudit(trx, { ...auditOf(by), action: 'client.created', clientId, details: { kind: input.kind, legacy: input.legacy, scopes, redirectUris } });
     return { client: toRecord(row, redirectUris), ...(secret ? { secret } : {}) };
   });
 }
@@ -119,15 +133,101 @@ const TRANSITIONS: Record<ClientStatus, ClientStatus[]> = {
   rejected: [],
 };
 
-export async function changeClientStatus(db: Db, clientId: string, to: ClientStatus): Promise<ClientRecord> {
+export async function changeClientStatus(db: Db, clientId: string, to: ClientStatus, by: Actor): Promise<ClientRecord> {
   return db.transaction(async (trx) => {
-    const row: ClientRow | undefined = await trx('oauth_clients').where('id', clientId).forUpdate().first();
-    if (!row) throw new NotFoundError(`no client with id ${clientId}`);
+    const row = await lockClient(trx, clientId);
     if (!TRANSITIONS[row.status].includes(to)) {
       throw new InputError(`a ${row.status} client cannot become ${to}`);
     }
     const [updated] = await trx('oauth_clients').where('id', clientId).update({ status: to, updated_at: trx.fn.now() }).returning('*');
+    await recordAudit(trx, { actor: by.actor, action: `client.${to}`, clientId, details: { from: row.status, ...(by.reason ? { reason: by.reason } : {}) } });
     return toRecord(updated, await redirectUrisOf(trx, clientId));
+  });
+}
+
+/** Reads the client row and locks it until the transaction ends (serialises changes to one client). */
+async function lockClient(trx: Knex.Transaction, clientId: string): Promise<ClientRow> {
+  const row: ClientRow | undefined = await trx('oauth_clients').where('id', clientId).forUpdate().first();
+  if (!row) throw new NotFoundError(`no client with id ${clientId}`);
+  return row;
+}
+
+export async function listClients(db: Db, status?: ClientStatus): Promise<ClientRecord[]> {
+  const rows: ClientRow[] = await db('oauth_clients').modify((q) => (status ? q.where('status', status) : q)).orderBy('created_at');
+  const uris: Array<{ client_id: string; uri: string }> = await db('oauth_client_redirect_uris')
+    .whereIn('client_id', rows.map((r) => r.id))
+    .orderBy('position')
+    .select('client_id', 'uri');
+  return rows.map((row) => toRecord(row, uris.filter((u) => u.client_id === row.id).map((u) => u.uri)));
+}
+
+/** Replaces the client's scopes (at least one; all from the catalogue). */
+export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor): Promise<ClientRecord> {
+  const valid = validateClientScopes(scopes, false);
+  return db.transaction(async (trx) => {
+    const row = await lockClient(trx, clientId);
+    const [updated] = await trx('oauth_clients').where('id', clientId).update({ scopes: JSON.stringify(valid), updated_at: trx.fn.now() }).returning('*');
+    await recordAudit(trx, { ...auditOf(by), action: 'client.scopes_set', clientId, details: { from: row.scopes, to: valid, ...auditOf(by).details } });
+    return toRecord(updated, await redirectUrisOf(trx, clientId));
+  });
+}
+
+export async function addRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return db.transaction(async (trx) => {
+    const row = await lockClient(trx, clientId);
+    const valid = validateRedirectUri(uri, row.kind);
+    const current = await redirectUrisOf(trx, clientId);
+    if (current.includes(valid)) throw new InputError(`the client already has the redirect URI ${valid}`);
+    if (current.length >= MAX_REDIRECT_URIS) throw new InputError(`at most ${MAX_REDIRECT_URIS} redirect URIs per client`);
+    await trx('oauth_client_redirect_uris').insert({ client_id: clientId, uri: valid, position: current.length });
+    await trx('oauth_clients').where('id', clientId).update({ updated_at: trx.fn.now() });
+    await recordAudit(trx, { ...auditOf(by), action: 'client.redirect_uri_added', clientId, details: { uri: valid, ...auditOf(by).details } });
+    return toRecord(row, [...current, valid]);
+  });
+}
+
+export async function removeRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return db.transaction(async (trx) => {
+    const row = await lockClient(trx, clientId);
+    const current = await redirectUrisOf(trx, clientId);
+    if (!current.includes(uri)) throw new InputError(`the client has no redirect URI ${uri}`);
+    if (current.length === 1) throw new InputError('a client needs at least one redirect URI; add another before removing this one');
+    await trx('oauth_client_redirect_uris').where({ client_id: clientId, uri }).delete();
+    await trx('oauth_clients').where('id', clientId).update({ updated_at: trx.fn.now() });
+    await recordAudit(trx, { ...auditOf(by), action: 'client.redirect_uri_removed', clientId, details: { uri, ...auditOf(by).details } });
+    return toRecord(row, current.filter((u) => u !== uri));
+  });
+}
+
+/**
+ * A new secret for a confidential client, refused while it has MAX_ACTIVE_SECRETS active. The
+ * client row lock makes concurrent calls take turns, so they can never exceed the limit.
+ */
+export async function generateSecret(db: Db, clientId: string, by: Actor): Promise<{ id: number; value: string }> {
+  const value = generateClientSecret();
+  return db.transaction(async (trx) => {
+    const row = await lockClient(trx, clientId);
+    if (row.kind !== 'confidential') throw new InputError('a public client has no secrets');
+    const active = await trx('oauth_client_secrets').where('client_id', clientId).whereNull('revoked_at').pluck('id');
+    if (active.length >= MAX_ACTIVE_SECRETS) {
+      throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
+    }
+    const [secret] = await trx('oauth_client_secrets').insert({ client_id: clientId, secret_hash: hashClientSecret(value) }).returning('id');
+    await recordAudit(trx, { ...auditOf(by), action: 'secret.generated', clientId, details: { secret_id: secret.id, ...auditOf(by).details } });
+    return { id: secret.id as number, value };
+  });
+}
+
+/** Revokes a secret; the next token request with it is refused (the provider reads secrets per request). */
+export async function revokeSecret(db: Db, clientId: string, secretId: number, by: Actor): Promise<void> {
+  await db.transaction(async (trx) => {
+    await lockClient(trx, clientId);
+    const updated = await trx('oauth_client_secrets')
+      .where({ id: secretId, client_id: clientId })
+      .whereNull('revoked_at')
+      .update({ revoked_at: trx.fn.now() });
+    if (updated === 0) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
+    await recordAudit(trx, { ...auditOf(by), action: 'secret.revoked', clientId, details: { secret_id: secretId, ...auditOf(by).details } });
   });
 }
 

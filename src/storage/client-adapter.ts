@@ -11,8 +11,10 @@ import { ALL_SCOPES } from '../oauth/scopes.ts';
 const placeholderKey = randomBytes(32);
 const placeholderSecret = (clientId: string) => createHmac('sha256', placeholderKey).update(clientId).digest('base64url');
 
-function isPrivateUseScheme(uri: string): boolean {
-  return !/^https?:/i.test(uri);
+/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
+function isNativeRedirect(uri: string): boolean {
+  const { protocol, hostname } = new URL(uri);
+  return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
 }
 
 export class ClientAdapter implements Adapter {
@@ -29,8 +31,9 @@ export class ClientAdapter implements Adapter {
       redirect_uris: client.redirectUris,
       response_types: ['code'],
       grant_types: ['authorization_code', 'refresh_token'],
-      // Native apps may register private-use scheme redirects (RFC 8252).
-      application_type: client.redirectUris.some(isPrivateUseScheme) ? 'native' : 'web',
+      // A public client with a loopback or private-use redirect is a native app (RFC 8252): the
+      // provider then accepts its loopback redirect on any port (7.3). Everything else matches exactly.
+      application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
       token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
       ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
       // A legacy client predates scopes: it may ask for any of them (spec 5.6).

@@ -3,6 +3,8 @@
 import type { Redis } from 'ioredis';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
+import { deleteIndexed } from './client-artifacts.ts';
+import { clientIndexKey } from './redis-keys.ts';
 
 // Marks an artifact consumed only if it still exists and is not consumed yet; returns 1 on
 // success. A bare HSET on an expired key would resurrect it without a TTL.
@@ -97,21 +99,3 @@ export class RedisAdapter implements Adapter {
   }
 }
 
-function clientIndexKey(prefix: string, clientId: string): string {
-  return `${prefix}client:${clientId}`;
-}
-
-/** Deletes every key listed in an index set, and the set. */
-async function deleteIndexed(redis: Redis, index: string): Promise<void> {
-  const members = await redis.smembers(index);
-  // Per-key deletes: members may live in different cluster slots.
-  const tx = redis.pipeline();
-  for (const member of members) tx.del(member);
-  tx.del(index);
-  await tx.exec();
-}
-
-/** Deletes every code, token and grant of a client, of all models. */
-export async function revokeClientArtifactsRedis(redis: Redis, prefix: string, clientId: string): Promise<void> {
-  await deleteIndexed(redis, clientIndexKey(prefix, clientId));
-}

@@ -83,11 +83,6 @@ export class SqlAdapter implements Adapter {
   }
 }
 
-/** Deletes every code, token and grant of a client, of all models. */
-export async function revokeClientArtifactsSql(db: Db, clientId: string): Promise<void> {
-  await db(TABLE).where('client_id', clientId).delete();
-}
-
 /** Deletes expired artifacts; run periodically by the server. */
 export async function purgeExpiredArtifacts(db: Db): Promise<number> {
   return db(TABLE).where('expires_at', '<', db.fn.now()).delete();

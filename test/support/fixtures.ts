@@ -4,9 +4,14 @@ import { expect } from 'vitest';
 import type { TestServer } from './server.ts';
 import { Browser } from './browser.ts';
 import { authorize, tokenRequest, type TestUser } from './oauth.ts';
-import { clientsCreate, clientsSetStatus, usersCreate } from '../../src/admin/commands.ts';
+import { clientsCreate, clientsSetStatus, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
 
 export const REDIRECT = 'https://app.example.com/callback';
+
+/** The operator scripts' context for a test server. */
+export function operator(server: TestServer): AdminContext {
+  return { db: server.system.db, artifacts: server.system.artifacts, by: { actor: 'operator:test' } };
+}
 
 export interface TestClient {
   client_id: string;
@@ -21,8 +26,8 @@ export async function newUser(server: TestServer, name = 'Test User'): Promise<T
 }
 
 export async function approvedClient(server: TestServer, scopes: string[], name = 'Test App'): Promise<TestClient> {
-  const created = await clientsCreate(server.system.db, { name, redirectUri: [REDIRECT], scope: scopes });
-  await clientsSetStatus(server.system, created.client_id, 'approved');
+  const created = await clientsCreate(operator(server), { name, redirectUri: [REDIRECT], scope: scopes });
+  await clientsSetStatus(operator(server), created.client_id, 'approved');
   return { client_id: created.client_id, client_secret: created.client_secret! };
 }
 

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runAdmin } from '../../src/admin/program.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
@@ -17,7 +18,8 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** The operator scripts as a separate process, exactly as `npm run --silent admin --` runs them. */
+export function spawnAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(TSX, ['src/admin/cli.ts', ...args], { cwd: ROOT, env: envWith(env) });
     let stdout = '';
@@ -25,8 +27,16 @@ export function runAdmin(args: string[], env: Record<string, string>): Promise<C
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr: stderr.replace(/^oidc-provider WARNING: Unsupported runtime.*\n/m, '') }));
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
+}
+
+/** The operator scripts in this process: the same code as the CLI, without a process start per call. */
+export async function admin(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runAdmin(args, { env, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
 }
 
 export interface RunningServer {

@@ -1,0 +1,138 @@
+// The client lifecycle scripts as an operator runs them, against PostgreSQL: listing, scopes,
+// redirect URIs, secrets, status transitions and the audit trail.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin as runAdmin, type CliResult } from './support/processes.ts';
+import { createTestDatabase, type TestDatabase } from './support/services.ts';
+
+let pg: TestDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  pg = await createTestDatabase();
+  env = { DATABASE_URL: pg.url };
+});
+afterAll(() => pg?.drop());
+
+const admin = (...args: string[]) => runAdmin(['--json', ...args], env);
+const ok = (res: CliResult) => {
+  expect(res.code, res.stderr).toBe(0);
+  return JSON.parse(res.stdout);
+};
+function refused(res: CliResult, reason: RegExp) {
+  expect(res.code).not.toBe(0);
+  expect(res.stdout).toBe('');
+  expect(res.stderr.trim().split('\n'), res.stderr).toHaveLength(1);
+  expect(res.stderr).toMatch(reason);
+}
+const createClient = async (...extra: string[]) =>
+  ok(await admin('clients', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ', ...extra));
+const row = (id: string) => pg.db('oauth_clients').where('id', id).first();
+
+describe('client lifecycle scripts', () => {
+  it('lists clients, filtered by status; refuses an unknown status', async () => {
+    const a = await createClient();
+    const b = await createClient();
+    ok(await admin('clients', 'approve', b.client_id));
+    const [all, approved, bad] = await Promise.all([admin('clients', 'list'), admin('clients', 'list', '--status', 'approved'), admin('clients', 'list', '--status', 'weird')]);
+    expect(ok(all).clients.map((c: { client_id: string }) => c.client_id)).toEqual(expect.arrayContaining([a.client_id, b.client_id]));
+    expect(ok(approved).clients.map((c: { client_id: string }) => c.client_id)).toEqual([b.client_id]);
+    refused(bad, /--status must be one of/);
+  });
+
+  it('sets scopes; refuses unknown or no scopes, changing nothing', async () => {
+    const c = await createClient();
+    expect(ok(await admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ,BOOKING_READ', 'SCHEDULE_READ')).scopes).toEqual(['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ']);
+    const [unknown, empty, missing] = await Promise.all([
+      admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', 'NOPE'),
+      admin('clients', 'set-scopes', c.client_id, ','),
+      admin('clients', 'set-scopes', 'no-such-client', 'PROFILE_READ'),
+    ]);
+    refused(unknown, /unknown scope: NOPE/);
+    refused(empty, /at least one scope/);
+    refused(missing, /no client/);
+    expect((await row(c.client_id)).scopes).toEqual(['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ']);
+  });
+
+  it('adds and removes redirect URIs within the rules', async () => {
+    const c = await createClient();
+    for (let i = 2; i <= 10; i++) ok(await admin('clients', 'add-redirect-uri', c.client_id, `https://app.example/cb${i}`));
+    const [eleventh, fragment, plainHttp, dup] = await Promise.all([
+      admin('clients', 'add-redirect-uri', c.client_id, 'https://app.example/cb11'),
+      admin('clients', 'add-redirect-uri', c.client_id, 'https://app.example/x#y'),
+      admin('clients', 'add-redirect-uri', c.client_id, 'http://app.example/x'),
+      admin('clients', 'add-redirect-uri', c.client_id, 'https://app.example/cb2'),
+    ]);
+    refused(eleventh, /at most 10/);
+    refused(fragment, /fragment/);
+    refused(plainHttp, /https/);
+    refused(dup, /already has/);
+    const shown = ok(await admin('clients', 'remove-redirect-uri', c.client_id, 'https://app.example/cb'));
+    expect(shown.redirect_uris).toHaveLength(9);
+    expect(shown.redirect_uris).not.toContain('https://app.example/cb');
+    refused(await admin('clients', 'remove-redirect-uri', c.client_id, 'https://app.example/nope'), /no redirect URI/);
+
+    const single = await createClient();
+    refused(await admin('clients', 'remove-redirect-uri', single.client_id, 'https://app.example/cb'), /at least one redirect URI/);
+  });
+
+  it('generates, lists and revokes secrets, at most 2 active, shown once and stored hashed', async () => {
+    const c = await createClient();
+    const second = ok(await admin('secrets', 'generate', c.client_id));
+    expect(second).toEqual({ secret_id: expect.any(Number), client_secret: expect.any(String) });
+    expect(Buffer.from(second.client_secret, 'base64url')).toHaveLength(32);
+    refused(await admin('secrets', 'generate', c.client_id), /already has 2 active secrets/);
+
+    const listed = ok(await admin('secrets', 'list', c.client_id));
+    expect(listed.secrets.map((s: { id: number }) => s.id)).toEqual([c.secret_id, second.secret_id]);
+    expect(JSON.stringify(listed)).not.toContain(second.client_secret);
+
+    expect(ok(await admin('secrets', 'revoke', c.client_id, String(c.secret_id)))).toEqual({ secret_id: c.secret_id, revoked: true });
+    const [again, wrongClient, notANumber] = await Promise.all([
+      admin('secrets', 'revoke', c.client_id, String(c.secret_id)),
+      admin('secrets', 'revoke', (await createClient()).client_id, String(second.secret_id)),
+      admin('secrets', 'revoke', c.client_id, 'abc'),
+    ]);
+    refused(again, /no active secret/);
+    refused(wrongClient, /no active secret/);
+    refused(notANumber, /not a secret id/);
+    expect(ok(await admin('secrets', 'list', c.client_id)).secrets.map((s: { id: number }) => s.id)).toEqual([second.secret_id]);
+    ok(await admin('secrets', 'generate', c.client_id));
+
+    const stored = await pg.db('oauth_client_secrets').where('client_id', c.client_id).pluck('secret_hash');
+    expect(stored.join(' ')).not.toContain(second.client_secret);
+
+    const pub = await createClient('--public');
+    refused(await admin('secrets', 'generate', pub.client_id), /public client has no secrets/);
+  });
+
+  it('allows only the legal status transitions and records each with who, when and why', async () => {
+    const c = await createClient();
+    refused(await admin('clients', 'suspend', c.client_id), /pending client cannot become suspended/);
+    expect(ok(await admin('--reason', 'reviewed: ticket 42', 'clients', 'approve', c.client_id)).status).toBe('approved');
+    refused(await admin('clients', 'reject', c.client_id), /approved client cannot become rejected/);
+    expect(ok(await admin('clients', 'suspend', c.client_id, '--reason', 'abuse report')).status).toBe('suspended');
+    expect(ok(await admin('clients', 'approve', c.client_id)).status).toBe('approved');
+
+    const trail = await pg.db('audit_events').where('client_id', c.client_id).orderBy('id');
+    expect(trail.map((e) => e.action)).toEqual(['client.created', 'client.approved', 'client.suspended', 'client.approved']);
+    for (const e of trail) {
+      expect(e.actor).toMatch(/^operator:/);
+      expect(e.at).toBeInstanceOf(Date);
+    }
+    expect(trail[1].details).toMatchObject({ from: 'pending', reason: 'reviewed: ticket 42' });
+    expect(trail[2].details).toMatchObject({ from: 'approved', reason: 'abuse report' });
+  });
+
+  it('has --help for every command', async () => {
+    const commands = [
+      ['migrate'], ['users', 'create'], ['clients', 'create'], ['clients', 'approve'], ['clients', 'reject'], ['clients', 'suspend'],
+      ['clients', 'show'], ['clients', 'list'], ['clients', 'set-scopes'], ['clients', 'add-redirect-uri'],
+      ['clients', 'remove-redirect-uri'], ['secrets', 'generate'], ['secrets', 'revoke'], ['secrets', 'list'],
+    ];
+    const results = await Promise.all(commands.map((c) => runAdmin([...c, '--help'], env)));
+    results.forEach((res, i) => {
+      expect(res.code, commands[i]!.join(' ')).toBe(0);
+      expect(res.stdout).toMatch(/^Usage: admin /);
+    });
+  });
+});
