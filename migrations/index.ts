@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_initial.ts';
 import * as m002 from './002_artifact_client_index.ts';
 import * as m003 from './003_audit_events.ts';
+import * as m004 from './004_legacy_migration.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   '001_initial': m001,
   '002_artifact_client_index': m002,
   '003_audit_events': m003,
+  '004_legacy_migration': m004,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

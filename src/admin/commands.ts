@@ -17,6 +17,7 @@ import {
   type ClientStatus,
 } from '../clients/store.ts';
 import { setClientStatus, type ClientDeps } from '../clients/lifecycle.ts';
+import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../oauth/scopes.ts';
 import { InputError } from '../errors.ts';
 
@@ -94,7 +95,8 @@ async function secretsJson(db: Db, clientId: string) {
 
 export async function clientsShow({ db }: AdminContext, clientId: string) {
   const client = await getClient(db, clientId);
-  return { ...clientJson(client), secrets: await secretsJson(db, clientId) };
+  const migration = await migrationStatus(db, client);
+  return { ...clientJson(client), ...(migration ? { migration } : {}), secrets: await secretsJson(db, clientId) };
 }
 
 const STATUSES: ClientStatus[] = ['pending', 'approved', 'rejected', 'suspended'];
@@ -106,8 +108,8 @@ export async function clientsList({ db }: AdminContext, status?: string) {
   return { clients: (await listClients(db, status as ClientStatus | undefined)).map(clientJson) };
 }
 
-export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[]) {
-  return clientJson(await setClientScopes(db, clientId, parseScopeArgs(scopes), by));
+export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {
+  return clientJson(await setClientScopes(db, clientId, parseScopeArgs(scopes), by, { force: Boolean(options.force) }));
 }
 
 export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {

@@ -132,8 +132,8 @@ function buildProgram(io: AdminIo): Command {
   clients
     .command('set-scopes <id> <scopes...>')
     .description("replace the client's scopes (names separated by spaces or commas)")
-    .option('--force', 'apply even when the legacy migration guard refuses')
-    .action(action((ctx, id: string, scopes: string[]) => commands.clientsSetScopes(ctx, id, scopes)));
+    .option('--force', 'apply even though the legacy migration guard refuses (users on the old URL will fail)')
+    .action(action((ctx, id: string, scopes: string[], opts: { force?: boolean }) => commands.clientsSetScopes(ctx, id, scopes, opts)));
   clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')

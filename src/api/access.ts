@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { neededFor } from './route-policy.ts';
 import { rejectScope, rejectToken, sendError } from './responses.ts';
-import { scopeSatisfies } from '../oauth/scopes.ts';
+import { LEGACY_FULL_ACCESS, scopeSatisfies } from '../oauth/scopes.ts';
 
 export interface VerifiedToken {
   accountId: string;
@@ -35,12 +35,9 @@ export async function verifyAccessToken(provider: Provider, value: string): Prom
   const token = await provider.AccessToken.find(value);
   if (!token?.clientId || !token.accountId) return 'the access token is invalid, expired or revoked';
   if (token.isSenderConstrained()) return 'sender-constrained tokens are not accepted here';
-  return {
-    accountId: String(token.accountId),
-    clientId: token.clientId,
-    scopes: new Set(String(token.scope ?? '').split(' ').filter(Boolean)),
-    unscoped: (token.extra as { unscoped?: unknown } | undefined)?.unscoped === true,
-  };
+  const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
+  const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
+  return { accountId: String(token.accountId), clientId: token.clientId, scopes, unscoped };
 }
 
 export async function decideAccess(provider: Provider, method: string, path: string, authorization: string | undefined): Promise<Decision> {

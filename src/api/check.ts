@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import type Provider from 'oidc-provider';
 import { decideAccess, refuse } from './access.ts';
 import { sendData, sendError } from './responses.ts';
+import { ALL_SCOPES } from '../oauth/scopes.ts';
 
 export function checkRoutes(provider: Provider): Router {
   const router = new Router();
@@ -22,7 +23,8 @@ export function checkRoutes(provider: Provider): Router {
     if (token) {
       ctx.set('X-Auth-User-Id', token.accountId);
       ctx.set('X-Auth-Client-Id', token.clientId);
-      ctx.set('X-Auth-Scopes', [...token.scopes].join(' '));
+      // A legacy unscoped token may do everything its user can: every scope, for services behind the gateway.
+      ctx.set('X-Auth-Scopes', (token.unscoped ? ALL_SCOPES : [...token.scopes]).join(' '));
     }
     sendData(ctx, { allowed: true });
   });

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
+import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret, type StoredSecret } from './secrets.ts';
 import { validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris, MAX_REDIRECT_URIS, type ClientKind } from './validate.ts';
 
@@ -161,13 +162,18 @@ export async function listClients(db: Db, status?: ClientStatus): Promise<Client
   return rows.map((row) => toRecord(row, uris.filter((u) => u.client_id === row.id).map((u) => u.uri)));
 }
 
-/** Replaces the client's scopes (at least one; all from the catalogue). */
-export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor): Promise<ClientRecord> {
+/**
+ * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
+ * migration step (b) of spec 5.6, refused by the order guard unless forced.
+ */
+export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
   const valid = validateClientScopes(scopes, false);
+  if (!force) await assertSafeToSetScopes(db, await getClient(db, clientId));
   return db.transaction(async (trx) => {
     const row = await lockClient(trx, clientId);
     const [updated] = await trx('oauth_clients').where('id', clientId).update({ scopes: JSON.stringify(valid), updated_at: trx.fn.now() }).returning('*');
-    await recordAudit(trx, { ...auditOf(by), action: 'client.scopes_set', clientId, details: { from: row.scopes, to: valid, ...auditOf(by).details } });
+    const details = { from: row.scopes, to: valid, ...(force ? { forced: true } : {}), ...auditOf(by).details };
+    await recordAudit(trx, { actor: by.actor, action: 'client.scopes_set', clientId, details });
     return toRecord(updated, await redirectUrisOf(trx, clientId));
   });
 }

@@ -8,7 +8,9 @@ import { errors } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { authenticateUser, findUserById } from '../accounts/store.ts';
 import { renderPage } from '../views.ts';
-import { describeScope } from './scopes.ts';
+import { describeScope, LEGACY_FULL_ACCESS } from './scopes.ts';
+import { isLegacyGrant, revokeGrant } from './grants.ts';
+import { rememberLegacyGrant, takeLegacyGrants } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from './provider.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -18,6 +20,10 @@ const formBody = koaBody({ multipart: false, json: false, urlencoded: true, form
 function field(ctx: Context, name: string): string {
   const value = (ctx.request.body as Record<string, unknown> | undefined)?.[name];
   return typeof value === 'string' ? value : '';
+}
+
+function requestedScopes(details: Details): string[] {
+  return String(details.params.scope ?? '').split(' ').filter(Boolean);
 }
 
 export function interactionRoutes(provider: Provider, db: Db): Router {
@@ -58,14 +64,14 @@ export function interactionRoutes(provider: Provider, db: Db): Router {
     if (details.prompt.name === 'login') return showLogin(ctx, details);
 
     const user = await findUserById(db, String(details.session?.accountId));
-    const requested = String(details.params.scope ?? '').split(' ').filter(Boolean);
+    const requested = requestedScopes(details);
     ctx.type = 'html';
     ctx.body = await renderPage('consent', {
       title: 'Authorize access',
       clientName: await clientName(details),
       userEmail: user?.email ?? '',
-      scopes: requested.map(describeScope),
-      fullAccess: requested.length === 0,
+      scopes: requested.filter((s) => s !== LEGACY_FULL_ACCESS).map(describeScope),
+      fullAccess: requested.includes(LEGACY_FULL_ACCESS),
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
     });
@@ -88,10 +94,22 @@ export function interactionRoutes(provider: Provider, db: Db): Router {
     if (details.prompt.name !== 'consent') throw new errors.InvalidRequest('this step does not expect a consent');
     const accountId = String(details.session?.accountId);
     const clientId = String(details.params.client_id);
-    const grant = (details.grantId && (await provider.Grant.find(details.grantId))) || new provider.Grant({ accountId, clientId });
-    const missing = (details.prompt.details.missingOIDCScope as string[] | undefined) ?? [];
-    if (missing.length) grant.addOIDCScope(missing.join(' '));
+    const requested = requestedScopes(details);
+    const legacyRequest = requested.includes(LEGACY_FULL_ACCESS);
+
+    // A legacy (unscoped) grant and a scoped grant are never merged: each kind has its own.
+    let grant = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
+    if (grant && isLegacyGrant(grant) !== legacyRequest) grant = undefined;
+    grant ??= new provider.Grant({ accountId, clientId });
+    grant.addOIDCScope(requested.join(' '));
     const grantId = await grant.save();
+
+    if (legacyRequest) {
+      await rememberLegacyGrant(db, accountId, clientId, grantId);
+    } else {
+      // Spec 5.6 / 3.4: the user's pre-migration tokens end when they authorize the client again.
+      for (const legacyGrantId of await takeLegacyGrants(db, accountId, clientId)) await revokeGrant(provider, legacyGrantId);
+    }
     await finish(ctx, { consent: { grantId } }, true);
   });
 

@@ -8,7 +8,8 @@ import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
 import { markSecretUsed } from '../clients/store.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
-import { ALL_SCOPES, isKnownScope, parseScopeList } from './scopes.ts';
+import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from './scopes.ts';
+import { recordLegacyRequest } from '../clients/legacy.ts';
 import { renderPage } from '../views.ts';
 
 export const PROVIDER_PATH = '/v2/auth/oauth2';
@@ -48,7 +49,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     cookies: { keys: config.cookieKeys },
 
     // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
-    scopes: [...ALL_SCOPES],
+    scopes: [...ALL_SCOPES, LEGACY_FULL_ACCESS],
     claims: { openid: ['sub'] },
     responseTypes: ['code'],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -97,18 +98,20 @@ export function createProvider(deps: ProviderDeps): Provider {
     rotateRefreshToken: true,
 
     // Strict scopes (spec 5.5): unknown names and names outside the client's set are refused,
-    // not silently dropped as the provider would; non-legacy clients must send `scope`.
+    // not silently dropped as the provider would; non-legacy clients must send `scope`. A legacy
+    // client that sends none gets the full-access marker (spec 5.6), and its requests are counted
+    // for the migration guard.
     extraParams: {
-      scope(ctx, _value, client) {
-        const scopes = requestedScopes(ctx);
-        const legacyUnscoped = (client as unknown as { legacy?: boolean }).legacy === true;
-        if (!scopes || scopes.length === 0) {
-          if (legacyUnscoped) return;
-          throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
-        }
+      async scope(ctx, _value, client) {
+        const scopes = requestedScopes(ctx) ?? [];
+        const unmigratedLegacy = (client as unknown as { legacy?: boolean }).legacy === true;
+        if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
         if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
+        if (!unmigratedLegacy) return;
+        await recordLegacyRequest(db, client.clientId, scopes);
+        if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
       },
     },
 
@@ -151,9 +154,12 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   provider.use(async (ctx, next) => {
     await next();
-    // Spec 2.2: token_type is exactly `bearer`; the provider hard-codes `Bearer`.
     const body = ctx.body as Record<string, unknown> | undefined;
-    if (ctx.oidc?.route === 'token' && body?.token_type === 'Bearer') body.token_type = 'bearer';
+    if ((ctx.oidc?.route === 'token' || ctx.oidc?.route === 'introspection') && body) {
+      // Spec 2.2: token_type is exactly `bearer`; the provider hard-codes `Bearer`.
+      if (body.token_type === 'Bearer') body.token_type = 'bearer';
+      if (typeof body.scope === 'string') body.scope = visibleScope(body.scope);
+    }
     if (ctx.oidc?.route === 'discovery' && body) publishOurAddresses(body, config);
   });
 

@@ -43,6 +43,13 @@ const ORG_SCOPES: ScopeInfo[] = [
   { name: 'ORG_PROFILE_WRITE', description: "Create, change and delete your organization's teams" },
 ];
 
+/**
+ * The grant of a legacy client's request without `scope` (spec 5.6): access to everything the
+ * user can reach. An internal marker, not a catalogue scope: clients can never request it, and it
+ * is not shown in token responses.
+ */
+export const LEGACY_FULL_ACCESS = 'legacy:full-access';
+
 export const SCOPE_CATALOGUE: readonly ScopeInfo[] = [...USER_SCOPES, ...TEAM_SCOPES, ...ORG_SCOPES];
 export const ALL_SCOPES: readonly string[] = SCOPE_CATALOGUE.map((s) => s.name);
 
@@ -54,6 +61,11 @@ export function isKnownScope(name: string): boolean {
 
 export function describeScope(name: string): ScopeInfo {
   return BY_NAME.get(name) ?? { name, description: name };
+}
+
+/** The scope value as clients see it: the legacy marker left out. */
+export function visibleScope(scope: string): string {
+  return scope.split(' ').filter((s) => s && s !== LEGACY_FULL_ACCESS).join(' ');
 }
 
 /** Splits a scope value on spaces and commas (spec 4.1), dropping empties and duplicates. */

@@ -4,7 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { findUsableClient } from '../clients/store.ts';
-import { ALL_SCOPES } from '../oauth/scopes.ts';
+import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../oauth/scopes.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
@@ -36,8 +36,8 @@ export class ClientAdapter implements Adapter {
       application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
       token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
       ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
-      // A legacy client predates scopes: it may ask for any of them (spec 5.6).
-      scope: (client.legacy && client.scopes.length === 0 ? ALL_SCOPES : client.scopes).join(' '),
+      // A legacy client that has not selected scopes may ask for any of them, or for none (spec 5.6).
+      scope: (client.legacy && client.scopes.length === 0 ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
       // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
       secret_hashes: secrets,
       // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
