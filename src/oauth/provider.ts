@@ -66,8 +66,15 @@ export function createProvider(deps: ProviderDeps): Provider {
       userinfo: { enabled: false },
       resourceIndicators: { enabled: false },
       registration: { enabled: false },
-      revocation: { enabled: true },
-      introspection: { enabled: true },
+      // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => {
+          if (token.clientId !== client.clientId) throw new errors.InvalidRequest('the token was not issued to this client');
+          return true;
+        },
+      },
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
     },
 
     routes: {
@@ -177,7 +184,20 @@ function publishOurAddresses(metadata: Record<string, unknown>, config: Config):
   }
   metadata.authorization_endpoint = `${config.appUrl}${APP_AUTHORIZE_PATH}`;
   metadata.scopes_supported = [...ALL_SCOPES];
+  metadata.response_modes_supported = ['query'];
+  // Advertise exactly what works: this is an OAuth 2.0 server, not an OpenID Provider.
+  for (const key of OPENID_ONLY_METADATA) delete metadata[key];
 }
+
+const OPENID_ONLY_METADATA = [
+  'claims_supported',
+  'claim_types_supported',
+  'claims_parameter_supported',
+  'subject_types_supported',
+  'id_token_signing_alg_values_supported',
+  'request_uri_parameter_supported',
+  'request_parameter_supported',
+];
 
 // last_used_at is informational: write it at most once a minute per secret, not per request.
 const TOUCH_INTERVAL_MS = 60_000;

@@ -30,6 +30,8 @@ export class ClientAdapter implements Adapter {
       client_name: client.name,
       redirect_uris: client.redirectUris,
       response_types: ['code'],
+      // Only the query response mode (RFC 6749): no fragment, no auto-submitting form_post page.
+      response_modes: ['query'],
       grant_types: ['authorization_code', 'refresh_token'],
       // A public client with a loopback or private-use redirect is a native app (RFC 8252): the
       // provider then accepts its loopback redirect on any port (7.3). Everything else matches exactly.

@@ -22,8 +22,9 @@ export function authorizeUrl(base: string, params: AuthorizeParams): string {
 }
 
 /** Authorization request → sign-in page (if no session) → consent page; returns the consent page. */
-export async function reachConsent(browser: Browser, base: string, params: AuthorizeParams, user: TestUser): Promise<Page> {
-  let page = await browser.follow(authorizeUrl(base, params), base);
+export async function reachConsent(browser: Browser, base: string, request: AuthorizeParams | URL, user: TestUser): Promise<Page> {
+  const url = request instanceof URL ? request.href : authorizeUrl(base, request);
+  let page = await browser.follow(url, base);
   if (page.$('input[name=password]').length) {
     page = await browser.submit(page, 'form:has(input[name=password])', { email: user.email, password: user.password });
     expect(page.status).toBe(303);
@@ -33,8 +34,8 @@ export async function reachConsent(browser: Browser, base: string, params: Autho
 }
 
 /** The whole user side: sign in and click Allow; returns the redirect back to the client. */
-export async function authorize(browser: Browser, base: string, params: AuthorizeParams, user: TestUser): Promise<URL> {
-  const consent = await reachConsent(browser, base, params, user);
+export async function authorize(browser: Browser, base: string, request: AuthorizeParams | URL, user: TestUser): Promise<URL> {
+  const consent = await reachConsent(browser, base, request, user);
   const afterAllow = await browser.submit(consent, 'button:contains("Allow")');
   expect(afterAllow.status).toBe(303);
   const final = await browser.follow(afterAllow.location!, base);
