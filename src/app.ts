@@ -11,7 +11,8 @@ import { pingDb } from './storage/db.ts';
 import type { Logger } from './log.ts';
 import { APP_AUTHORIZE_PATH, PROVIDER_PATH } from './oauth/provider.ts';
 import { mountProvider } from './oauth/mount.ts';
-import { acceptJsonBody, normaliseScopeParam } from './oauth/request-shims.ts';
+import { normaliseScopeParam, readTokenRequestBody } from './oauth/request-shims.ts';
+import type { RateLimits } from './oauth/rate-limits.ts';
 import { interactionRoutes } from './oauth/interactions.ts';
 import { meRoutes } from './api/me.ts';
 import { checkRoutes } from './api/check.ts';
@@ -24,6 +25,7 @@ export interface AppDeps {
   redis?: Redis | undefined;
   log: Logger;
   trustProxy: boolean;
+  rateLimits: RateLimits;
 }
 
 const TOKEN_ENDPOINTS = new Set(['/token', '/revoke', '/introspect'].map((p) => `${PROVIDER_PATH}${p}`));
@@ -91,7 +93,7 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
   const app = new Koa({ proxy: deps.trustProxy });
-  const routers = [operationalRoutes(deps), interactionRoutes(provider, db), meRoutes(provider, db), checkRoutes(provider)];
+  const routers = [operationalRoutes(deps), interactionRoutes(provider, db, deps.rateLimits.signIn), meRoutes(provider, db), checkRoutes(provider)];
 
   app.use(requestLog(log));
   app.use(errorPages(log));
@@ -107,7 +109,8 @@ export function createApp(deps: AppDeps): Koa {
       },
     ),
   );
-  app.use(onlyFor((ctx) => TOKEN_ENDPOINTS.has(ctx.path), acceptJsonBody));
+  app.use(onlyFor((ctx) => TOKEN_ENDPOINTS.has(ctx.path), readTokenRequestBody));
+  app.use(onlyFor((ctx) => TOKEN_ENDPOINTS.has(ctx.path) && ctx.method === 'POST', deps.rateLimits.tokenEndpoint));
   app.use(onlyFor((ctx) => AUTHORIZE_PATHS.has(ctx.path), normaliseScopeParam));
   app.use(mountProvider(provider, PROVIDER_PATH));
   // The spec's authorization endpoint on APP_URL: the same provider, only its authorization

@@ -22,6 +22,25 @@ export interface Config {
   /** Trust X-Forwarded-* headers (behind a TLS-terminating proxy). */
   trustProxy: boolean;
   logLevel: string;
+  rateLimits: RateLimitConfig;
+}
+
+/** Abuse limits (see src/oauth/rate-limits.ts). All counts are per window; windows in seconds. */
+export interface RateLimitConfig {
+  enabled: boolean;
+  /** Token, revocation and introspection requests per minute from one IP address. */
+  tokenPerMinutePerIp: number;
+  /** Token, revocation and introspection requests per minute for one client id. */
+  tokenPerMinutePerClient: number;
+  /** Failed client authentications from one IP for one client id before a lockout. */
+  authFailures: number;
+  /** How long the failures are counted and the lockout lasts. */
+  authLockoutSeconds: number;
+  /** Failed sign-ins of one account before each further attempt must wait longer. */
+  signInFreeFailures: number;
+  signInMaxDelaySeconds: number;
+  /** Failed sign-ins from one IP address per hour before it is blocked for the rest of the hour. */
+  signInFailuresPerHourPerIp: number;
 }
 
 export class ConfigError extends Error {
@@ -40,6 +59,29 @@ function readPort(value: string | undefined): number {
     throw new ConfigError(`PORT must be an integer from 0 to 65535, got "${value}"`);
   }
   return port;
+}
+
+function readCount(env: Env, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function readRateLimits(env: Env): RateLimitConfig {
+  const switchValue = (env.RATE_LIMITS ?? 'on').toLowerCase();
+  if (!['on', 'off'].includes(switchValue)) throw new ConfigError(`RATE_LIMITS must be "on" or "off", got "${env.RATE_LIMITS}"`);
+  return {
+    enabled: switchValue === 'on',
+    tokenPerMinutePerIp: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP', 600),
+    tokenPerMinutePerClient: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', 1200),
+    authFailures: readCount(env, 'RATE_LIMIT_AUTH_FAILURES', 10),
+    authLockoutSeconds: readCount(env, 'RATE_LIMIT_AUTH_LOCKOUT_SECONDS', 900),
+    signInFreeFailures: readCount(env, 'RATE_LIMIT_SIGNIN_FREE_FAILURES', 5),
+    signInMaxDelaySeconds: readCount(env, 'RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS', 900),
+    signInFailuresPerHourPerIp: readCount(env, 'RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP', 100),
+  };
 }
 
 function readUrl(name: string, value: string, protocols: string[]): string {
@@ -98,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     usingDevCookieKeys: cookieKeys.length === 0,
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+    rateLimits: readRateLimits(env),
   };
 }
 

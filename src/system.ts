@@ -10,6 +10,7 @@ import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createApp } from './app.ts';
+import { createRateLimits } from './oauth/rate-limits.ts';
 import { createLogger, type Logger } from './log.ts';
 
 export interface System {
@@ -40,7 +41,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const migrationsApplied = await migrateLatest(db);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });
-  const app = createApp({ provider, db, redis, log, trustProxy: config.trustProxy });
+  const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
+  const app = createApp({ provider, db, redis, log, trustProxy: config.trustProxy, rateLimits });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
   const purge = redis

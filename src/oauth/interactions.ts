@@ -12,6 +12,7 @@ import { describeScope, LEGACY_FULL_ACCESS } from './scopes.ts';
 import { isLegacyGrant, revokeGrant } from './grants.ts';
 import { rememberLegacyGrant, takeLegacyGrants } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from './provider.ts';
+import type { SignInLimits } from './rate-limits.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -26,7 +27,7 @@ function requestedScopes(details: Details): string[] {
   return String(details.params.scope ?? '').split(' ').filter(Boolean);
 }
 
-export function interactionRoutes(provider: Provider, db: Db): Router {
+export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimits): Router {
   const router = new Router({ prefix: INTERACTION_PATH });
 
   // The interaction named in the URL must be the one bound to this browser's cookie.
@@ -80,12 +81,20 @@ export function interactionRoutes(provider: Provider, db: Db): Router {
   router.post('/:uid/login', formBody, async (ctx) => {
     const details = await loadInteraction(ctx);
     if (details.prompt.name !== 'login') throw new errors.InvalidRequest('this step does not expect a sign-in');
-    const email = field(ctx, 'email');
+    const email = field(ctx, 'email').trim();
+    const wait = await limits.waitFor(email, ctx.ip);
+    if (wait) {
+      ctx.status = 429;
+      ctx.set('Retry-After', String(wait));
+      return showLogin(ctx, details, `Too many sign-in attempts. Please wait ${wait} seconds and try again.`, email);
+    }
     const user = email ? await authenticateUser(db, email, field(ctx, 'password')) : undefined;
     if (!user) {
+      await limits.failed(email, ctx.ip);
       ctx.status = 401;
       return showLogin(ctx, details, 'The email or password is not correct.', email);
     }
+    await limits.succeeded(email);
     await finish(ctx, { login: { accountId: String(user.id) } }, false);
   });
 

@@ -1,6 +1,6 @@
 // Small adjustments of incoming requests before the provider sees them (CONTRACT 3, spec 4.1).
 import type { Context, Next } from 'koa';
-import { koaBody } from 'koa-body';
+import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
 import { parseScopeList } from './scopes.ts';
 
@@ -13,7 +13,7 @@ export async function normaliseScopeParam(ctx: Context, next: Next) {
   return next();
 }
 
-const jsonBody = koaBody({ json: true, jsonStrict: true, urlencoded: false, multipart: false, text: false, jsonLimit: '16kb' });
+export const TOKEN_BODY_LIMIT = 16 * 1024;
 
 function oauthError(ctx: Context, err: { status: number; error: string; error_description?: string }) {
   ctx.status = err.status;
@@ -21,29 +21,43 @@ function oauthError(ctx: Context, err: { status: number; error: string; error_de
   ctx.body = { error: err.error, error_description: err.error_description };
 }
 
-/**
- * CONTRACT 3: the token, revocation and introspection endpoints also take JSON bodies. The
- * provider reads only form bodies, so a flat JSON object of strings is turned into one.
- */
-export async function acceptJsonBody(ctx: Context, next: Next) {
-  if (ctx.method !== 'POST' || !ctx.is('application/json')) return next();
+/** A flat JSON object of strings as form fields, or why it is not one. */
+function formFromJson(text: string): URLSearchParams | string {
+  let body: unknown;
   try {
-    await jsonBody(ctx, async () => {});
+    body = JSON.parse(text);
   } catch {
-    return oauthError(ctx, new errors.InvalidRequest('the request body is not valid JSON'));
+    return 'the request body is not valid JSON';
   }
-  const body = ctx.request.body as unknown;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return oauthError(ctx, new errors.InvalidRequest('the JSON body must be an object'));
-  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the JSON body must be an object';
   const form = new URLSearchParams();
   for (const [key, value] of Object.entries(body)) {
-    if (typeof value !== 'string') {
-      return oauthError(ctx, new errors.InvalidRequest(`the JSON member "${key}" must be a string`));
-    }
+    if (typeof value !== 'string') return `the JSON member "${key}" must be a string`;
     form.append(key, value);
   }
-  // The provider's body reader falls back to an already parsed req.body (lib/shared/selective_body.js).
+  return form;
+}
+
+/**
+ * Reads the body of a token, revocation or introspection request once, with a size limit, so the
+ * rate limiter can see the client id. CONTRACT 3: JSON bodies are accepted too; a flat JSON
+ * object of strings is turned into the form the provider reads. Other content types are left to
+ * the provider, which refuses them with invalid_request.
+ */
+export async function readTokenRequestBody(ctx: Context, next: Next) {
+  const json = ctx.is('application/json');
+  if (ctx.method !== 'POST' || (!json && !ctx.is('application/x-www-form-urlencoded'))) return next();
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, { limit: TOKEN_BODY_LIMIT, encoding: 'utf8' });
+  } catch (err) {
+    const tooLarge = (err as { type?: string }).type === 'entity.too.large';
+    return oauthError(ctx, { status: tooLarge ? 413 : 400, error: 'invalid_request', error_description: tooLarge ? 'the request body is too large' : 'the request body could not be read' });
+  }
+  const form = json ? formFromJson(text) : new URLSearchParams(text);
+  if (typeof form === 'string') return oauthError(ctx, new errors.InvalidRequest(form));
+  ctx.state.oauthParams = Object.fromEntries(form);
+  // The provider's body reader falls back to an already read req.body (lib/shared/selective_body.js).
   (ctx.req as typeof ctx.req & { body?: unknown }).body = form.toString();
   ctx.req.headers['content-type'] = 'application/x-www-form-urlencoded';
   return next();
