@@ -18,6 +18,7 @@ import { meRoutes } from './api/me.ts';
 import { checkRoutes } from './api/check.ts';
 import { sendError } from './api/responses.ts';
 import { renderPage, VIEWS_DIR } from './views.ts';
+import { securityHeaders } from './http/security-headers.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -26,6 +27,9 @@ export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
   rateLimits: RateLimits;
+  csrfSecret: string;
+  /** APP_URL is https: HSTS and upgrade-insecure-requests. */
+  https: boolean;
 }
 
 const TOKEN_ENDPOINTS = new Set(['/token', '/revoke', '/introspect'].map((p) => `${PROVIDER_PATH}${p}`));
@@ -34,6 +38,25 @@ const RFC8414_PATH = `/.well-known/oauth-authorization-server${PROVIDER_PATH}`;
 
 function onlyFor(paths: (ctx: Context) => boolean, middleware: (ctx: Context, next: Next) => Promise<unknown>) {
   return (ctx: Context, next: Next) => (paths(ctx) ? middleware(ctx, next) : next());
+}
+
+// Longer URLs have no legitimate use here and only cost parsing; headers are capped by Node (16 KiB).
+const MAX_URL_LENGTH = 8 * 1024;
+
+async function limitUrlLength(ctx: Context, next: Next) {
+  if (ctx.url.length <= MAX_URL_LENGTH) return next();
+  ctx.status = 414;
+  ctx.body = ctx.path.startsWith('/v2/')
+    ? { status: 'error', error: { code: 'invalid_request', message: 'the request URL is too long' } }
+    : 'The request URL is too long.';
+}
+
+/** A JSON 404 on the API; Koa's plain one elsewhere. */
+async function notFound(ctx: Context, next: Next) {
+  await next();
+  if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false && ctx.path.startsWith('/v2/')) {
+    sendError(ctx, 404, 'not_found', `no ${ctx.method} ${ctx.path} here`);
+  }
 }
 
 function requestLog(log: Logger) {
@@ -93,9 +116,12 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
   const app = new Koa({ proxy: deps.trustProxy });
-  const routers = [operationalRoutes(deps), interactionRoutes(provider, db, deps.rateLimits.signIn), meRoutes(provider, db), checkRoutes(provider)];
+  const routers = [operationalRoutes(deps), interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.csrfSecret }), meRoutes(provider, db), checkRoutes(provider)];
 
   app.use(requestLog(log));
+  app.use(securityHeaders({ https: deps.https }));
+  app.use(limitUrlLength);
+  app.use(notFound);
   app.use(errorPages(log));
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
 

@@ -42,7 +42,16 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
-  const app = createApp({ provider, db, redis, log, trustProxy: config.trustProxy, rateLimits });
+  const app = createApp({
+    provider,
+    db,
+    redis,
+    log,
+    trustProxy: config.trustProxy,
+    rateLimits,
+    csrfSecret: config.cookieKeys[0]!,
+    https: config.appUrl.startsWith('https:'),
+  });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
   const purge = redis

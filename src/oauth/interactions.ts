@@ -13,6 +13,7 @@ import { isLegacyGrant, revokeGrant } from './grants.ts';
 import { rememberLegacyGrant, takeLegacyGrants } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from './provider.ts';
 import type { SignInLimits } from './rate-limits.ts';
+import { csrfToken, csrfValid } from '../http/csrf.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -27,13 +28,33 @@ function requestedScopes(details: Details): string[] {
   return String(details.params.scope ?? '').split(' ').filter(Boolean);
 }
 
-export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimits): Router {
+export interface InteractionDeps {
+  provider: Provider;
+  db: Db;
+  limits: SignInLimits;
+  /** Secret for the forms' CSRF tokens (the current cookie key). */
+  csrfSecret: string;
+}
+
+export function interactionRoutes({ provider, db, limits, csrfSecret }: InteractionDeps): Router {
   const router = new Router({ prefix: INTERACTION_PATH });
 
   // The interaction named in the URL must be the one bound to this browser's cookie.
   async function loadInteraction(ctx: Context): Promise<Details> {
     const details = await provider.interactionDetails(ctx.req, ctx.res);
     if (details.uid !== ctx.params.uid) throw new errors.SessionNotFound('interaction mismatch');
+    return details;
+  }
+
+  /** The interaction of a form POST, after the CSRF check. */
+  async function loadSubmission(ctx: Context): Promise<Details> {
+    const details = await loadInteraction(ctx);
+    if (!csrfValid(ctx, csrfSecret, details.uid, field(ctx, 'csrf'))) {
+      throw Object.assign(new errors.InvalidRequest('the form was not sent from this site, or it has expired; please start again from the application'), {
+        status: 403,
+        statusCode: 403,
+      });
+    }
     return details;
   }
 
@@ -55,6 +76,7 @@ export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimi
       clientName: await clientName(details),
       action: `${INTERACTION_PATH}/${details.uid}/login`,
       abortAction: `${INTERACTION_PATH}/${details.uid}/abort`,
+      csrf: csrfToken(csrfSecret, details.uid),
       error,
       email,
     });
@@ -75,11 +97,12 @@ export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimi
       fullAccess: requested.includes(LEGACY_FULL_ACCESS),
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
+      csrf: csrfToken(csrfSecret, details.uid),
     });
   });
 
   router.post('/:uid/login', formBody, async (ctx) => {
-    const details = await loadInteraction(ctx);
+    const details = await loadSubmission(ctx);
     if (details.prompt.name !== 'login') throw new errors.InvalidRequest('this step does not expect a sign-in');
     const email = field(ctx, 'email').trim();
     const wait = await limits.waitFor(email, ctx.ip);
@@ -99,7 +122,7 @@ export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimi
   });
 
   router.post('/:uid/confirm', formBody, async (ctx) => {
-    const details = await loadInteraction(ctx);
+    const details = await loadSubmission(ctx);
     if (details.prompt.name !== 'consent') throw new errors.InvalidRequest('this step does not expect a consent');
     const accountId = String(details.session?.accountId);
     const clientId = String(details.params.client_id);
@@ -123,7 +146,7 @@ export function interactionRoutes(provider: Provider, db: Db, limits: SignInLimi
   });
 
   router.post('/:uid/abort', formBody, async (ctx) => {
-    await loadInteraction(ctx);
+    await loadSubmission(ctx);
     await finish(ctx, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
   });
 
