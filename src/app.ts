@@ -8,6 +8,7 @@ import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Db } from './storage/db.ts';
 import { pingDb } from './storage/db.ts';
+import { isStorageUnavailable, within } from './storage/unavailable.ts';
 import type { Logger } from './log.ts';
 import { APP_AUTHORIZE_PATH, PROVIDER_PATH } from './oauth/provider.ts';
 import { mountProvider } from './oauth/mount.ts';
@@ -71,28 +72,45 @@ function requestLog(log: Logger) {
   };
 }
 
-/** Errors from our routes: JSON on the API, a page elsewhere. Never a stack trace to the client. */
+/**
+ * Errors from our routes: RFC 6749 JSON on the token endpoints, CONTRACT 3.2 JSON on the API, a
+ * page elsewhere. Storage outages are 503 with Retry-After. Never a stack trace to the client.
+ */
 function errorPages(log: Logger) {
   return async function handleErrors(ctx: Context, next: Next) {
     try {
       await next();
     } catch (caught) {
-      const err = caught as { status?: number; statusCode?: number; error?: string; error_description?: string; expose?: boolean; message?: string };
-      const status = err.statusCode ?? err.status ?? 500;
-      if (status >= 500) log.error({ err: caught, path: ctx.path }, 'request failed');
-      const code = err.error ?? (status >= 500 ? 'server_error' : 'invalid_request');
-      const message = status >= 500 ? 'Something went wrong on our side. Please try again.' : (err.error_description ?? err.message ?? code);
-      if (ctx.path.startsWith('/v2/')) return sendError(ctx, status, code, message);
+      const err = caught as { status?: number; statusCode?: number; error?: string; error_description?: string; message?: string };
+      const unavailable = isStorageUnavailable(caught);
+      const status = unavailable ? 503 : (err.statusCode ?? err.status ?? 500);
+      if (status >= 500) log.error({ err: caught, path: ctx.path }, unavailable ? 'storage unavailable' : 'request failed');
+      if (unavailable) ctx.set('Retry-After', '5');
+      const code = unavailable ? 'temporarily_unavailable' : (err.error ?? (status >= 500 ? 'server_error' : 'invalid_request'));
+      const message = unavailable
+        ? 'The service is briefly unavailable. Please try again in a few seconds.'
+        : status >= 500
+          ? 'Something went wrong on our side. Please try again.'
+          : (err.error_description ?? err.message ?? code);
       ctx.status = status;
-      ctx.type = 'html';
-      ctx.body = await renderPage('error', {
-        title: err.error === 'session_not_found' ? 'This sign-in link has expired' : 'This request cannot be completed',
-        error: code,
-        description: err.error === 'session_not_found' ? 'Please start again from the application.' : message,
-      });
+      if (TOKEN_ENDPOINTS.has(ctx.path)) {
+        ctx.body = { error: code, error_description: message };
+      } else if (ctx.path.startsWith('/v2/')) {
+        sendError(ctx, status, code, message);
+      } else {
+        ctx.type = 'html';
+        ctx.body = await renderPage('error', {
+          title: err.error === 'session_not_found' ? 'This sign-in link has expired' : 'This request cannot be completed',
+          error: code,
+          description: err.error === 'session_not_found' ? 'Please start again from the application.' : message,
+        });
+      }
     }
   };
 }
+
+// /ready must answer promptly even while a dependency hangs.
+const READY_TIMEOUT_MS = 1500;
 
 function operationalRoutes({ db, redis }: AppDeps): Router {
   const router = new Router();
@@ -100,7 +118,7 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
     ctx.body = { status: 'ok' };
   });
   router.get('/ready', async (ctx) => {
-    const checks = await Promise.allSettled([pingDb(db), redis ? redis.ping() : Promise.resolve('PONG')]);
+    const checks = await Promise.allSettled([within(pingDb(db), READY_TIMEOUT_MS), redis ? within(redis.ping(), READY_TIMEOUT_MS) : Promise.resolve('PONG')]);
     const [database, cache] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'unavailable'));
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };

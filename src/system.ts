@@ -36,8 +36,8 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const log = overrides.log ?? createLogger(config.logLevel);
-  const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const redis = overrides.redis ?? (config.redisUrl ? connectRedis(config.redisUrl) : undefined);
+  const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onWarning: (message) => log.warn({ message }, 'database') });
+  const redis = overrides.redis ?? (config.redisUrl ? connectRedis(config.redisUrl, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   const migrationsApplied = await migrateLatest(db);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });

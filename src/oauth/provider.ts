@@ -11,6 +11,7 @@ import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from './scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { renderPage } from '../views.ts';
+import { isStorageUnavailable } from '../storage/unavailable.ts';
 
 export const PROVIDER_PATH = '/v2/auth/oauth2';
 /** The authorization endpoint as the spec names it, on APP_URL. */
@@ -139,12 +140,9 @@ export function createProvider(deps: ProviderDeps): Provider {
 
     async renderError(ctx, out, error) {
       ctx.type = 'html';
-      ctx.body = await renderPage('error', {
-        title: 'This request cannot be completed',
-        error: out.error,
-        description: out.error_description,
-      });
-      void error;
+      ctx.body = isStorageUnavailable(error)
+        ? await renderPage('error', { title: 'Briefly unavailable', error: 'temporarily_unavailable', description: 'Please try again in a few seconds.' })
+        : await renderPage('error', { title: 'This request cannot be completed', error: out.error, description: out.error_description });
     },
   };
 
@@ -159,8 +157,22 @@ export function createProvider(deps: ProviderDeps): Provider {
     return true;
   };
 
+  // A storage outage inside the provider is a 503 with a retry hint, not a 500 (see server_error below).
+  provider.on('server_error', (ctx, err) => {
+    if (isStorageUnavailable(err)) ctx.state.storageUnavailable = true;
+  });
+
   provider.use(async (ctx, next) => {
     await next();
+    if (ctx.state.storageUnavailable && ctx.status === 500) {
+      ctx.status = 503;
+      ctx.set('Retry-After', '5');
+      const body = ctx.body as Record<string, unknown> | undefined;
+      if (body && typeof body === 'object' && 'error' in body) {
+        body.error = 'temporarily_unavailable';
+        body.error_description = 'the service is briefly unavailable; retry in a few seconds';
+      }
+    }
     const body = ctx.body as Record<string, unknown> | undefined;
     if ((ctx.oidc?.route === 'token' || ctx.oidc?.route === 'introspection') && body) {
       // Spec 2.2: token_type is exactly `bearer`; the provider hard-codes `Bearer`.

@@ -1,7 +1,15 @@
 // The Redis connection (ioredis), when REDIS_URL is configured.
 import { Redis } from 'ioredis';
 
-export function connectRedis(url: string): Redis {
-  // Fail a command after two reconnection attempts instead of queueing it forever.
-  return new Redis(url, { maxRetriesPerRequest: 2 });
+/** Connection errors are expected while Redis is down; they go to `onError` (by default nowhere). */
+export function connectRedis(url: string, onError: (err: Error) => void = () => {}): Redis {
+  const redis = new Redis(url, {
+    // While Redis is down, a command fails after one reconnection attempt (→ 503) instead of
+    // waiting; ioredis keeps reconnecting in the background, so service resumes by itself.
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  redis.on('error', onError);
+  return redis;
 }

@@ -1,0 +1,142 @@
+// Failures of the real services: Redis or PostgreSQL unreachable (a cut TCP proxy in front of the
+// real server) → 503s and /ready 503, no crash, then recovery by itself; and an app restart between
+// authorization and code exchange loses nothing.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { buildSystem, type System } from '../src/system.ts';
+import { connectRedis } from '../src/storage/redis.ts';
+import { connectDb } from '../src/storage/db.ts';
+import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
+import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
+import { getMe, tokenRequest } from './support/oauth.ts';
+import { codeFor, newUser, REDIRECT, tokensFor, approvedClient, type TestClient } from './support/fixtures.ts';
+import type { TestServer } from './support/server.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => Promise<boolean>, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await sleep(200);
+  }
+  throw new Error('the service did not recover in time');
+}
+
+let pg: TestDatabase;
+let redis: TestRedis;
+let pgProxy: TcpProxy;
+let redisProxy: TcpProxy;
+let server: TestServer;
+let listener: http.Server;
+
+/** Our app whose PostgreSQL and Redis connections both go through cuttable proxies. */
+async function start(): Promise<TestServer> {
+  listener = http.createServer();
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const pgUrl = new URL(pg.url);
+  pgUrl.port = String(pgProxy.port);
+  const db = connectDb({ databaseUrl: pgUrl.toString(), dataDir: '' });
+  const appRedis = connectRedis(`redis://127.0.0.1:${redisProxy.port}`);
+  const config = loadConfig({ NODE_ENV: 'test', APP_URL: url, DATABASE_URL: pgUrl.toString(), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` });
+  const system: System = await buildSystem(config, { db, redis: appRedis, redisPrefix: redis.prefix });
+  listener.on('request', system.app.callback());
+  return {
+    url,
+    system,
+    pg,
+    redis,
+    async close() {
+      listener.closeAllConnections();
+      await new Promise((r) => listener.close(r));
+      await system.close();
+      appRedis.disconnect();
+      await db.destroy();
+    },
+  };
+}
+
+beforeAll(async () => {
+  [pg, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  [pgProxy, redisProxy] = await Promise.all([startTcpProxy(Number(new URL(pg.url).port || 5432)), startTcpProxy(Number(new URL(redis.url).port || 6379))]);
+  server = await start();
+});
+afterAll(async () => {
+  await server?.close();
+  await Promise.all([pgProxy?.close(), redisProxy?.close()]);
+  await Promise.all([pg?.drop(), redis?.cleanup()]);
+});
+
+async function ready() {
+  const res = await fetch(`${server.url}/ready`);
+  return { status: res.status, body: (await res.json()) as Record<string, string> };
+}
+
+describe('dependency failures', () => {
+  let client: TestClient;
+  let user: Awaited<ReturnType<typeof newUser>>;
+
+  beforeAll(async () => {
+    client = await approvedClient(server, ['PROFILE_READ']);
+    user = await newUser(server);
+  });
+
+  it('answers 503 while Redis is unreachable, and recovers by itself', async () => {
+    const tokens = await tokensFor(server, client, user, 'PROFILE_READ');
+    await redisProxy.cut();
+
+    const started = Date.now();
+    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'ok', redis: 'unavailable' } });
+    expect(Date.now() - started).toBeLessThan(2500);
+
+    const me = await getMe(server.url, tokens.access_token);
+    expect(me.status).toBe(503);
+    expect(me.body).toEqual({ status: 'error', error: { code: 'temporarily_unavailable', message: expect.any(String) } });
+    const refresh = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client });
+    expect(refresh.status).toBe(503);
+    expect(refresh.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+    expect(refresh.headers.get('retry-after')).toBe('5');
+    const page = await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: client.client_id, redirect_uri: REDIRECT, response_type: 'code', scope: 'PROFILE_READ' })}`, { redirect: 'manual' });
+    expect(page.status).toBe(503);
+
+    await redisProxy.restore();
+    await until(async () => (await ready()).status === 200);
+    expect((await getMe(server.url, tokens.access_token)).status).toBe(200);
+    // The refresh token was not spent by the failed attempt.
+    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })).status).toBe(200);
+  });
+
+  it('answers 503 while PostgreSQL is unreachable, and recovers by itself', async () => {
+    const tokens = await tokensFor(server, client, user, 'PROFILE_READ');
+    await pgProxy.cut();
+
+    const started = Date.now();
+    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'unavailable', redis: 'ok' } });
+    expect(Date.now() - started).toBeLessThan(2500);
+    // The token lookup is in Redis, but the profile is in PostgreSQL.
+    const me = await getMe(server.url, tokens.access_token);
+    expect(me.status).toBe(503);
+    expect(me.body.error.code).toBe('temporarily_unavailable');
+    // Client authentication reads the client registry.
+    const refresh = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client });
+    expect(refresh.status).toBe(503);
+    expect(refresh.body.error).toBe('temporarily_unavailable');
+
+    await pgProxy.restore();
+    await until(async () => (await ready()).status === 200);
+    expect((await getMe(server.url, tokens.access_token)).status).toBe(200);
+    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })).status).toBe(200);
+  });
+
+  it('loses nothing when the app restarts between authorization and code exchange', async () => {
+    const code = await codeFor(server, client, user, 'PROFILE_READ');
+    await server.close();
+    server = await start();
+    const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...client });
+    expect(res.status).toBe(200);
+    expect((await getMe(server.url, res.body.access_token as string)).status).toBe(200);
+  });
+});
