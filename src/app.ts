@@ -20,6 +20,8 @@ import { checkRoutes } from './api/check.ts';
 import { sendError } from './api/responses.ts';
 import { renderPage, VIEWS_DIR } from './views.ts';
 import { securityHeaders } from './http/security-headers.ts';
+import { requestLog } from './http/request-log.ts';
+import type { Metrics } from './http/metrics.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -29,6 +31,7 @@ export interface AppDeps {
   trustProxy: boolean;
   rateLimits: RateLimits;
   csrfSecret: string;
+  metrics: Metrics;
   /** APP_URL is https: HSTS and upgrade-insecure-requests. */
   https: boolean;
 }
@@ -58,18 +61,6 @@ async function notFound(ctx: Context, next: Next) {
   if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false && ctx.path.startsWith('/v2/')) {
     sendError(ctx, 404, 'not_found', `no ${ctx.method} ${ctx.path} here`);
   }
-}
-
-function requestLog(log: Logger) {
-  return async function logRequest(ctx: Context, next: Next) {
-    const started = performance.now();
-    try {
-      await next();
-    } finally {
-      // ctx.path only: query strings and bodies may carry codes, tokens and passwords.
-      log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
-    }
-  };
 }
 
 /**
@@ -112,8 +103,9 @@ function errorPages(log: Logger) {
 // /ready must answer promptly even while a dependency hangs.
 const READY_TIMEOUT_MS = 1500;
 
-function operationalRoutes({ db, redis }: AppDeps): Router {
+function operationalRoutes({ db, redis, metrics }: AppDeps): Router {
   const router = new Router();
+  router.get('/metrics', metrics.expose);
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -134,9 +126,10 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
   const app = new Koa({ proxy: deps.trustProxy });
-  const routers = [operationalRoutes(deps), interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.csrfSecret }), meRoutes(provider, db), checkRoutes(provider)];
+  const routers = [operationalRoutes(deps), interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.csrfSecret, metrics: deps.metrics }), meRoutes(provider, db), checkRoutes(provider)];
 
   app.use(requestLog(log));
+  app.use(deps.metrics.observe);
   app.use(securityHeaders({ https: deps.https }));
   app.use(limitUrlLength);
   app.use(notFound);

@@ -11,6 +11,8 @@ import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createApp } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
+import { createMetrics } from './http/metrics.ts';
+import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 
 export interface System {
@@ -42,6 +44,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
+  const metrics = createMetrics();
+  watchProviderEvents(provider, { db, metrics, log });
   const app = createApp({
     provider,
     db,
@@ -50,6 +54,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     trustProxy: config.trustProxy,
     rateLimits,
     csrfSecret: config.cookieKeys[0]!,
+    metrics,
     https: config.appUrl.startsWith('https:'),
   });
 

@@ -14,6 +14,8 @@ import { rememberLegacyGrant, takeLegacyGrants } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from './provider.ts';
 import type { SignInLimits } from './rate-limits.ts';
 import { csrfToken, csrfValid } from '../http/csrf.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { recordAudit } from '../audit.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
@@ -34,9 +36,10 @@ export interface InteractionDeps {
   limits: SignInLimits;
   /** Secret for the forms' CSRF tokens (the current cookie key). */
   csrfSecret: string;
+  metrics: Metrics;
 }
 
-export function interactionRoutes({ provider, db, limits, csrfSecret }: InteractionDeps): Router {
+export function interactionRoutes({ provider, db, limits, csrfSecret, metrics }: InteractionDeps): Router {
   const router = new Router({ prefix: INTERACTION_PATH });
 
   // The interaction named in the URL must be the one bound to this browser's cookie.
@@ -113,6 +116,7 @@ export function interactionRoutes({ provider, db, limits, csrfSecret }: Interact
     }
     const user = email ? await authenticateUser(db, email, field(ctx, 'password')) : undefined;
     if (!user) {
+      metrics.authFailures.inc({ kind: 'user' });
       await limits.failed(email, ctx.ip);
       ctx.status = 401;
       return showLogin(ctx, details, 'The email or password is not correct.', email);
@@ -136,6 +140,13 @@ export function interactionRoutes({ provider, db, limits, csrfSecret }: Interact
     grant.addOIDCScope(requested.join(' '));
     const grantId = await grant.save();
 
+    await recordAudit(db, {
+      actor: `user:${accountId}`,
+      action: 'consent.given',
+      clientId,
+      userId: Number(accountId),
+      details: { scopes: legacyRequest ? 'full access (legacy)' : requested, grant_id: grantId },
+    });
     if (legacyRequest) {
       await rememberLegacyGrant(db, accountId, clientId, grantId);
     } else {

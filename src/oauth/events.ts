@@ -1,0 +1,42 @@
+// What the provider reports, turned into the audit trail, metrics and logs.
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../storage/db.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { recordAudit } from '../audit.ts';
+
+const REPLAY = /already (used|consumed)/;
+
+export function watchProviderEvents(provider: Provider, { db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }): void {
+  const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
+
+  provider.on('grant.success', (ctx) => {
+    metrics.tokensIssued.inc({ grant_type: String(ctx.oidc.params?.grant_type ?? 'unknown') });
+  });
+
+  function onFailure(event: string) {
+    return (ctx: KoaContextWithOIDC, err: Error & { error?: string; error_detail?: string }) => {
+      if (err.error === 'invalid_client') metrics.authFailures.inc({ kind: 'client' });
+      const detail = `${err.error_detail ?? ''} ${err.message ?? ''}`;
+      if (event === 'grant.error' && err.error === 'invalid_grant' && REPLAY.test(detail)) {
+        // RFC 6749 4.1.2 / RFC 9700 4.14.2: a spent code or refresh token came back; its grant is revoked.
+        const kind = /refresh/i.test(detail) ? 'refresh_token.reuse_detected' : 'authorization_code.replay_detected';
+        metrics.securityEvents.inc({ event: kind });
+        void audit({ actor: `client:${ctx.oidc.client?.clientId ?? 'unknown'}`, action: kind, clientId: ctx.oidc.client?.clientId, details: { ip: ctx.ip } });
+      }
+    };
+  }
+  provider.on('grant.error', onFailure('grant.error'));
+  provider.on('introspection.error', onFailure('introspection.error'));
+  provider.on('revocation.error', onFailure('revocation.error'));
+
+  provider.on('grant.revoked', (ctx, grantId: string) => {
+    const clientId = ctx.oidc.client?.clientId;
+    void audit({ actor: clientId ? `client:${clientId}` : 'system', action: 'grant.revoked', clientId, details: { grant_id: grantId, route: ctx.oidc.route } });
+  });
+
+  provider.on('server_error', (ctx, err) => {
+    log.error({ err, route: ctx.oidc?.route, reqId: ctx.get('X-Request-Id') || undefined }, 'provider error');
+  });
+}
