@@ -1,6 +1,7 @@
 // Configuration: defaults, validation, and production's refusal of development defaults.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { startServerProcess } from './support/processes.ts';
 
 describe('configuration', () => {
   it('defaults to the embedded database on localhost:3000', () => {
@@ -39,5 +40,20 @@ describe('configuration', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'short' })).toThrow(/32 characters/);
     const ok = loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32) });
     expect(ok.usingDevCookieKeys).toBe(false);
+  });
+
+  it('makes `npm start` in production exit with a clear message instead of starting on defaults', async () => {
+    const failed = await startServerProcess({ NODE_ENV: 'production' }).then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    expect(failed).toMatch(/exited with 1/);
+    expect(failed).toMatch(/Configuration error: NODE_ENV=production refuses development defaults; set DATABASE_URL .* and COOKIE_KEYS/);
+  });
+
+  it('refuses malformed rate limit settings', () => {
+    expect(() => loadConfig({ RATE_LIMITS: 'maybe' })).toThrow(/RATE_LIMITS/);
+    expect(() => loadConfig({ RATE_LIMIT_AUTH_FAILURES: '0' })).toThrow(/RATE_LIMIT_AUTH_FAILURES/);
+    expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
   });
 });

@@ -1,0 +1,203 @@
+// Summaries of the repetitions (medians and spread), the results table, the targets, and the
+// Markdown and JSON documents written under bench/results/ and to bench/BASELINE.md.
+
+export interface Sample {
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  /** Responses with a status other than the case's expected one (429s not included). */
+  unexpected: number;
+  non2xx: number;
+  status429: number;
+  errors: number;
+  status: Record<string, number>;
+  durationSec: number;
+  /** CPU used during the timed run, in % of one core: the server under load, and the load side. */
+  serverCpuPct?: number;
+  clientCpuPct?: number;
+  note?: string;
+}
+
+export interface CaseInfo {
+  id: string;
+  label: string;
+  server: 'ours' | 'bare' | 'koa';
+  storage: string;
+  expectStatus: number;
+  /** The bare oidc-provider case this one is compared with. */
+  reference?: string;
+  /** What is measured, in a few words (for the notes under the table). */
+  what: string;
+  /** Paced at a fixed rate (latency below saturation): its req/s is the offered rate, no ratios. */
+  paced?: boolean;
+}
+
+export interface Summary {
+  reps: number;
+  rps: number;
+  rpsMin: number;
+  rpsMax: number;
+  /** Half the min–max range, relative to the median, in %. */
+  spreadPct: number;
+  p50: number;
+  p99: number;
+  p99Max: number;
+  unexpected: number;
+  non2xx: number;
+  status429: number;
+  errors: number;
+  total: number;
+  serverCpuPct?: number;
+  clientCpuPct?: number;
+  vsKoa?: number;
+  vsBare?: number;
+}
+
+export interface CaseResult extends CaseInfo {
+  samples: Sample[];
+  summary?: Summary;
+  error?: string;
+}
+
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export function summarize(results: CaseResult[], koaId: string): void {
+  const byId = new Map(results.map((r) => [r.id, r]));
+  for (const r of results) {
+    if (r.samples.length === 0) continue;
+    const rps = r.samples.map((s) => s.rps);
+    const med = median(rps);
+    r.summary = {
+      reps: r.samples.length,
+      rps: med,
+      rpsMin: Math.min(...rps),
+      rpsMax: Math.max(...rps),
+      spreadPct: med > 0 ? ((Math.max(...rps) - Math.min(...rps)) / 2 / med) * 100 : NaN,
+      p50: median(r.samples.map((s) => s.p50)),
+      p99: median(r.samples.map((s) => s.p99)),
+      p99Max: Math.max(...r.samples.map((s) => s.p99)),
+      unexpected: sum(r.samples.map((s) => s.unexpected)),
+      non2xx: sum(r.samples.map((s) => s.non2xx)),
+      status429: sum(r.samples.map((s) => s.status429)),
+      errors: sum(r.samples.map((s) => s.errors)),
+      total: sum(r.samples.map((s) => s.total)),
+      ...optionalMedian('serverCpuPct', r.samples.map((s) => s.serverCpuPct)),
+      ...optionalMedian('clientCpuPct', r.samples.map((s) => s.clientCpuPct)),
+    };
+  }
+  const koa = byId.get(koaId)?.summary?.rps;
+  for (const r of results) {
+    if (!r.summary || r.paced) continue;
+    if (koa) r.summary.vsKoa = r.summary.rps / koa;
+    const ref = r.reference ? byId.get(r.reference)?.summary?.rps : undefined;
+    if (ref) r.summary.vsBare = r.summary.rps / ref;
+  }
+}
+
+function optionalMedian<K extends string>(key: K, values: (number | undefined)[]): Partial<Record<K, number>> {
+  const known = values.filter((v): v is number => v !== undefined);
+  return known.length ? ({ [key]: median(known) } as Record<K, number>) : {};
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+const fmt = {
+  rps: (n: number) => (Number.isFinite(n) ? (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1)) : '–'),
+  ms: (n: number) => (Number.isFinite(n) ? (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)) : '–'),
+  ratio: (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? `${n.toFixed(2)}×` : '–'),
+  pct: (n: number) => (Number.isFinite(n) ? `±${n.toFixed(1)}%` : '–'),
+};
+
+export function resultsTable(results: CaseResult[]): string {
+  const head = ['case', 'server', 'req/s (median)', 'spread', 'p50 ms', 'p99 ms', 'non-2xx', '429', 'server CPU', 'vs Koa hello', 'vs bare oidc-provider'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map((h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
+  for (const r of results) {
+    const s = r.summary;
+    const server = r.paced ? `ours (${r.storage}), paced` : r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
+    if (!s) {
+      lines.push(`| ${r.label} | ${server} | ${r.error ? `failed: ${r.error.split('\n')[0]!.slice(0, 80)}` : 'not run'} | | | | | | | | |`);
+      continue;
+    }
+    const non2xx = r.expectStatus === 200 ? String(s.unexpected) : `${s.unexpected} unexpected (${r.expectStatus} expected)`;
+    lines.push(
+      `| ${r.label} | ${server} | ${fmt.rps(s.rps)} | ${fmt.pct(s.spreadPct)} (${fmt.rps(s.rpsMin)}–${fmt.rps(s.rpsMax)}) | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)} | ${non2xx}${s.errors ? `, ${s.errors} socket errors` : ''} | ${s.status429} | ${s.serverCpuPct !== undefined ? `${s.serverCpuPct.toFixed(0)}%` : '–'} | ${fmt.ratio(s.vsKoa)} | ${fmt.ratio(s.vsBare)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+export function targetsTable(targets: TargetCheck[]): string {
+  const lines = ['| target | measured | |', '|---|---|---|'];
+  for (const t of targets) lines.push(`| ${t.target} | ${t.measured} | ${t.met === undefined ? 'not measured' : t.met ? '**met**' : '**missed**'} |`);
+  return lines.join('\n');
+}
+
+export function evaluateTargets(results: CaseResult[], prefix = 'pg'): TargetCheck[] {
+  const get = (id: string) => results.find((r) => r.id === id)?.summary;
+  const check = get(`${prefix}.check`);
+  const me = get(`${prefix}.me`);
+  const refresh = get(`${prefix}.refresh`);
+  const code = get(`${prefix}.code`);
+  const bad = get(`${prefix}.badauth`);
+  const out: TargetCheck[] = [];
+  const ratio = (s: Summary | undefined, min: number, name: string) =>
+    out.push({ target: `${name} ≥ ${min.toFixed(1)}× bare oidc-provider`, measured: s?.vsBare !== undefined ? fmt.ratio(s.vsBare) : '–', met: s?.vsBare !== undefined ? s.vsBare >= min : undefined });
+  const p99 = (s: Summary | undefined, max: number, name: string) =>
+    out.push({ target: `${name} p99 ≤ ${max} ms`, measured: s ? `${fmt.ms(s.p99)} ms (median of reps; worst rep ${fmt.ms(s.p99Max)} ms)` : '–', met: s ? s.p99 <= max : undefined });
+  ratio(check, 1.0, 'GET /v2/auth/check');
+  p99(check, 10, 'GET /v2/auth/check');
+  p99(get(`${prefix}.check@50%`), 10, 'GET /v2/auth/check at half load (open loop)');
+  ratio(me, 0.7, 'GET /v2/me');
+  ratio(refresh, 1.0, 'refresh_token grant');
+  p99(refresh, 50, 'refresh_token grant');
+  p99(get(`${prefix}.refresh@50%`), 50, 'refresh_token grant at half load (open loop)');
+  if (bad && refresh) {
+    const cheaper = bad.rps >= refresh.rps && bad.p50 <= refresh.p50;
+    out.push({
+      target: 'failed client authentication costs no more than a successful token request',
+      measured: `${fmt.rps(bad.rps)} req/s, p50 ${fmt.ms(bad.p50)} ms vs refresh ${fmt.rps(refresh.rps)} req/s, p50 ${fmt.ms(refresh.p50)} ms${code ? ` (code exchange ${fmt.rps(code.rps)} req/s)` : ''}`,
+      met: cheaper,
+    });
+  } else out.push({ target: 'failed client authentication costs no more than a successful token request', measured: '–', met: undefined });
+  const success = results.filter((r) => r.server === 'ours' && r.expectStatus === 200 && r.summary);
+  const bad2xx = success.filter((r) => r.summary!.unexpected + r.summary!.status429 + r.summary!.errors > 0);
+  out.push({
+    target: 'zero non-2xx in the success cases (ours)',
+    measured: bad2xx.length ? bad2xx.map((r) => `${r.label} (${r.storage}): ${r.summary!.unexpected + r.summary!.status429} non-2xx, ${r.summary!.errors} errors`).join('; ') : `0 in ${success.length} cases`,
+    met: success.length ? bad2xx.length === 0 : undefined,
+  });
+  return out;
+}
+
+export interface MemoryPoint {
+  server: string;
+  when: string;
+  rssMiB: number;
+  peakMiB: number;
+}
+
+export function memoryTable(points: MemoryPoint[]): string {
+  const lines = ['| server | when | RSS MiB | peak RSS MiB |', '|---|---|---:|---:|'];
+  for (const p of points) lines.push(`| ${p.server} | ${p.when} | ${p.rssMiB.toFixed(1)} | ${p.peakMiB.toFixed(1)} |`);
+  return lines.join('\n');
+}

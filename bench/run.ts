@@ -1,0 +1,715 @@
+// `npm run bench`: load tests of our server (src/main.ts, in its own process) on PostgreSQL + Redis
+// and on the embedded PGlite default, against two references measured in the same run: a bare
+// Koa 3 hello-world (the floor) and a bare oidc-provider 9 doing the same OAuth work. See
+// bench/BASELINE.md for the latest table and `npm run bench -- --help` for the options.
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  BENCH,
+  CLIENT_CORE,
+  CORES,
+  HAS_TASKSET,
+  ROOT,
+  SERVER_CORE,
+  cleanupAll,
+  freePort,
+  pinSelf,
+  startLoadGenerator,
+  startServer,
+  type LoadGenerator,
+  type ServerProcess,
+} from './lib/procs.ts';
+import type { LoadJob, LoadResult } from './lib/load.ts';
+import { basicAuth, exchange, mintCodes, mintRefreshTokens, REDIRECT_URI, runFlows, type Target } from './lib/flows.ts';
+import { createBenchDatabase, OUR_SCOPES, pgliteDir, prepareRedis, seed } from './lib/services.ts';
+import {
+  evaluateTargets,
+  memoryTable,
+  percentile,
+  resultsTable,
+  summarize,
+  targetsTable,
+  type CaseResult,
+  type MemoryPoint,
+  type Sample,
+} from './lib/report.ts';
+import { profileMarkdown, summarizeProfile } from './lib/profile.ts';
+import { cpuSeconds, machineBusyPct } from './lib/cpu.ts';
+
+const USAGE = `npm run bench -- [options]
+
+  --quick               smoke run: 1 s warm-up, 1 repetition of 3 s per case (results only, no BASELINE.md)
+  --reps N              timed repetitions per case on PostgreSQL + Redis (default 5)
+  --pglite-reps N       timed repetitions per case on the embedded PGlite (default 3)
+  --duration S          seconds per timed repetition (default 5)
+  --warmup S            seconds of warm-up per case (default 3)
+  --connections N       autocannon connections (default 32)
+  --flow-concurrency N  concurrent scripted users in the interactive-flow case (default 8)
+  --cases LIST          comma-separated subset of: hello,check,me,refresh,code,badauth,flow
+  --storages LIST       comma-separated subset of: pg,pglite (default both)
+  --env KEY=VALUE       extra environment for our server (repeatable; RATE_LIMITS=off is always
+                        passed unless overridden, e.g. --env RATE_LIMITS=on)
+  --profile CASE        run only CASE (e.g. refresh, check, pglite:refresh) on our server started
+                        with node --cpu-prof, and print where its time went
+  --baseline            write bench/BASELINE.md even for a partial run
+  --help
+
+  BENCH_DATABASE_URL    PostgreSQL to create the bench database on (default postgres://postgres@127.0.0.1:5432/postgres)
+  BENCH_REDIS_URL       Redis logical database reserved for the bench; FLUSHED at start and end
+                        (default redis://127.0.0.1:6379/9)`;
+
+const KINDS = ['hello', 'check', 'me', 'refresh', 'code', 'badauth', 'flow'] as const;
+type Kind = (typeof KINDS)[number];
+type Storage = 'pg' | 'pglite';
+
+interface Options {
+  quick: boolean;
+  reps: number;
+  pgliteReps: number;
+  duration: number;
+  warmup: number;
+  connections: number;
+  flowConcurrency: number;
+  kinds: Set<Kind>;
+  storages: Set<Storage>;
+  serverEnv: Record<string, string>;
+  profile?: { storage: Storage; kind: Kind };
+  baseline: boolean;
+  pgUrl: string;
+  redisUrl: string;
+  references: boolean;
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      reps: { type: 'string' },
+      'pglite-reps': { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      'flow-concurrency': { type: 'string' },
+      cases: { type: 'string' },
+      storages: { type: 'string' },
+      env: { type: 'string', multiple: true },
+      profile: { type: 'string' },
+      baseline: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const num = (v: string | undefined, fallback: number, name: string) => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got "${v}"`);
+    return n;
+  };
+  const list = <T extends string>(v: string | undefined, all: readonly T[], name: string): Set<T> => {
+    if (!v) return new Set(all);
+    const items = v.split(',').map((s) => s.trim()).filter(Boolean);
+    for (const item of items) if (!all.includes(item as T)) throw new Error(`--${name}: unknown "${item}" (one of ${all.join(', ')})`);
+    return new Set(items as T[]);
+  };
+  const quick = values.quick!;
+  const serverEnv: Record<string, string> = { RATE_LIMITS: 'off' };
+  for (const pair of values.env ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq < 1) throw new Error(`--env expects KEY=VALUE, got "${pair}"`);
+    serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const options: Options = {
+    quick,
+    reps: Math.round(num(values.reps, quick ? 1 : 5, 'reps')),
+    pgliteReps: Math.round(num(values['pglite-reps'], quick ? 1 : 3, 'pglite-reps')),
+    duration: num(values.duration, quick ? 3 : 5, 'duration'),
+    warmup: num(values.warmup, quick ? 1 : 3, 'warmup'),
+    connections: Math.round(num(values.connections, 32, 'connections')),
+    flowConcurrency: Math.round(num(values['flow-concurrency'], 8, 'flow-concurrency')),
+    kinds: list(values.cases, KINDS, 'cases'),
+    storages: list(values.storages, ['pg', 'pglite'] as const, 'storages'),
+    serverEnv,
+    baseline: values.baseline!,
+    pgUrl: process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379/9',
+    references: true,
+  };
+  if (values.profile) {
+    const [a, b] = values.profile.split(':');
+    const storage = (b ? a : 'pg') as Storage;
+    const kind = (b ?? a) as Kind;
+    if (!['pg', 'pglite'].includes(storage) || !KINDS.includes(kind) || kind === 'hello') {
+      throw new Error(`--profile expects [pg:|pglite:]CASE with CASE one of ${KINDS.filter((k) => k !== 'hello').join(', ')}`);
+    }
+    options.profile = { storage, kind };
+    options.kinds = new Set([kind]);
+    options.storages = new Set([storage]);
+    options.references = false;
+    options.reps = values.reps ? options.reps : 1;
+    options.pgliteReps = options.reps;
+    options.duration = values.duration ? options.duration : 10;
+  }
+  return options;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+interface CaseDef extends CaseCommonInfo {
+  measure(durationSec: number, warm: boolean): Promise<Sample>;
+}
+type CaseCommonInfo = Omit<CaseResult, 'samples' | 'summary' | 'error'>;
+
+function sampleOf(r: LoadResult, expectStatus: number): Sample {
+  const expected = r.status[String(expectStatus)] ?? 0;
+  const status429 = r.status['429'] ?? 0;
+  return {
+    rps: r.rps,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.total,
+    unexpected: r.total - expected - status429,
+    non2xx: r.non2xx,
+    status429,
+    errors: r.errors + r.timeouts,
+    status: r.status,
+    durationSec: r.durationSec,
+    ...(r.serverCpuPct !== undefined ? { serverCpuPct: r.serverCpuPct } : {}),
+    clientCpuPct: r.clientCpuPct,
+    ...(r.feedEmpty ? { note: `${r.feedEmpty} requests found no fresh code/token left` } : {}),
+  };
+}
+
+interface Subject {
+  target: Target;
+  server: ServerProcess;
+  accessToken: string;
+  storage: string;
+  idPrefix: string;
+}
+
+const TOKEN_FORM = 'application/x-www-form-urlencoded';
+
+type CaseKey = Kind | 'checkHalf' | 'refreshHalf';
+
+function oauthCases(subject: Subject, opts: Options, gen: LoadGenerator): Partial<Record<CaseKey, CaseDef>> {
+  const { target, accessToken, idPrefix, storage } = subject;
+  const ours = target.kind === 'ours';
+  const server = ours ? 'ours' : 'bare';
+  const ref = (kind: string) => (ours && opts.references ? { reference: `bare.${kind}` } : {});
+  const url = (p: string) => `${target.base}${p}`;
+  const c = opts.connections;
+  const tokenHeaders = { 'content-type': TOKEN_FORM, authorization: basicAuth(target.clientId, target.clientSecret) };
+  const load = async (job: Omit<LoadJob, 'connections'>, expect: number) =>
+    sampleOf(await gen.run<LoadResult>({ ...job, connections: c, serverPid: subject.server.pid }), expect);
+  // The saturated rate of the last run of a case, for its paced variant at half that rate.
+  const lastRps = new Map<string, number>();
+  const remember = (id: string, sample: Sample) => {
+    lastRps.set(id, sample.rps);
+    return sample;
+  };
+  const halfRate = (id: string) => {
+    const rps = lastRps.get(id);
+    if (!rps) throw new Error(`${id} must run before its paced variant`);
+    return Math.max(10, Math.round(rps / 2));
+  };
+  const checkJob = (d: number): Omit<LoadJob, 'connections'> => ({
+    label: `${idPrefix}.check`,
+    url: url('/v2/auth/check'),
+    method: 'GET',
+    headers: { authorization: `Bearer ${accessToken}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' },
+    duration: d,
+  });
+  const refreshJob = async (d: number, pool: number): Promise<Omit<LoadJob, 'connections'>> => ({
+    label: `${idPrefix}.refresh`,
+    url: url(target.tokenPath),
+    method: 'POST',
+    headers: tokenHeaders,
+    duration: d,
+    feed: { values: await mintRefreshTokens(target, pool, c), template: 'grant_type=refresh_token&refresh_token={value}', chainField: 'refresh_token' },
+  });
+
+  // Sized from the previous run of the case, so that one repetition lasts about `duration`.
+  let codeRate: number | undefined;
+
+  const cases: Partial<Record<CaseKey, CaseDef>> = {
+    check: ours
+      ? {
+          id: `${idPrefix}.check`,
+          label: 'GET /v2/auth/check',
+          server,
+          storage,
+          expectStatus: 200,
+          ...ref('check'),
+          what: 'gateway check: bearer token (PROFILE_READ), X-Forwarded-Method GET, X-Forwarded-Uri /v2/me',
+          measure: async (d) => remember('check', await load(checkJob(d), 200)),
+        }
+      : {
+          id: 'bare.check',
+          label: 'GET /me (userinfo)',
+          server,
+          storage,
+          expectStatus: 200,
+          what: 'bearer verification: userinfo with an access token (scope openid)',
+          measure: (d) =>
+            load({ label: 'bare.check', url: url('/me'), method: 'GET', headers: { authorization: `Bearer ${accessToken}` }, duration: d }, 200),
+        },
+    refresh: {
+      id: `${idPrefix}.refresh`,
+      label: 'POST token (refresh_token, rotating)',
+      server,
+      storage,
+      expectStatus: 200,
+      ...ref('refresh'),
+      what: 'refresh_token grant with rotation; every request presents a never-used refresh token',
+      measure: async (d) => remember('refresh', await load(await refreshJob(d, 2 * c), 200)),
+    },
+    code: {
+      id: `${idPrefix}.code`,
+      label: 'POST token (authorization_code)',
+      server,
+      storage,
+      expectStatus: 200,
+      ...ref('code'),
+      what: 'code exchange; codes minted through sign-in + consent right before each repetition',
+      async measure(d, warm) {
+        const amount = Math.round(Math.min(40_000, Math.max(10 * c, codeRate ? codeRate * d : warm ? (opts.quick ? 400 : 1500) : 1000)));
+        const codes = await mintCodes(target, amount, c);
+        const sample = await load(
+          {
+            label: `${idPrefix}.code`,
+            url: url(target.tokenPath),
+            method: 'POST',
+            headers: tokenHeaders,
+            amount,
+            feed: { values: codes, template: `grant_type=authorization_code&code={value}&redirect_uri=${encodeURIComponent(REDIRECT_URI)}` },
+          },
+          200,
+        );
+        codeRate = Math.max(codeRate ?? 0, sample.rps);
+        return sample;
+      },
+    },
+    badauth: {
+      id: `${idPrefix}.badauth`,
+      label: 'POST token, wrong client secret',
+      server,
+      storage,
+      expectStatus: 401,
+      ...ref('badauth'),
+      what: 'failed client authentication (right client_id, wrong secret, HTTP Basic): 401 invalid_client expected',
+      measure: (d) =>
+        load(
+          {
+            label: `${idPrefix}.badauth`,
+            url: url(target.tokenPath),
+            method: 'POST',
+            headers: { 'content-type': TOKEN_FORM, authorization: basicAuth(target.clientId, `wrong-${target.clientSecret}`) },
+            body: `grant_type=refresh_token&refresh_token=${randomBytes(32).toString('base64url')}`,
+            duration: d,
+          },
+          401,
+        ),
+    },
+    flow: {
+      id: `${idPrefix}.flow`,
+      label: 'interactive flow (flows/s)',
+      server,
+      storage,
+      expectStatus: 200,
+      ...ref('flow'),
+      what: `authorize → sign-in → consent → code exchange, fresh browser each, ${opts.flowConcurrency} users at a time (p50/p99: whole flow)`,
+      async measure(d) {
+        const cpu0 = cpuSeconds(subject.server.pid);
+        const client0 = process.cpuUsage();
+        const run = await runFlows(target, d, opts.flowConcurrency);
+        const cpu1 = cpuSeconds(subject.server.pid);
+        const client = process.cpuUsage(client0);
+        return {
+          ...(cpu0 !== undefined && cpu1 !== undefined ? { serverCpuPct: ((cpu1 - cpu0) / run.durationSec) * 100 } : {}),
+          clientCpuPct: ((client.user + client.system) / 1e6 / run.durationSec) * 100,
+          rps: run.rps,
+          p50: percentile(run.latencyMs, 50),
+          p99: percentile(run.latencyMs, 99),
+          total: run.flows + run.failures,
+          unexpected: run.failures,
+          non2xx: run.failures,
+          status429: 0,
+          errors: 0,
+          status: { ok: run.flows, failed: run.failures },
+          durationSec: run.durationSec,
+          ...(run.firstError ? { note: run.firstError } : {}),
+        };
+      },
+    },
+  };
+  if (ours) {
+    // Latency below saturation: the same requests in an open loop at half the rate just measured.
+    cases.checkHalf = {
+      id: `${idPrefix}.check@50%`,
+      label: 'GET /v2/auth/check at half load',
+      paced: true,
+      server,
+      storage,
+      expectStatus: 200,
+      what: 'the gateway check paced (open loop) at 50% of the saturated rate measured just before; latency from the due time',
+      measure: async (d) => load({ ...checkJob(d), label: `${idPrefix}.check@50%`, rate: halfRate('check') }, 200),
+    };
+    cases.refreshHalf = {
+      id: `${idPrefix}.refresh@50%`,
+      label: 'POST token (refresh_token) at half load',
+      paced: true,
+      server,
+      storage,
+      expectStatus: 200,
+      what: 'the rotating refresh paced (open loop) at 50% of the saturated rate measured just before; latency from the due time',
+      measure: async (d) => load({ ...(await refreshJob(d, 3 * c)), label: `${idPrefix}.refresh@50%`, rate: halfRate('refresh') }, 200),
+    };
+    cases.me = {
+      id: `${idPrefix}.me`,
+      label: 'GET /v2/me',
+      server,
+      storage,
+      expectStatus: 200,
+      ...(opts.references ? { reference: 'bare.check' } : {}),
+      what: 'the profile of the token’s user (token lookup + user row)',
+      measure: (d) => load({ label: `${idPrefix}.me`, url: url('/v2/me'), method: 'GET', headers: { authorization: `Bearer ${accessToken}` }, duration: d }, 200),
+    };
+  }
+  if (ours && cases.check) cases.check.reference = opts.references ? 'bare.check' : undefined;
+  if (!opts.references) for (const def of Object.values(cases)) delete def.reference;
+  return cases;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+async function startOurs(storage: Storage, opts: Options, nodeArgs: string[]): Promise<Subject> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = { PORT: String(port), HOST: '127.0.0.1', APP_URL: base, LOG_LEVEL: 'warn' };
+  let databaseUrl: string | undefined;
+  let dataDir = '';
+  if (storage === 'pg') {
+    const database = await createBenchDatabase(opts.pgUrl);
+    await prepareRedis(opts.redisUrl);
+    databaseUrl = database.url;
+    // Production mode, as deployed: cached templates, no development defaults.
+    Object.assign(env, { NODE_ENV: 'production', DATABASE_URL: database.url, REDIS_URL: opts.redisUrl, COOKIE_KEYS: randomBytes(32).toString('hex') });
+    console.log(`  database ${database.name}, Redis ${opts.redisUrl} (flushed)`);
+  } else {
+    // The zero-configuration default (`npm start`): embedded PGlite, artifacts in it, development mode.
+    dataDir = pgliteDir();
+    env.DATA_DIR = dataDir;
+    console.log(`  embedded PGlite in ${dataDir}`);
+  }
+  const seeded = await seed(databaseUrl, dataDir, Math.max(opts.connections, 8));
+  const server = await startServer({ name: `our server (${storage})`, script: 'src/main.ts', env: { ...env, ...opts.serverEnv }, nodeArgs });
+  const target: Target = {
+    kind: 'ours',
+    base,
+    tokenPath: '/v2/auth/oauth2/token',
+    bearerPath: '/v2/auth/check',
+    clientId: seeded.clientId,
+    clientSecret: seeded.clientSecret,
+    scope: OUR_SCOPES[0]!,
+    users: seeded.users,
+  };
+  const ready = await fetch(`${base}/ready`);
+  if (ready.status !== 200) throw new Error(`our server is not ready: ${ready.status} ${await ready.text()}`);
+  const accessToken = await firstAccessToken(target);
+  await expectStatus(`${base}/v2/auth/check`, { authorization: `Bearer ${accessToken}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' }, 200);
+  await expectStatus(`${base}/v2/me`, { authorization: `Bearer ${accessToken}` }, 200);
+  return { target, server, accessToken, storage: storage === 'pg' ? 'PostgreSQL + Redis' : 'PGlite', idPrefix: storage };
+}
+
+async function startBare(): Promise<Subject> {
+  const port = await freePort();
+  const clientSecret = randomBytes(32).toString('base64url');
+  const server = await startServer({
+    name: 'bare oidc-provider',
+    script: 'bench/refs/bare-provider.ts',
+    env: { PORT: String(port), NODE_ENV: 'production', BARE_CLIENT_ID: 'bench-client', BARE_CLIENT_SECRET: clientSecret, BARE_REDIRECT_URI: REDIRECT_URI },
+  });
+  const target: Target = {
+    kind: 'bare',
+    base: server.url,
+    tokenPath: '/token',
+    bearerPath: '/me',
+    clientId: 'bench-client',
+    clientSecret,
+    scope: 'openid',
+    users: Array.from({ length: 32 }, (_, i) => ({ email: `bench-${i}`, password: 'any' })),
+  };
+  const accessToken = await firstAccessToken(target);
+  await expectStatus(`${server.url}/me`, { authorization: `Bearer ${accessToken}` }, 200);
+  return { target, server, accessToken, storage: 'in-memory', idPrefix: 'bare' };
+}
+
+async function firstAccessToken(target: Target): Promise<string> {
+  const [code] = await mintCodes(target, 1, 1);
+  return (await exchange(target, code!)).access_token;
+}
+
+async function expectStatus(url: string, headers: Record<string, string>, status: number): Promise<void> {
+  const res = await fetch(url, { headers });
+  if (res.status !== status) throw new Error(`GET ${url}: expected ${status}, got ${res.status} ${(await res.text()).slice(0, 300)}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds: every case once per round, each of ours right next to its reference (the order of the
+// pair alternates between rounds), so that drift of the machine hits both alike.
+
+type Step = CaseDef | [CaseDef, CaseDef];
+
+async function runRounds(label: string, steps: Step[], reps: number, opts: Options, results: Map<string, CaseResult>, onWarm?: () => void): Promise<void> {
+  for (let round = 0; round <= reps; round++) {
+    const warm = round === 0;
+    const duration = warm ? opts.warmup : opts.duration;
+    console.log(`\n${label}: ${warm ? `warm-up (${duration} s per case)` : `repetition ${round}/${reps} (${duration} s per case)`}`);
+    for (const step of steps) {
+      const pair = Array.isArray(step) ? (round % 2 === 0 ? [step[1], step[0]] : step) : [step];
+      for (const def of pair) {
+        const result = results.get(def.id)!;
+        if (result.error) continue;
+        const t0 = performance.now();
+        try {
+          const sample = await def.measure(duration, warm);
+          if (!warm) result.samples.push(sample);
+          const prep = (performance.now() - t0) / 1000 - sample.durationSec;
+          console.log(
+            `  ${def.id.padEnd(16)} ${sample.rps.toFixed(0).padStart(7)} /s  p50 ${sample.p50.toFixed(2).padStart(7)} ms  p99 ${sample.p99.toFixed(2).padStart(7)} ms  ` +
+              `cpu ${fmtCpu(sample.serverCpuPct)}/${fmtCpu(sample.clientCpuPct)}  unexpected ${sample.unexpected}${sample.status429 ? ` 429 ${sample.status429}` : ''}${sample.errors ? ` errors ${sample.errors}` : ''}` +
+              `${prep > 1 ? `  (prep ${prep.toFixed(1)} s)` : ''}${warm ? '  [warm-up]' : ''}${sample.note ? `  note: ${sample.note}` : ''}`,
+          );
+        } catch (err) {
+          result.error = (err as Error).message;
+          console.error(`  ${def.id}: FAILED — ${(err as Error).stack ?? err}`);
+        }
+      }
+    }
+    if (warm) onWarm?.();
+  }
+}
+
+function fmtCpu(pct: number | undefined): string {
+  return pct === undefined ? '–' : `${pct.toFixed(0)}%`;
+}
+
+function record(results: Map<string, CaseResult>, def: CaseDef): void {
+  const { measure: _measure, ...info } = def;
+  results.set(def.id, { ...info, samples: [] });
+}
+
+function memoryPoint(points: MemoryPoint[], server: ServerProcess, name: string, when: string): void {
+  const m = server.memory();
+  if (m) points.push({ server: name, when, ...m });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function gitInfo(): { commit: string; dirty: string[] } {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: ROOT })
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3));
+    return { commit, dirty };
+  } catch {
+    return { commit: 'unknown', dirty: [] };
+  }
+}
+
+function cpuModel(): string {
+  return os.cpus()[0]?.model.trim() ?? 'unknown';
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions();
+  pinSelf();
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const git = gitInfo();
+  console.log(
+    `bench: ${opts.quick ? 'QUICK smoke run' : opts.profile ? `PROFILE of ${opts.profile.storage}:${opts.profile.kind}` : 'full run'} — ` +
+      `${opts.reps} reps (PGlite ${opts.pgliteReps}) × ${opts.duration} s, warm-up ${opts.warmup} s, ${opts.connections} connections; ` +
+      `servers on core ${SERVER_CORE}, load generator and runner on core ${CLIENT_CORE}${HAS_TASKSET ? '' : ' (taskset missing: NOT pinned)'}; ` +
+      `our server env: ${Object.entries(opts.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+  );
+  if (CORES < 2) console.warn('WARNING: fewer than 2 cores: the load generator shares the core with the servers');
+  const idleCheck = await machineBusyPct(1500, CORES);
+  const loadBefore = os.loadavg();
+  if (idleCheck !== undefined && idleCheck > 15) {
+    console.warn(`WARNING: the machine is already busy (${idleCheck.toFixed(0)}% of a core used by other processes): results will be noisy`);
+  }
+
+  const results = new Map<string, CaseResult>();
+  const memory: MemoryPoint[] = [];
+  const profileDir = path.join(BENCH, 'results', 'profiles', startedAt.toISOString().replace(/[:.]/g, '-'));
+  const ourNodeArgs = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const gen = await startLoadGenerator();
+  const k = opts.kinds;
+
+  // References: started once, for the whole run.
+  let koa: ServerProcess | undefined;
+  let koaCase: CaseDef | undefined;
+  if (opts.references && k.has('hello')) {
+    koa = await startServer({ name: 'koa hello', script: 'bench/refs/koa-hello.ts', env: { PORT: String(await freePort()), NODE_ENV: 'production' } });
+    const koaUrl = koa.url;
+    koaCase = {
+      id: 'koa.hello',
+      label: 'GET /hello (Koa hello world)',
+      server: 'koa',
+      storage: '–',
+      expectStatus: 200,
+      what: 'the floor: a bare Koa 3 JSON route',
+      measure: async (d) =>
+        sampleOf(await gen.run<LoadResult>({ label: 'koa.hello', url: `${koaUrl}/hello`, method: 'GET', headers: {}, duration: d, connections: opts.connections, serverPid: koa!.pid }), 200),
+    };
+    record(results, koaCase);
+  }
+  let bare: Subject | undefined;
+  const needBare = opts.references && [...k].some((kind) => kind !== 'hello');
+  if (needBare) {
+    console.log('starting the bare oidc-provider reference');
+    bare = await startBare();
+    memoryPoint(memory, bare.server, 'bare oidc-provider', 'after start');
+  }
+  const bareCases = bare ? oauthCases(bare, opts, gen) : {};
+
+  const pair = (ours: CaseDef | undefined, ref: CaseDef | undefined): Step[] => (ours && ref ? [[ours, ref]] : ours ? [ours] : ref ? [ref] : []);
+  const stepsFor = (ourCases: Partial<Record<CaseKey, CaseDef>>, withRefs: boolean): Step[] => {
+    const refOf = (kind: Kind) => (withRefs ? bareCases[kind] : undefined);
+    const steps: Step[] = [];
+    if (withRefs && koaCase) steps.push(koaCase);
+    for (const kind of ['check', 'me', 'refresh', 'badauth', 'code', 'flow'] as const) {
+      if (!k.has(kind)) continue;
+      steps.push(...pair(ourCases[kind], kind === 'me' ? undefined : refOf(kind)));
+      // The paced variant right after the pair: it needs the saturated rate just measured.
+      if (!opts.profile && kind === 'check' && ourCases.checkHalf) steps.push(ourCases.checkHalf);
+      if (!opts.profile && kind === 'refresh' && ourCases.refreshHalf) steps.push(ourCases.refreshHalf);
+    }
+    return steps;
+  };
+  const registerSteps = (steps: Step[]) => {
+    for (const step of steps) for (const def of Array.isArray(step) ? step : [step]) if (!results.has(def.id)) record(results, def);
+  };
+
+  let failed = false;
+  const profiles: string[] = [];
+  for (const storage of ['pg', 'pglite'] as const) {
+    if (!opts.storages.has(storage)) continue;
+    console.log(`\nstarting our server on ${storage === 'pg' ? 'PostgreSQL + Redis' : 'the embedded PGlite'}`);
+    const subject = await startOurs(storage, opts, ourNodeArgs);
+    const name = `ours (${subject.storage})`;
+    memoryPoint(memory, subject.server, name, 'after start and setup (before load)');
+    // The references run alongside the first storage only; the second is compared with their medians.
+    const withRefs = storage === 'pg' || !opts.storages.has('pg');
+    const steps = stepsFor(oauthCases(subject, opts, gen), withRefs);
+    registerSteps(steps);
+    await runRounds(subject.storage, steps, storage === 'pg' ? opts.reps : opts.pgliteReps, opts, results, () => {
+      memoryPoint(memory, subject.server, name, 'after warm-up');
+    });
+    memoryPoint(memory, subject.server, name, 'after all repetitions');
+    if (withRefs && bare) memoryPoint(memory, bare.server, 'bare oidc-provider', `after the ${storage} rounds`);
+    const code = await subject.server.stop();
+    if (code !== 0 && code !== null) console.warn(`our server (${storage}) exited with ${code}:\n${subject.server.output().slice(-2000)}`);
+    if (opts.profile) {
+      const files = fs.existsSync(profileDir) ? fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')) : [];
+      if (!files.length) console.error(`no CPU profile written in ${profileDir} (did the server exit cleanly?)`);
+      for (const f of files) {
+        const md = profileMarkdown(summarizeProfile(path.join(profileDir, f), 25), `CPU profile of our server (${subject.storage}), case ${opts.profile.kind}: ${path.relative(ROOT, path.join(profileDir, f))}`);
+        profiles.push(md);
+        console.log(`\n${md}`);
+      }
+    }
+  }
+  await koa?.stop();
+  await bare?.server.stop();
+  await gen.stop();
+
+  // Report
+  const ordered = [...results.values()];
+  summarize(ordered, 'koa.hello');
+  for (const r of ordered) if (r.error) failed = true;
+  const targets = opts.storages.has('pg') && opts.references ? evaluateTargets(ordered, 'pg') : [];
+  const elapsed = (performance.now() - t0) / 1000;
+  const byStorage = (filter: (r: CaseResult) => boolean) => ordered.filter(filter);
+  const mainRows = byStorage((r) => r.server !== 'ours' || r.id.startsWith('pg.'));
+  const pgliteRows = byStorage((r) => r.id.startsWith('pglite.'));
+
+  const meta = {
+    date: startedAt.toISOString(),
+    commit: git.commit,
+    uncommittedFiles: git.dirty,
+    node: process.version,
+    cpu: `${cpuModel()}, ${CORES} cores`,
+    pinning: HAS_TASKSET ? `servers on core ${SERVER_CORE}, load generator and runner on core ${CLIENT_CORE} (taskset); PostgreSQL and Redis not pinned` : 'not pinned (taskset missing)',
+    options: { ...opts, kinds: [...opts.kinds], storages: [...opts.storages] },
+    elapsedSec: Math.round(elapsed),
+    busyBeforeStartPct: idleCheck,
+    loadavgBefore: loadBefore,
+    loadavgAfter: os.loadavg(),
+  };
+  const md = [
+    `# Benchmark results`,
+    '',
+    `${meta.date} · commit ${meta.commit}${git.dirty.length ? ` (+${git.dirty.length} uncommitted files)` : ''} · Node ${meta.node} · ${meta.cpu} · ${meta.pinning} · ` +
+      `${opts.connections} connections, ${opts.reps} × ${opts.duration} s per case (PGlite ${opts.pgliteReps}), ${opts.warmup} s warm-up · our server env: ${Object.entries(opts.serverEnv).map(([kk, v]) => `\`${kk}=${v}\``).join(' ')} · run took ${Math.round(elapsed)} s · machine busy before start: ${idleCheck === undefined ? '?' : `${idleCheck.toFixed(0)}% of a core`}${opts.quick ? ' · **QUICK smoke run (1 repetition): indicative only**' : ''}`,
+    '',
+    ...(mainRows.length ? ['## PostgreSQL + Redis, with the references', '', resultsTable(mainRows), ''] : []),
+    ...(pgliteRows.length ? ['## Embedded PGlite (the zero-configuration default, development mode)', '', resultsTable(pgliteRows), ''] : []),
+    'req/s: median of the timed repetitions (flows/s for the interactive flow); spread: half the min–max range; p50/p99: medians over the repetitions of each one’s percentile. ' +
+      'non-2xx: responses other than the expected status (429 counted apart); ratios divide medians measured in this same run. ' +
+      '“bare oidc-provider” rows: GET /me (userinfo) is its bearer verification, the reference for /v2/auth/check and /v2/me.',
+    '',
+    ...(targets.length ? ['## Targets', '', targetsTable(targets), ''] : []),
+    ...(memory.length ? ['## Memory (RSS from /proc)', '', memoryTable(memory), ''] : []),
+    '## What each case does',
+    '',
+    ...ordered.map((r) => `- \`${r.id}\` — ${r.what}${r.samples.some((s) => s.note) ? ` (notes: ${[...new Set(r.samples.map((s) => s.note).filter(Boolean))].join('; ')})` : ''}${r.error ? ` — **failed**: ${r.error.split('\n')[0]}` : ''}`),
+    '',
+    ...(profiles.length ? ['## CPU profile', '', ...profiles, ''] : []),
+  ].join('\n');
+
+  const stamp = meta.date.replace(/[:.]/g, '-');
+  const dir = path.join(BENCH, 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const json = JSON.stringify({ meta, results: ordered, targets, memory }, null, 2);
+  const kind = opts.profile ? 'profile' : opts.quick ? 'quick' : 'full';
+  fs.writeFileSync(path.join(dir, `bench-${stamp}-${kind}.json`), json);
+  fs.writeFileSync(path.join(dir, `bench-${stamp}-${kind}.md`), md);
+  fs.writeFileSync(path.join(dir, 'latest.json'), json);
+  fs.writeFileSync(path.join(dir, 'latest.md'), md);
+  const complete = opts.kinds.size === KINDS.length && opts.storages.size === 2 && !opts.profile;
+  if ((!opts.quick && complete) || opts.baseline) {
+    fs.writeFileSync(
+      path.join(BENCH, 'BASELINE.md'),
+      md.replace('# Benchmark results', '# Benchmark baseline\n\nThe latest full `npm run bench` (written by bench/run.ts; regenerate rather than edit).'),
+    );
+  }
+
+  console.log(`\n${md}`);
+  console.log(`\nwritten: bench/results/bench-${stamp}-${kind}.{json,md}, bench/results/latest.{json,md}${(!opts.quick && complete) || opts.baseline ? ', bench/BASELINE.md' : ''}`);
+  return failed ? 1 : 0;
+}
+
+let exitCode = 1;
+try {
+  exitCode = await main();
+} catch (err) {
+  console.error(`bench failed: ${(err as Error).stack ?? err}`);
+} finally {
+  await cleanupAll();
+}
+process.exit(exitCode);
