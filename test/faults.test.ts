@@ -90,7 +90,7 @@ describe('dependency failures', () => {
 
     const started = Date.now();
     expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'ok', redis: 'unavailable' } });
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(5000); // prompt, even on a loaded machine
 
     const me = await getMe(server.url, tokens.access_token);
     expect(me.status).toBe(503);
@@ -115,7 +115,7 @@ describe('dependency failures', () => {
 
     const started = Date.now();
     expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'unavailable', redis: 'ok' } });
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(5000); // prompt, even on a loaded machine
     // The token lookup is in Redis, but the profile is in PostgreSQL.
     const me = await getMe(server.url, tokens.access_token);
     expect(me.status).toBe(503);
