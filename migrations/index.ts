@@ -5,6 +5,7 @@ import * as m001 from './001_initial.ts';
 import * as m002 from './002_artifact_client_index.ts';
 import * as m003 from './003_audit_events.ts';
 import * as m004 from './004_legacy_migration.ts';
+import * as m005 from './005_web_application.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '002_artifact_client_index': m002,
   '003_audit_events': m003,
   '004_legacy_migration': m004,
+  '005_web_application': m005,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -22,6 +22,8 @@ import { renderPage, VIEWS_DIR } from './views.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { requestLog } from './http/request-log.ts';
 import type { Metrics } from './http/metrics.ts';
+import type { ClientArtifacts } from './storage/client-artifacts.ts';
+import { mountWebPages } from './web/index.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -31,6 +33,8 @@ export interface AppDeps {
   trustProxy: boolean;
   rateLimits: RateLimits;
   csrfSecret: string;
+  cookieKeys: string[];
+  artifacts: ClientArtifacts;
   metrics: Metrics;
   /** APP_URL is https: HSTS and upgrade-insecure-requests. */
   https: boolean;
@@ -91,6 +95,7 @@ function errorPages(log: Logger) {
       } else {
         ctx.type = 'html';
         ctx.body = await renderPage('error', {
+          user: ctx.state.user,
           title: err.error === 'session_not_found' ? 'This sign-in link has expired' : 'This request cannot be completed',
           error: code,
           description: err.error === 'session_not_found' ? 'Please start again from the application.' : message,
@@ -115,17 +120,19 @@ function operationalRoutes({ db, redis, metrics }: AppDeps): Router {
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };
   });
-  router.get('/assets/app.css', async (ctx) => {
-    ctx.type = 'text/css';
-    ctx.set('Cache-Control', 'public, max-age=3600');
-    ctx.body = await fs.readFile(path.join(VIEWS_DIR, 'assets/app.css'));
-  });
+  for (const file of ['app.css', 'copy.js']) {
+    router.get(`/assets/${file}`, async (ctx) => {
+      ctx.type = path.extname(file);
+      ctx.set('Cache-Control', 'public, max-age=3600');
+      ctx.body = await fs.readFile(path.join(VIEWS_DIR, 'assets', file));
+    });
+  }
   return router;
 }
 
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
-  const app = new Koa({ proxy: deps.trustProxy });
+  const app = new Koa({ proxy: deps.trustProxy, keys: deps.cookieKeys });
   const routers = [operationalRoutes(deps), interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.csrfSecret, metrics: deps.metrics }), meRoutes(provider, db), checkRoutes(provider)];
 
   app.use(requestLog(log));
@@ -135,6 +142,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(notFound);
   app.use(errorPages(log));
   for (const router of routers) app.use(router.routes()).use(router.allowedMethods());
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics: deps.metrics });
 
   // RFC 8414 puts the metadata of an issuer with a path at /.well-known/…/<path>.
   app.use(

@@ -54,6 +54,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     trustProxy: config.trustProxy,
     rateLimits,
     csrfSecret: config.cookieKeys[0]!,
+    cookieKeys: config.cookieKeys,
+    artifacts,
     metrics,
     https: config.appUrl.startsWith('https:'),
   });

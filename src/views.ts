@@ -6,5 +6,5 @@ import ejs from 'ejs';
 export const VIEWS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../views');
 
 export function renderPage(name: string, data: Record<string, unknown>): Promise<string> {
-  return ejs.renderFile(path.join(VIEWS_DIR, `${name}.ejs`), { title: '', ...data }, { async: false, cache: process.env.NODE_ENV === 'production' });
+  return ejs.renderFile(path.join(VIEWS_DIR, `${name}.ejs`), { title: '', user: undefined, flash: undefined, csrf: '', ...data }, { async: false, cache: process.env.NODE_ENV === 'production' });
 }

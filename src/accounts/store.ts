@@ -1,7 +1,7 @@
 // Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
 import type { Db } from '../storage/db.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
-import { InputError } from '../errors.ts';
+import { InputError, NotFoundError } from '../errors.ts';
 
 export interface User {
   id: number;
@@ -108,6 +108,18 @@ export async function updateUserProfile(db: Db, id: string | number, changes: Pr
   const existing = await findUserById(db, id);
   if (!existing) return undefined;
   const [row] = await db('users').where('id', existing.id).update({ ...update, updated_at: db.fn.now() }).returning(COLUMNS);
+  return toUser(row);
+}
+
+export async function isAdmin(db: Db, userId: number): Promise<boolean> {
+  const row = await db('users').where('id', userId).first('is_admin');
+  return row?.is_admin === true;
+}
+
+/** Makes the user with this email an administrator (operator script `users set-admin`). */
+export async function setAdmin(db: Db, email: string, admin: boolean): Promise<User> {
+  const [row] = await db('users').where('email', email.trim().toLowerCase()).update({ is_admin: admin, updated_at: db.fn.now() }).returning(COLUMNS);
+  if (!row) throw new NotFoundError(`no user with email ${email}`);
   return toUser(row);
 }
 

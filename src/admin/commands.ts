@@ -1,7 +1,7 @@
 // The operator scripts' actions (CONTRACT 5): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
 import { migrateLatest, type Db } from '../storage/db.ts';
-import { createUser } from '../accounts/store.ts';
+import { createUser, setAdmin } from '../accounts/store.ts';
 import {
   addRedirectUri,
   createClient,
@@ -20,6 +20,7 @@ import { setClientStatus, type ClientDeps } from '../clients/lifecycle.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../oauth/scopes.ts';
 import { InputError } from '../errors.ts';
+import { recordAudit } from '../audit.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
@@ -56,6 +57,12 @@ export interface UsersCreateOptions {
 export async function usersCreate(db: Db, options: UsersCreateOptions) {
   const user = await createUser(db, options);
   return { id: user.id, email: user.email, username: user.username, name: user.name, time_zone: user.timeZone };
+}
+
+export async function usersSetAdmin({ db, by }: AdminContext, email: string, options: { revoke?: boolean } = {}) {
+  const user = await setAdmin(db, email, !options.revoke);
+  await recordAudit(db, { actor: by.actor, action: options.revoke ? 'user.admin_revoked' : 'user.admin_granted', userId: user.id, details: by.reason ? { reason: by.reason } : {} });
+  return { id: user.id, email: user.email, admin: !options.revoke };
 }
 
 export interface ClientsCreateOptions {
@@ -105,7 +112,7 @@ export async function clientsList({ db }: AdminContext, status?: string) {
   if (status !== undefined && !STATUSES.includes(status as ClientStatus)) {
     throw new InputError(`--status must be one of ${STATUSES.join(', ')}`);
   }
-  return { clients: (await listClients(db, status as ClientStatus | undefined)).map(clientJson) };
+  return { clients: (await listClients(db, status ? { status: status as ClientStatus } : {})).map(clientJson) };
 }
 
 export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {

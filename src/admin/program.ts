@@ -100,6 +100,12 @@ function buildProgram(io: AdminIo): Command {
     .option('--time-zone <tz>', 'IANA time zone', 'UTC')
     .action(action(({ db }, opts) => commands.usersCreate(db, opts)));
 
+  users
+    .command('set-admin <email>')
+    .description('let a user review clients on /admin/oauth-clients (--revoke to take it back)')
+    .option('--revoke', 'take the administrator flag away')
+    .action(action((ctx, email: string, opts: { revoke?: boolean }) => commands.usersSetAdmin(ctx, email, opts)));
+
   const clients = program.command('clients').description('manage OAuth clients');
   clients
     .command('create')

@@ -25,6 +25,8 @@ export interface ClientRecord {
   legacy: boolean;
   scopes: string[];
   redirectUris: string[];
+  /** The user who registered it in the developer settings; null when an operator did. */
+  ownerUserId: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -42,6 +44,7 @@ interface ClientRow {
   status: ClientStatus;
   legacy: boolean;
   scopes: string[];
+  owner_user_id: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -52,6 +55,7 @@ export interface NewClient {
   scopes: string[];
   kind: ClientKind;
   legacy: boolean;
+  ownerUserId?: number;
 }
 
 export interface CreatedClient {
@@ -77,6 +81,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     legacy: row.legacy,
     scopes: row.scopes,
     redirectUris,
+    ownerUserId: row.owner_user_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -91,7 +96,7 @@ export async function createClient(db: Db, input: NewClient, by: Actor): Promise
 
   return db.transaction(async (trx) => {
     const [row] = await trx('oauth_clients')
-      .insert({ id: clientId, name, kind: input.kind, legacy: input.legacy, scopes: JSON.stringify(scopes) })
+      .insert({ id: clientId, name, kind: input.kind, legacy: input.legacy, scopes: JSON.stringify(scopes), owner_user_id: input.ownerUserId ?? null })
       .returning('*');
     await trx('oauth_client_redirect_uris').insert(redirectUris.map((uri, position) => ({ client_id: clientId, uri, position })));
     let secret: CreatedClient['secret'];
@@ -153,8 +158,13 @@ async function lockClient(trx: Knex.Transaction, clientId: string): Promise<Clie
   return row;
 }
 
-export async function listClients(db: Db, status?: ClientStatus): Promise<ClientRecord[]> {
-  const rows: ClientRow[] = await db('oauth_clients').modify((q) => (status ? q.where('status', status) : q)).orderBy('created_at');
+export async function listClients(db: Db, filter: { status?: ClientStatus; ownerUserId?: number } = {}): Promise<ClientRecord[]> {
+  const rows: ClientRow[] = await db('oauth_clients')
+    .modify((q) => {
+      if (filter.status) q.where('status', filter.status);
+      if (filter.ownerUserId !== undefined) q.where('owner_user_id', filter.ownerUserId);
+    })
+    .orderBy('created_at');
   const uris: Array<{ client_id: string; uri: string }> = await db('oauth_client_redirect_uris')
     .whereIn('client_id', rows.map((r) => r.id))
     .orderBy('position')
@@ -242,10 +252,17 @@ export interface UsableClient {
   secrets: StoredSecret[];
 }
 
-/** An approved client with its active secret hashes, for the provider; undefined otherwise. */
+/**
+ * A client the provider may use, with its active secret hashes: an approved one, or a pending one
+ * that has an owner (the owner may try it before review; src/oauth/interactions.ts keeps everyone
+ * else out). Undefined otherwise.
+ */
 export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
   const [row, secrets] = await Promise.all([
-    db('oauth_clients').where({ id: clientId, status: 'approved' }).first() as Promise<ClientRow | undefined>,
+    db('oauth_clients')
+      .where('id', clientId)
+      .where((q) => q.where('status', 'approved').orWhere((p) => p.where('status', 'pending').whereNotNull('owner_user_id')))
+      .first() as Promise<ClientRow | undefined>,
     db('oauth_client_secrets').where('client_id', clientId).whereNull('revoked_at').orderBy('id').select('id', 'secret_hash'),
   ]);
   if (!row) return undefined;

@@ -1,6 +1,8 @@
-// Grants beyond what the provider does on its own.
+// Grants beyond what the provider does on its own: revocation with all their tokens, the legacy
+// marker, and the record of who granted what to which client (the "apps with access" page).
 import type Provider from 'oidc-provider';
 import type { Grant } from 'oidc-provider';
+import type { Db } from '../storage/db.ts';
 import { LEGACY_FULL_ACCESS } from './scopes.ts';
 
 /** Revokes a grant with every code and token issued from it. */
@@ -11,4 +13,51 @@ export async function revokeGrant(provider: Provider, grantId: string): Promise<
 
 export function isLegacyGrant(grant: Grant): boolean {
   return (grant.getOIDCScope() ?? '').split(' ').includes(LEGACY_FULL_ACCESS);
+}
+
+export async function recordUserGrant(db: Db, accountId: string, clientId: string, grantId: string, scopes: string[]): Promise<void> {
+  await db('user_grants')
+    .insert({ account_id: accountId, client_id: clientId, grant_id: grantId, scopes: JSON.stringify(scopes), granted_at: db.fn.now() })
+    .onConflict(['account_id', 'client_id', 'grant_id'])
+    .merge(['scopes', 'granted_at']);
+}
+
+export interface AppWithAccess {
+  clientId: string;
+  clientName: string;
+  scopes: string[];
+  fullAccess: boolean;
+  grantedAt: Date;
+}
+
+/** The clients a user has authorized and that still hold a live grant, newest first. */
+export async function appsWithAccess(db: Db, provider: Provider, accountId: string): Promise<AppWithAccess[]> {
+  const rows: Array<{ client_id: string; grant_id: string; scopes: string[]; granted_at: Date; name: string }> = await db('user_grants')
+    .join('oauth_clients', 'oauth_clients.id', 'user_grants.client_id')
+    .where('user_grants.account_id', accountId)
+    .orderBy('user_grants.granted_at', 'desc')
+    .select('user_grants.client_id', 'user_grants.grant_id', 'user_grants.scopes', 'user_grants.granted_at', 'oauth_clients.name');
+  const apps = new Map<string, AppWithAccess>();
+  for (const row of rows) {
+    // Grants end on their own too (expiry, suspension, refresh token reuse): forget those.
+    if (!(await provider.Grant.find(row.grant_id))) {
+      await db('user_grants').where({ account_id: accountId, grant_id: row.grant_id }).delete();
+      continue;
+    }
+    const app = apps.get(row.client_id) ?? { clientId: row.client_id, clientName: row.name, scopes: [], fullAccess: false, grantedAt: row.granted_at };
+    for (const scope of row.scopes) {
+      if (scope === LEGACY_FULL_ACCESS) app.fullAccess = true;
+      else if (!app.scopes.includes(scope)) app.scopes.push(scope);
+    }
+    apps.set(row.client_id, app);
+  }
+  return [...apps.values()];
+}
+
+/** Revokes everything a user granted to a client: its access and refresh tokens stop working at once. */
+export async function revokeAppAccess(db: Db, provider: Provider, accountId: string, clientId: string): Promise<number> {
+  const grantIds: string[] = await db('user_grants').where({ account_id: accountId, client_id: clientId }).pluck('grant_id');
+  for (const grantId of grantIds) await revokeGrant(provider, grantId);
+  await db('user_grants').where({ account_id: accountId, client_id: clientId }).delete();
+  return grantIds.length;
 }

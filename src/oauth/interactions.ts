@@ -9,7 +9,7 @@ import type { Db } from '../storage/db.ts';
 import { authenticateUser, findUserById } from '../accounts/store.ts';
 import { renderPage } from '../views.ts';
 import { describeScope, LEGACY_FULL_ACCESS } from './scopes.ts';
-import { isLegacyGrant, revokeGrant } from './grants.ts';
+import { isLegacyGrant, recordUserGrant, revokeGrant } from './grants.ts';
 import { rememberLegacyGrant, takeLegacyGrants } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from './provider.ts';
 import type { SignInLimits } from './rate-limits.ts';
@@ -67,6 +67,18 @@ export function interactionRoutes({ provider, db, limits, csrfSecret, metrics }:
     ctx.redirect(redirectTo);
   }
 
+  /** A pending client is usable only by its owner (testing before review); others get an error page. */
+  async function refuseNonOwnerOfPendingClient(details: Details): Promise<void> {
+    const client = await provider.Client.find(String(details.params.client_id));
+    const owner = (client as unknown as { pending_owner?: string | null } | undefined)?.pending_owner;
+    if (owner && owner !== String(details.session?.accountId)) {
+      throw Object.assign(new errors.AccessDenied('this app is waiting for review by an administrator; only its developer can use it until then'), {
+        status: 403,
+        statusCode: 403,
+      });
+    }
+  }
+
   async function clientName(details: Details): Promise<string> {
     const client = await provider.Client.find(String(details.params.client_id));
     return client?.clientName ?? String(details.params.client_id);
@@ -88,6 +100,7 @@ export function interactionRoutes({ provider, db, limits, csrfSecret, metrics }:
   router.get('/:uid', async (ctx) => {
     const details = await loadInteraction(ctx);
     if (details.prompt.name === 'login') return showLogin(ctx, details);
+    await refuseNonOwnerOfPendingClient(details);
 
     const user = await findUserById(db, String(details.session?.accountId));
     const requested = requestedScopes(details);
@@ -128,6 +141,7 @@ export function interactionRoutes({ provider, db, limits, csrfSecret, metrics }:
   router.post('/:uid/confirm', formBody, async (ctx) => {
     const details = await loadSubmission(ctx);
     if (details.prompt.name !== 'consent') throw new errors.InvalidRequest('this step does not expect a consent');
+    await refuseNonOwnerOfPendingClient(details);
     const accountId = String(details.session?.accountId);
     const clientId = String(details.params.client_id);
     const requested = requestedScopes(details);
@@ -147,6 +161,7 @@ export function interactionRoutes({ provider, db, limits, csrfSecret, metrics }:
       userId: Number(accountId),
       details: { scopes: legacyRequest ? 'full access (legacy)' : requested, grant_id: grantId },
     });
+    await recordUserGrant(db, accountId, clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
     if (legacyRequest) {
       await rememberLegacyGrant(db, accountId, clientId, grantId);
     } else {

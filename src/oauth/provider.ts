@@ -124,7 +124,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner'],
       validator() {},
     },
 

@@ -44,6 +44,8 @@ export class ClientAdapter implements Adapter {
       secret_hashes: secrets,
       // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
       legacy: client.legacy && client.scopes.length === 0,
+      // A pending client is usable only by its owner, for testing before review.
+      pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
     };
   }
 
