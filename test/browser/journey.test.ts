@@ -1,0 +1,131 @@
+// The whole journey in a real browser (Debian's Chromium, driven by playwright-core): a developer
+// registers a client, an administrator approves it, a user authorizes it through sign-in and
+// consent, sees it under apps with access and revokes it; the token then fails. Screenshots of
+// every page go to test/artifacts/ for review.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { getMe, tokenRequest } from '../support/oauth.ts';
+import { newUser, operator, REDIRECT } from '../support/fixtures.ts';
+import { ROOT } from '../support/processes.ts';
+import { usersSetAdmin } from '../../src/admin/commands.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'test/artifacts');
+// Outside CI a machine without Chromium skips this file (say so); in CI it must run (.ci/run installs it).
+const available = fs.existsSync(CHROMIUM);
+if (!available && process.env.CI !== 'true') console.warn(`browser journey skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+
+describe.runIf(available || process.env.CI === 'true')('the journey in a browser', () => {
+  let server: TestServer;
+  let browser: Browser;
+  let shot = 0;
+
+  beforeAll(async () => {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    server = await startTestServer('redis');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function screenshot(page: Page, name: string) {
+    shot += 1;
+    await page.screenshot({ path: path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+  }
+
+  async function person(): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    // The client's redirect URI is not a real site: answer it here and keep the URL.
+    await context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back at the app</p>' }));
+    return { context, page: await context.newPage() };
+  }
+
+  async function signIn(page: Page, user: { email: string; password: string }, next: string) {
+    await page.goto(`${server.url}/login?next=${encodeURIComponent(next)}`);
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${server.url}${next}`);
+  }
+
+  it('registers, approves, authorizes, shows and revokes an app', async () => {
+    const [dev, admin, user] = await Promise.all([newUser(server, 'Dana Developer'), newUser(server, 'Ari Admin'), newUser(server, 'Uma User')]);
+    await usersSetAdmin(operator(server), admin.email);
+
+    // 1. The developer registers a client.
+    const devSide = await person();
+    await devSide.page.goto(`${server.url}/login`);
+    await screenshot(devSide.page, 'web-sign-in');
+    await signIn(devSide.page, dev, '/settings/developer/oauth-clients');
+    await devSide.page.getByRole('link', { name: 'Register a client' }).click();
+    await devSide.page.getByLabel('Name').fill('Calendar Sync Pro');
+    await devSide.page.getByLabel(/Redirect URIs/).fill(REDIRECT);
+    await devSide.page.locator('#scope-PROFILE_READ').check();
+    await devSide.page.locator('#scope-BOOKING_READ').check();
+    await screenshot(devSide.page, 'developer-register');
+    await devSide.page.getByRole('button', { name: 'Register' }).click();
+    await expect(devSide.page.getByText('you will not see this again')).toBeDefined();
+    const secret = await devSide.page.locator('#secret').inputValue();
+    expect(secret).toHaveLength(43);
+    await screenshot(devSide.page, 'developer-secret-shown-once');
+    await devSide.page.getByRole('link', { name: 'I have stored it safely' }).click();
+    const clientId = (await devSide.page.locator('dd code').first().textContent())!.trim();
+    await screenshot(devSide.page, 'developer-client-page');
+
+    // 2. The administrator approves it.
+    const adminSide = await person();
+    await signIn(adminSide.page, admin, '/admin/oauth-clients');
+    await screenshot(adminSide.page, 'admin-review-pending');
+    const item = adminSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await adminSide.page.waitForURL(`${server.url}/admin/oauth-clients`);
+    expect(await adminSide.page.locator('.notice').textContent()).toContain('approved');
+    await screenshot(adminSide.page, 'admin-review-approved');
+
+    // 3. A user authorizes it: sign-in page, consent page, Allow.
+    const userSide = await person();
+    const authorize = new URL(`${server.url}/auth/oauth2/authorize`);
+    authorize.search = new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: 'journey' }).toString();
+    await userSide.page.goto(authorize.href);
+    await screenshot(userSide.page, 'oauth-sign-in');
+    await userSide.page.getByLabel('Email').fill(user.email);
+    await userSide.page.getByLabel('Password').fill(user.password);
+    await userSide.page.getByRole('button', { name: 'Sign in' }).click();
+    await userSide.page.getByRole('button', { name: 'Allow' }).waitFor();
+    expect(await userSide.page.locator('h1').textContent()).toContain('Calendar Sync Pro');
+    await screenshot(userSide.page, 'oauth-consent');
+    await userSide.page.getByRole('button', { name: 'Allow' }).click();
+    await userSide.page.waitForURL(`${REDIRECT}**`);
+    const back = new URL(userSide.page.url());
+    expect(back.searchParams.get('state')).toBe('journey');
+    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, client_id: clientId, client_secret: secret });
+    expect(tokens.status).toBe(200);
+    expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(200);
+
+    // 4. The user sees the app under apps with access, and revokes it.
+    await signIn(userSide.page, user, '/settings/connected-apps');
+    const app = userSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
+    expect(await app.textContent()).toContain('See your bookings');
+    await screenshot(userSide.page, 'connected-apps');
+    await app.getByRole('button', { name: /Revoke access/ }).click();
+    await userSide.page.waitForURL(`${server.url}/settings/connected-apps`);
+    expect(await userSide.page.locator('.notice').textContent()).toContain('Access revoked');
+    await screenshot(userSide.page, 'connected-apps-revoked');
+    expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(401);
+
+    // 5. An untrusted request shows the error page and goes nowhere.
+    await userSide.page.goto(`${server.url}/auth/oauth2/authorize?client_id=${clientId}&redirect_uri=https://evil.example/cb&response_type=code&scope=PROFILE_READ`);
+    expect(userSide.page.url()).toContain(server.url);
+    await screenshot(userSide.page, 'error-page');
+
+    for (const side of [devSide, adminSide, userSide]) await side.context.close();
+  }, 90_000);
+});
