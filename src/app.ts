@@ -5,7 +5,7 @@ import path from 'node:path';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import type Provider from 'oidc-provider';
-import type { Redis } from 'ioredis';
+import { pingRedis, type RedisClient } from './storage/redis.ts';
 import type { Db } from './storage/db.ts';
 import { pingDb } from './storage/db.ts';
 import { isStorageUnavailable, within } from './storage/unavailable.ts';
@@ -28,7 +28,7 @@ import { mountWebPages } from './web/index.ts';
 export interface AppDeps {
   provider: Provider;
   db: Db;
-  redis?: Redis | undefined;
+  redis?: RedisClient | undefined;
   log: Logger;
   trustProxy: boolean;
   rateLimits: RateLimits;
@@ -115,7 +115,7 @@ function operationalRoutes({ db, redis, metrics }: AppDeps): Router {
     ctx.body = { status: 'ok' };
   });
   router.get('/ready', async (ctx) => {
-    const checks = await Promise.allSettled([within(pingDb(db), READY_TIMEOUT_MS), redis ? within(redis.ping(), READY_TIMEOUT_MS) : Promise.resolve('PONG')]);
+    const checks = await Promise.allSettled([within(pingDb(db), READY_TIMEOUT_MS), redis ? within(pingRedis(redis), READY_TIMEOUT_MS) : Promise.resolve()]);
     const [database, cache] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'unavailable'));
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };

@@ -13,8 +13,10 @@ export interface Config {
   issuer: string;
   /** postgres://… or undefined for the embedded PGlite database in dataDir. */
   databaseUrl: string | undefined;
-  /** redis://… or undefined: provider artifacts then live in the SQL database. */
-  redisUrl: string | undefined;
+  /** Redis (single node, Cluster or Sentinel), or undefined: artifacts then live in the SQL database. */
+  redis: RedisConfig | undefined;
+  /** Connections per instance in the PostgreSQL pool. */
+  databasePoolMax: number;
   dataDir: string;
   cookieKeys: string[];
   /** True when COOKIE_KEYS was not given and the development keys are in use. */
@@ -24,6 +26,11 @@ export interface Config {
   logLevel: string;
   rateLimits: RateLimitConfig;
 }
+
+export type RedisConfig =
+  | { mode: 'single'; url: string }
+  | { mode: 'cluster'; nodes: Array<{ host: string; port: number }>; password?: string | undefined }
+  | { mode: 'sentinel'; sentinels: Array<{ host: string; port: number }>; name: string; password?: string | undefined };
 
 /** Abuse limits (see src/oauth/rate-limits.ts). All counts are per window; windows in seconds. */
 export interface RateLimitConfig {
@@ -84,6 +91,27 @@ function readRateLimits(env: Env): RateLimitConfig {
   };
 }
 
+function readHostPorts(name: string, value: string): Array<{ host: string; port: number }> {
+  return value.split(',').map((entry) => {
+    const match = /^\s*(?:redis:\/\/)?([^:\s]+):(\d+)\/?\s*$/.exec(entry);
+    if (!match) throw new ConfigError(`${name} must be a comma-separated list of host:port, got "${entry}"`);
+    return { host: match[1]!, port: Number(match[2]) };
+  });
+}
+
+function readRedis(env: Env): RedisConfig | undefined {
+  const set = [env.REDIS_URL && 'REDIS_URL', env.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES', env.REDIS_SENTINELS && 'REDIS_SENTINELS'].filter(Boolean);
+  if (set.length > 1) throw new ConfigError(`set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS (got ${set.join(', ')})`);
+  const password = env.REDIS_PASSWORD || undefined;
+  if (env.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: readHostPorts('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES), password };
+  if (env.REDIS_SENTINELS) {
+    if (!env.REDIS_SENTINEL_NAME) throw new ConfigError('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the monitored master group)');
+    return { mode: 'sentinel', sentinels: readHostPorts('REDIS_SENTINELS', env.REDIS_SENTINELS), name: env.REDIS_SENTINEL_NAME, password };
+  }
+  if (env.REDIS_URL) return { mode: 'single', url: readUrl('REDIS_URL', env.REDIS_URL, ['redis:', 'rediss:']) };
+  return undefined;
+}
+
 function readUrl(name: string, value: string, protocols: string[]): string {
   let url: URL;
   try {
@@ -111,7 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
   const appUrl = readPublicUrl('APP_URL', env.APP_URL || `http://localhost:${port}`);
   const baseUrl = env.BASE_URL ? readPublicUrl('BASE_URL', env.BASE_URL) : appUrl;
   const databaseUrl = env.DATABASE_URL ? readUrl('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : undefined;
-  const redisUrl = env.REDIS_URL ? readUrl('REDIS_URL', env.REDIS_URL, ['redis:', 'rediss:']) : undefined;
+  const redis = readRedis(env);
   const cookieKeys = (env.COOKIE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
 
   if (nodeEnv === 'production') {
@@ -134,7 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl,
     issuer: `${baseUrl}/v2/auth/oauth2`,
     databaseUrl,
-    redisUrl,
+    redis,
+    databasePoolMax: readCount(env, 'DATABASE_POOL_MAX', 10),
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,

@@ -1,7 +1,7 @@
 // Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
 import type Koa from 'koa';
 import type Provider from 'oidc-provider';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './storage/redis.ts';
 import { connectRedis } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import { connectDb, migrateLatest, type Db } from './storage/db.ts';
@@ -19,7 +19,7 @@ export interface System {
   app: Koa;
   provider: Provider;
   db: Db;
-  redis: Redis | undefined;
+  redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
   log: Logger;
   /** Migrations applied by this start (all of them on a fresh database). */
@@ -29,7 +29,7 @@ export interface System {
 
 export interface SystemOverrides {
   db?: Db;
-  redis?: Redis;
+  redis?: RedisClient;
   redisPrefix?: string;
   log?: Logger;
 }
@@ -38,8 +38,8 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const log = overrides.log ?? createLogger(config.logLevel);
-  const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onWarning: (message) => log.warn({ message }, 'database') });
-  const redis = overrides.redis ?? (config.redisUrl ? connectRedis(config.redisUrl, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
+  const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
+  const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   const migrationsApplied = await migrateLatest(db);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });

@@ -13,7 +13,7 @@ describe('configuration', () => {
       baseUrl: 'http://localhost:3000',
       issuer: 'http://localhost:3000/v2/auth/oauth2',
       databaseUrl: undefined,
-      redisUrl: undefined,
+      redis: undefined,
       usingDevCookieKeys: true,
     });
     expect(config.dataDir).toMatch(/\.data$/);

@@ -35,7 +35,7 @@ function open(env: AdminIo['env'], reason: string | undefined): Session {
     }
   }
   const db = connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
-  const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+  const redis = config.redis ? connectRedis(config.redis) : undefined;
   return {
     db,
     artifacts: clientArtifacts(db, redis),

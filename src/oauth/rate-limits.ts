@@ -2,13 +2,13 @@
 // and the sign-in form (passwords). Counters live in Redis when configured, so every instance
 // sees the same ones; otherwise in this process.
 import type { Context, Next } from 'koa';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateLimitConfig } from '../config.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number; blockDuration?: number };
 
-function limiterFactory(redis: Redis | undefined, prefix: string) {
+function limiterFactory(redis: RedisClient | undefined, prefix: string) {
   return (options: LimiterOptions): RateLimiterAbstract =>
     redis
       ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}` })
@@ -72,7 +72,7 @@ const NO_LIMITS: RateLimits = {
   signIn: { waitFor: async () => 0, failed: async () => {}, succeeded: async () => {} },
 };
 
-export function createRateLimits(config: RateLimitConfig, redis?: Redis, prefix = 'oauth:'): RateLimits {
+export function createRateLimits(config: RateLimitConfig, redis?: RedisClient, prefix = 'oauth:'): RateLimits {
   if (!config.enabled) return NO_LIMITS;
   const limiter = limiterFactory(redis, prefix);
 

@@ -1,6 +1,6 @@
 // Where oidc-provider's artifacts (sessions, interactions, codes, tokens, grants) live: Redis when
 // configured, otherwise the SQL database.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
@@ -12,7 +12,7 @@ export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
 }
 
-export function artifactStorage(db: Db, redis?: Redis, prefix = DEFAULT_REDIS_PREFIX): ArtifactStorage {
+export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX): ArtifactStorage {
   return {
     adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix) : new SqlAdapter(db, model)),
     ...clientArtifacts(db, redis, prefix),

@@ -1,6 +1,6 @@
 // All of one client's artifacts at once, for suspension. Kept apart from the adapters so that
 // the operator scripts need not load oidc-provider.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import type { Db } from './db.ts';
 import { clientIndexKey, DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 
@@ -10,16 +10,14 @@ export interface ClientArtifacts {
 }
 
 /** Deletes every key listed in an index set, and the set. */
-export async function deleteIndexed(redis: Redis, index: string): Promise<void> {
+export async function deleteIndexed(redis: RedisClient, index: string): Promise<void> {
   const members = await redis.smembers(index);
-  // Per-key deletes: members may live in different cluster slots.
-  const tx = redis.pipeline();
-  for (const member of members) tx.del(member);
-  tx.del(index);
-  await tx.exec();
+  // One command per key: members live in different cluster slots.
+  await Promise.all(members.map((member) => redis.del(member)));
+  await redis.del(index);
 }
 
-export function clientArtifacts(db: Db, redis?: Redis, prefix = DEFAULT_REDIS_PREFIX): ClientArtifacts {
+export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX): ClientArtifacts {
   return {
     revokeClient: async (clientId) => {
       if (redis) await deleteIndexed(redis, clientIndexKey(prefix, clientId));

@@ -1,6 +1,8 @@
-// oidc-provider adapter on Redis (ioredis), used when REDIS_URL is set.
-// Every artifact is a hash {payload, consumed?} under a hashed key, expiring with the artifact.
-import type { Redis } from 'ioredis';
+// oidc-provider adapter on Redis (ioredis: a single node, Cluster or Sentinel), used when Redis is
+// configured. Every artifact is a hash {payload, consumed?} under a hashed key, expiring with the
+// artifact. Cluster-safe: every command and script touches one key, so no two keys ever need to
+// share a hash slot.
+import type { RedisClient } from './redis.ts';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 import { deleteIndexed } from './client-artifacts.ts';
@@ -12,15 +14,19 @@ const CONSUME_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
 
-// Extends a TTL to at least ARGV[1] seconds (index keys live as long as their longest member).
-const EXTEND_TTL_SCRIPT = `
+// Adds ARGV[1] to the index set KEYS[1] and keeps the set alive as long as its longest-lived
+// member (ARGV[2] seconds; 0 = no expiry).
+const INDEX_ADD_SCRIPT = `
+redis.call('SADD', KEYS[1], ARGV[1])
+local want = tonumber(ARGV[2])
+if want == 0 then redis.call('PERSIST', KEYS[1]) return 0 end
 local ttl = redis.call('TTL', KEYS[1])
-if ttl >= 0 and ttl < tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return ttl`;
+if ttl == -1 or ttl < want then redis.call('EXPIRE', KEYS[1], want) end
+return 1`;
 
 export class RedisAdapter implements Adapter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly model: string,
     private readonly prefix = '',
   ) {}
@@ -39,24 +45,20 @@ export class RedisAdapter implements Adapter {
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     const key = this.key(id);
+    // Indexes first: a failure in between leaves at most an index entry for a missing key, never
+    // an artifact that revocation by grant or client cannot find.
+    const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)];
+    await Promise.all([
+      ...indexes.filter((index): index is string => Boolean(index)).map((index) => this.redis.eval(INDEX_ADD_SCRIPT, 1, index, key, expiresIn ?? 0)),
+      ...([['uid', payload.uid], ['userCode', payload.userCode]] as const)
+        .filter(([, value]) => value)
+        .map(([kind, value]) => (expiresIn ? this.redis.set(this.lookupKey(kind, value!), id, 'EX', expiresIn) : this.redis.set(this.lookupKey(kind, value!), id))),
+    ]);
+    // The artifact itself: one key, so one atomic transaction even on a cluster.
     const tx = this.redis.multi();
     tx.del(key);
     tx.hset(key, 'payload', JSON.stringify(toStored(this.model, payload)));
     if (expiresIn) tx.expire(key, expiresIn);
-    for (const [kind, value] of [['uid', payload.uid], ['userCode', payload.userCode]] as const) {
-      if (!value) continue;
-      const lookup = this.lookupKey(kind, value);
-      tx.set(lookup, id);
-      if (expiresIn) tx.expire(lookup, expiresIn);
-    }
-    // Index sets: a grant's artifacts of this model, and all of a client's artifacts.
-    const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)];
-    for (const index of indexes) {
-      if (!index) continue;
-      tx.sadd(index, key);
-      if (expiresIn) tx.eval(EXTEND_TTL_SCRIPT, 1, index, expiresIn);
-      else tx.persist(index);
-    }
     await tx.exec();
   }
 

@@ -1,15 +1,45 @@
-// The Redis connection (ioredis), when REDIS_URL is configured.
-import { Redis } from 'ioredis';
+// The Redis connection (ioredis): a single node, a Cluster, or a Sentinel-managed master.
+import { Cluster, Redis } from 'ioredis';
+import type { RedisConfig } from '../config.ts';
+
+/** What the storage code needs; both a single connection and a Cluster provide it. */
+export type RedisClient = Redis | Cluster;
+
+// While Redis is down, a command fails after one reconnection attempt (→ 503) instead of waiting;
+// ioredis keeps reconnecting in the background, so service resumes by itself.
+const COMMON = {
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+  retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+};
 
 /** Connection errors are expected while Redis is down; they go to `onError` (by default nowhere). */
-export function connectRedis(url: string, onError: (err: Error) => void = () => {}): Redis {
-  const redis = new Redis(url, {
-    // While Redis is down, a command fails after one reconnection attempt (→ 503) instead of
-    // waiting; ioredis keeps reconnecting in the background, so service resumes by itself.
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-  });
-  redis.on('error', onError);
-  return redis;
+export function connectRedis(config: RedisConfig | string, onError: (err: Error) => void = () => {}): RedisClient {
+  const target: RedisConfig = typeof config === 'string' ? { mode: 'single', url: config } : config;
+  let client: RedisClient;
+  if (target.mode === 'cluster') {
+    client = new Cluster(target.nodes, {
+      redisOptions: { ...COMMON, password: target.password },
+      clusterRetryStrategy: COMMON.retryStrategy,
+      // Keep trying while a master fails over or restarts, then fail the command (→ 503).
+      retryDelayOnClusterDown: 200,
+      retryDelayOnFailover: 200,
+    });
+  } else if (target.mode === 'sentinel') {
+    client = new Redis({ ...COMMON, sentinels: target.sentinels, name: target.name, password: target.password, sentinelRetryStrategy: COMMON.retryStrategy });
+  } else {
+    client = new Redis(target.url, COMMON);
+  }
+  client.on('error', onError);
+  return client;
+}
+
+/** Readiness: a single node answers PING; a cluster must also report that every slot is served. */
+export async function pingRedis(client: RedisClient): Promise<void> {
+  if (client instanceof Cluster) {
+    const info = (await client.cluster('INFO')) as string;
+    if (!/cluster_state:ok/.test(info)) throw Object.assign(new Error('CLUSTERDOWN the cluster is not serving every slot'), { code: 'ECONNREFUSED' });
+    return;
+  }
+  await client.ping();
 }

@@ -1,0 +1,214 @@
+// Scale-out: three stateless app instances sharing a real 3-master Redis Cluster and PostgreSQL.
+// Any instance serves any step; replays and reuse are detected across instances; revocations and
+// rate limits are shared; a killed master means clean 503s, then recovery with nothing issued twice.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { buildSystem, type System } from '../../src/system.ts';
+import { connectDb, migrateLatest } from '../../src/storage/db.ts';
+import { migrationSource } from '../../migrations/index.ts';
+import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
+import { clientArtifacts } from '../../src/storage/client-artifacts.ts';
+import { createTestDatabase, type TestDatabase } from '../support/services.ts';
+import { Browser, type Page } from '../support/browser.ts';
+import { authorizeUrl, getMe, tokenRequest } from '../support/oauth.ts';
+import { REDIRECT } from '../support/fixtures.ts';
+import { startRedisCluster, type TestRedisCluster } from './redis-cluster.ts';
+
+interface Instance {
+  url: string;
+  system: System;
+  close(): Promise<void>;
+}
+
+let pg: TestDatabase;
+let cluster: TestRedisCluster;
+let instances: Instance[];
+let ops: AdminContext;
+const user = { email: 'scale@example.com', password: 'scale-out-password' };
+let client: { client_id: string; client_secret: string };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startInstance(publicUrl?: string): Promise<Instance> {
+  const listener = http.createServer();
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    APP_URL: publicUrl ?? url, // one public address for all, as behind a load balancer
+    DATABASE_URL: pg.url,
+    REDIS_CLUSTER_NODES: cluster.env,
+    RATE_LIMIT_AUTH_FAILURES: '3',
+    RATE_LIMIT_AUTH_LOCKOUT_SECONDS: '60',
+    COOKIE_KEYS: 'scale-out-cookie-key-shared-by-every-instance',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+  });
+  const system = await buildSystem(config); // its own PostgreSQL pool and Redis Cluster connection
+  listener.on('request', system.app.callback());
+  return {
+    url,
+    system,
+    async close() {
+      listener.closeAllConnections();
+      await new Promise((r) => listener.close(r));
+      await system.close();
+    },
+  };
+}
+
+beforeAll(async () => {
+  [pg, cluster] = await Promise.all([createTestDatabase(), startRedisCluster()]);
+  const first = await startInstance();
+  instances = [first, await startInstance(first.url), await startInstance(first.url)];
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db), by: { actor: 'operator:test' } };
+  await usersCreate(pg.db, user);
+  const created = await clientsCreate(ops, { name: 'Scaled App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+  await clientsSetStatus(ops, created.client_id, 'approved');
+  client = { client_id: created.client_id, client_secret: created.client_secret! };
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all((instances ?? []).map((i) => i.close()));
+  await cluster?.stop();
+  await pg?.drop();
+});
+
+const at = (i: number, url: string) => {
+  const u = new URL(url);
+  return `${instances[i]!.url}${u.pathname}${u.search}`;
+};
+const on = (i: number, page: Page): Page => ({ ...page, url: at(i, page.url) });
+
+/** The authorization flow with every step on another instance; returns the code. */
+async function hoppingCode(): Promise<string> {
+  const browser = new Browser();
+  const start = await browser.get(authorizeUrl(instances[0]!.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'hop' }));
+  const login = await browser.get(at(1, start.location!));
+  expect(login.$('input[name=password]')).toHaveLength(1);
+  const signedIn = await browser.submit(on(2, login), 'form:has(input[name=password])', user);
+  expect(signedIn.status).toBe(303);
+  const resumed = await browser.get(at(0, signedIn.location!));
+  const consent = await browser.get(at(1, resumed.location!));
+  expect(consent.$('button:contains("Allow")')).toHaveLength(1);
+  const allowed = await browser.submit(on(2, consent), 'button:contains("Allow")');
+  const back = await browser.get(at(0, allowed.location!));
+  const redirect = new URL(back.location!);
+  expect(`${redirect.origin}${redirect.pathname}`).toBe(REDIRECT);
+  expect(redirect.searchParams.get('state')).toBe('hop');
+  return redirect.searchParams.get('code')!;
+}
+
+const exchange = (i: number, code: string, secret = client.client_secret) =>
+  tokenRequest(instances[i]!.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: client.client_id, client_secret: secret });
+const refresh = (i: number, refreshToken: string) => tokenRequest(instances[i]!.url, { grant_type: 'refresh_token', refresh_token: refreshToken, ...client });
+
+describe('many instances on a Redis Cluster and PostgreSQL', () => {
+  it('serves one flow across instances: each step of sign-in and consent on another, exchange on B, API on C, refresh on A', async () => {
+    const tokens = await exchange(1, await hoppingCode());
+    expect(tokens.status).toBe(200);
+    expect((await getMe(instances[2]!.url, tokens.body.access_token as string)).status).toBe(200);
+    const refreshed = await refresh(0, tokens.body.refresh_token as string);
+    expect(refreshed.status).toBe(200);
+    expect((await getMe(instances[1]!.url, refreshed.body.access_token as string)).status).toBe(200);
+  });
+
+  it('detects a code replayed on another instance and revokes what it issued', async () => {
+    const code = await hoppingCode();
+    const first = await exchange(0, code);
+    expect(first.status).toBe(200);
+    expect((await exchange(1, code)).body.error).toBe('invalid_grant');
+    expect((await getMe(instances[2]!.url, first.body.access_token as string)).status).toBe(401);
+  });
+
+  it('detects refresh token reuse across instances and revokes the grant', async () => {
+    const tokens = (await exchange(0, await hoppingCode())).body;
+    const rotated = await refresh(1, tokens.refresh_token as string);
+    expect(rotated.status).toBe(200);
+    expect((await refresh(2, tokens.refresh_token as string)).body.error).toBe('invalid_grant');
+    expect((await getMe(instances[0]!.url, rotated.body.access_token as string)).status).toBe(401);
+    expect((await refresh(0, rotated.body.refresh_token as string)).body.error).toBe('invalid_grant');
+  });
+
+  it('refuses a secret revoked through one instance on every other at once', async () => {
+    const second = await secretsGenerate(ops, client.client_id);
+    const code = await hoppingCode();
+    await secretsRevoke(ops, client.client_id, String(second.secret_id));
+    for (const i of [0, 1, 2]) {
+      const res = await exchange(i, code, second.client_secret);
+      expect(res.status).toBe(401);
+      expect(res.body.error).toBe('invalid_client');
+    }
+  });
+
+  it('shares rate limits: failures on A and B lock out the same caller on C', async () => {
+    const fresh = await clientsCreate(ops, { name: 'Limited App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(ops, fresh.client_id, 'approved');
+    const wrong = (i: number) => tokenRequest(instances[i]!.url, { grant_type: 'refresh_token', refresh_token: 'x', client_id: fresh.client_id, client_secret: 'wrong' });
+    expect((await wrong(0)).status).toBe(401);
+    expect((await wrong(1)).status).toBe(401);
+    expect((await wrong(0)).status).toBe(401);
+    const locked = await wrong(2);
+    expect(locked.status).toBe(429);
+    expect(locked.body.error).toBe('slow_down');
+  });
+});
+
+describe('a Redis master killed mid-run', () => {
+  it('fails cleanly with 503, recovers after the master restarts, and issues no token twice', async () => {
+    // Rate limits from the previous test must not interfere: a fresh client.
+    const created = await clientsCreate(ops, { name: 'Outage App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(ops, created.client_id, 'approved');
+    client = { client_id: created.client_id, client_secret: created.client_secret! };
+    const tokens = (await exchange(0, await hoppingCode())).body;
+    const pendingCode = await hoppingCode();
+
+    const victim = cluster.nodes[0]!;
+    await cluster.kill(victim);
+    const ready = async (i: number) => (await fetch(`${instances[i]!.url}/ready`)).status;
+    for (let t = 0; t < 100 && (await ready(0)) !== 503; t++) await sleep(100);
+    expect(await ready(0)).toBe(503);
+
+    const during = await exchange(1, pendingCode);
+    expect(during.status).toBe(503);
+    expect(during.body.error).toBe('temporarily_unavailable');
+    const api = await getMe(instances[2]!.url, tokens.access_token as string);
+    expect(api.status).toBe(503);
+    expect(api.body.error.code).toBe('temporarily_unavailable');
+
+    await cluster.restart(victim);
+    await cluster.waitUntilHealthy();
+    for (const i of [0, 1, 2]) {
+      for (let t = 0; t < 100 && (await ready(i)) !== 200; t++) await sleep(100);
+      expect(await ready(i)).toBe(200);
+    }
+    // The code was not spent by the failed attempt: it redeems exactly once.
+    const results = await Promise.all([0, 1, 2].map((i) => exchange(i, pendingCode)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect((await getMe(instances[2]!.url, tokens.access_token as string)).status).toBe(200);
+  }, 60_000);
+});
+
+describe('PostgreSQL for many instances', () => {
+  it('lets several instances run migrations at once on a fresh database', async () => {
+    const fresh = await createTestDatabase(); // already migrated by its creator: drop and race again
+    await fresh.db.schema.dropTable('knex_migrations');
+    await fresh.db.schema.dropTable('knex_migrations_lock');
+    for (const table of ['user_grants', 'web_sessions', 'oauth_client_changes', 'client_scope_requests', 'legacy_grants', 'audit_events', 'signing_keys', 'oidc_models', 'oauth_client_secrets', 'oauth_client_redirect_uris', 'oauth_clients', 'users']) {
+      await fresh.db.schema.dropTableIfExists(table);
+    }
+    const pools = [0, 1, 2].map(() => connectDb({ databaseUrl: fresh.url, dataDir: '' }));
+    const outcomes = await Promise.allSettled(pools.map((db) => migrateLatest(db)));
+    // knex's migration lock: one instance applies them, the others find nothing left (or wait).
+    const applied = outcomes.map((o) => (o.status === 'fulfilled' ? o.value.length : -1));
+    expect(applied.filter((n) => n > 0)).toHaveLength(1);
+    expect(applied.every((n) => n >= 0 || n === -1)).toBe(true);
+    const rejected = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
+    for (const r of rejected) expect(String(r.reason)).toMatch(/lock/i);
+    const all = await migrationSource.getMigrations([]);
+    expect(await pools[0]!('knex_migrations').pluck('name')).toEqual(all);
+    await Promise.all(pools.map((db) => db.destroy()));
+    await fresh.drop();
+  });
+});
