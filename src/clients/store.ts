@@ -258,18 +258,20 @@ export interface UsableClient {
  * else out). Undefined otherwise.
  */
 export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
-  const [row, secrets] = await Promise.all([
-    db('oauth_clients')
-      .where('id', clientId)
-      .where((q) => q.where('status', 'approved').orWhere((p) => p.where('status', 'pending').whereNotNull('owner_user_id')))
-      .first() as Promise<ClientRow | undefined>,
-    db('oauth_client_secrets').where('client_id', clientId).whereNull('revoked_at').orderBy('id').select('id', 'secret_hash'),
-  ]);
+  // One round trip: this runs on every token request.
+  const row: (ClientRow & { redirect_uris: string[]; secrets: StoredSecret[] }) | undefined = await db('oauth_clients as c')
+    .where('c.id', clientId)
+    .where((q) => q.where('c.status', 'approved').orWhere((p) => p.where('c.status', 'pending').whereNotNull('c.owner_user_id')))
+    .first(
+      'c.*',
+      db.raw(`coalesce((select json_agg(u.uri order by u.position) from oauth_client_redirect_uris u where u.client_id = c.id), '[]') as redirect_uris`),
+      db.raw(
+        `coalesce((select json_agg(json_build_object('id', s.id, 'hash', s.secret_hash) order by s.id)
+           from oauth_client_secrets s where s.client_id = c.id and s.revoked_at is null), '[]') as secrets`,
+      ),
+    );
   if (!row) return undefined;
-  return {
-    client: toRecord(row, await redirectUrisOf(db, clientId)),
-    secrets: secrets.map((s: { id: number; secret_hash: string }) => ({ id: s.id, hash: s.secret_hash })),
-  };
+  return { client: toRecord(row, row.redirect_uris), secrets: row.secrets };
 }
 
 export async function markSecretUsed(db: Db, secretId: number): Promise<void> {
