@@ -47,10 +47,13 @@ function open(env: AdminIo['env'], reason: string | undefined): Session {
   };
 }
 
+/** Readable text: `key: value` lines, lists as `- item`, nested objects indented. */
 function printText(value: unknown, indent = ''): string {
   if (Array.isArray(value)) {
     if (value.length === 0) return `${indent}(none)`;
-    return value.map((v) => (v && typeof v === 'object' ? `${printText(v, `${indent}  `)}\n` : `${indent}- ${v}`)).join('\n');
+    return value
+      .map((v) => (v && typeof v === 'object' ? `${indent}- ${printText(v, `${indent}  `).trimStart()}` : `${indent}- ${v}`))
+      .join('\n');
   }
   if (value && typeof value === 'object') {
     return Object.entries(value)
