@@ -1,18 +1,14 @@
 // Failures of the real services: Redis or PostgreSQL unreachable (a cut TCP proxy in front of the
 // real server) → 503s and /ready 503, no crash, then recovery by itself; and an app restart between
 // authorization and code exchange loses nothing.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { buildSystem, type System } from '../src/system.ts';
 import { connectRedis } from '../src/storage/redis.ts';
 import { connectDb } from '../src/storage/db.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
 import { codeFor, newUser, REDIRECT, tokensFor, approvedClient, type TestClient } from './support/fixtures.ts';
-import type { TestServer } from './support/server.ts';
+import { startInstance, type TestServer } from './support/server.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -30,29 +26,21 @@ let redis: TestRedis;
 let pgProxy: TcpProxy;
 let redisProxy: TcpProxy;
 let server: TestServer;
-let listener: http.Server;
 
 /** Our app whose PostgreSQL and Redis connections both go through cuttable proxies. */
 async function start(): Promise<TestServer> {
-  listener = http.createServer();
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   const pgUrl = new URL(pg.url);
   pgUrl.port = String(pgProxy.port);
+  const redisUrl = `redis://127.0.0.1:${redisProxy.port}`;
   const db = connectDb({ databaseUrl: pgUrl.toString(), dataDir: '' });
-  const appRedis = connectRedis(`redis://127.0.0.1:${redisProxy.port}`);
-  const config = loadConfig({ NODE_ENV: 'test', APP_URL: url, DATABASE_URL: pgUrl.toString(), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` });
-  const system: System = await buildSystem(config, { db, redis: appRedis, redisPrefix: redis.prefix });
-  listener.on('request', system.app.callback());
+  const appRedis = connectRedis(redisUrl);
+  const instance = await startInstance({ DATABASE_URL: pgUrl.toString(), REDIS_URL: redisUrl }, { db, redis: appRedis, redisPrefix: redis.prefix });
   return {
-    url,
-    system,
+    ...instance,
     pg,
     redis,
     async close() {
-      listener.closeAllConnections();
-      await new Promise((r) => listener.close(r));
-      await system.close();
+      await instance.close();
       appRedis.disconnect();
       await db.destroy();
     },

@@ -1,42 +1,20 @@
 // The two-secret rotation (spec 5.7) through the token endpoint, on two app instances sharing
 // PostgreSQL and Redis; and the database guarantee that concurrent generation stays within 2.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsShow, secretsGenerate, secretsRevoke } from '../src/admin/commands.ts';
-import { loadConfig } from '../src/config.ts';
-import { buildSystem, type System } from '../src/system.ts';
 import { InputError } from '../src/errors.ts';
 
 let server: TestServer;
-let other: { url: string; system: System; close(): Promise<void> };
+let other: AppInstance;
 let user: Awaited<ReturnType<typeof newUser>>;
-
-/** A second instance of the app on the same PostgreSQL database and Redis prefix. */
-async function secondInstance(first: TestServer) {
-  const listener = http.createServer();
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
-  const config = loadConfig({ NODE_ENV: 'test', APP_URL: url, DATABASE_URL: first.pg.url, REDIS_URL: first.redis!.url });
-  const system = await buildSystem(config, { db: first.pg.db, redis: first.redis!.redis, redisPrefix: first.redis!.prefix });
-  listener.on('request', system.app.callback());
-  return {
-    url,
-    system,
-    async close() {
-      listener.closeAllConnections();
-      await new Promise((r) => listener.close(r));
-      await system.close();
-    },
-  };
-}
 
 beforeAll(async () => {
   server = await startTestServer('redis');
-  other = await secondInstance(server);
+  // A second instance of the app on the same PostgreSQL database and Redis prefix.
+  other = await startInstance({ DATABASE_URL: server.pg.url, REDIS_URL: server.redis!.url }, { db: server.pg.db, redis: server.redis!.redis, redisPrefix: server.redis!.prefix });
   user = await newUser(server);
 });
 afterAll(async () => {

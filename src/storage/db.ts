@@ -31,9 +31,27 @@ export function connectDb({ databaseUrl, dataDir, poolMax = 10, onWarning = () =
   return knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: { filename: dataDir }, log } as Knex.Config);
 }
 
+// Several instances may start at once on a fresh database: knex refuses while another holds its
+// migration lock, and two may race to create its bookkeeping tables. Wait and try again.
+const MIGRATION_ATTEMPTS = 60;
+const MIGRATION_RETRY_MS = 500;
+
+function isMigrationRace(err: unknown): boolean {
+  const message = String((err as Error)?.message ?? '');
+  return /already locked/i.test(message) || (/knex_migrations/.test(message) && /already exists|duplicate key/i.test(message));
+}
+
+/** Applies pending migrations; returns those this call applied (none when another instance did). */
 export async function migrateLatest(db: Db): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
-  return applied;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
+      return applied;
+    } catch (err) {
+      if (!isMigrationRace(err) || attempt >= MIGRATION_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, MIGRATION_RETRY_MS));
+    }
+  }
 }
 
 export async function pingDb(db: Db): Promise<void> {

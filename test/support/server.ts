@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
-import { buildSystem, type System } from '../../src/system.ts';
+import { buildSystem, type System, type SystemOverrides } from '../../src/system.ts';
 import type { Logger } from '../../src/log.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 
@@ -16,23 +16,46 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestServer> {
-  const [pg, redis] = await Promise.all([createTestDatabase(), storage === 'redis' ? createTestRedis() : undefined]);
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = loadConfig({ NODE_ENV: 'test', APP_URL: url, DATABASE_URL: pg.url, ...(redis ? { REDIS_URL: redis.url } : {}), ...env });
-  const system = await buildSystem(config, { db: pg.db, ...(redis ? { redis: redis.redis, redisPrefix: redis.prefix } : {}), ...options });
-  server.on('request', system.app.callback());
+export interface AppInstance {
+  url: string;
+  system: System;
+  close(): Promise<void>;
+}
+
+/**
+ * One instance of the app on a free loopback port. `env` is its configuration (APP_URL defaults
+ * to its own address); `overrides` hand it existing connections (see buildSystem).
+ */
+export async function startInstance(env: Record<string, string>, overrides: SystemOverrides = {}): Promise<AppInstance> {
+  const listener = http.createServer();
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...env }), overrides);
+  listener.on('request', system.app.callback());
   return {
     url,
     system,
+    async close() {
+      listener.closeAllConnections();
+      await new Promise((resolve) => listener.close(resolve));
+      await system.close();
+    },
+  };
+}
+
+/** An instance on a per-file PostgreSQL database and, for 'redis', a per-file Redis key prefix. */
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestServer> {
+  const [pg, redis] = await Promise.all([createTestDatabase(), storage === 'redis' ? createTestRedis() : undefined]);
+  const instance = await startInstance(
+    { DATABASE_URL: pg.url, ...(redis ? { REDIS_URL: redis.url } : {}), ...env },
+    { db: pg.db, ...(redis ? { redis: redis.redis, redisPrefix: redis.prefix } : {}), ...options },
+  );
+  return {
+    ...instance,
     pg,
     ...(redis ? { redis } : {}),
     async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await system.close();
+      await instance.close();
       await Promise.all([pg.drop(), redis?.cleanup()]);
     },
   };
