@@ -173,12 +173,7 @@ describe('PostgreSQL for many instances', () => {
   });
 
   async function raceMigrations() {
-    const fresh = await createTestDatabase(); // already migrated by its creator: drop and race again
-    await fresh.db.schema.dropTable('knex_migrations');
-    await fresh.db.schema.dropTable('knex_migrations_lock');
-    for (const table of ['user_grants', 'web_sessions', 'oauth_client_changes', 'client_scope_requests', 'legacy_grants', 'audit_events', 'signing_keys', 'oidc_models', 'oauth_client_secrets', 'oauth_client_redirect_uris', 'oauth_clients', 'users']) {
-      await fresh.db.schema.dropTableIfExists(table);
-    }
+    const fresh = await createTestDatabase({ migrate: false });
     const pools = [0, 1, 2].map(() => connectDb({ databaseUrl: fresh.url, dataDir: '' }));
     // knex's migration lock serialises them; the losers wait and find nothing left to apply.
     const applied = await Promise.all(pools.map((db) => migrateLatest(db)));

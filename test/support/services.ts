@@ -21,8 +21,8 @@ function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-/** A fresh, migrated PostgreSQL database that only this test file uses. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A fresh PostgreSQL database that only this test file uses, migrated unless asked not to. */
+export async function createTestDatabase({ migrate = true } = {}): Promise<TestDatabase> {
   const name = `oauth_test_${randomBytes(6).toString('hex')}`;
   const admin = knexFactory({ client: 'pg', connection: TEST_PG_URL, pool: { min: 0, max: 1 } });
   try {
@@ -35,7 +35,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
   const url = withDatabase(TEST_PG_URL, name);
   const db = connectDb({ databaseUrl: url, dataDir: '' });
-  await migrateLatest(db);
+  if (migrate) await migrateLatest(db);
   return {
     db,
     url,
