@@ -31,27 +31,20 @@ export function connectDb({ databaseUrl, dataDir, poolMax = 10, onWarning = () =
   return knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: { filename: dataDir }, log } as Knex.Config);
 }
 
-// Several instances may start at once on a fresh database: knex refuses while another holds its
-// migration lock, and two may race to create its bookkeeping tables. Wait and try again.
-const MIGRATION_ATTEMPTS = 60;
-const MIGRATION_RETRY_MS = 500;
-
-function isMigrationRace(err: unknown): boolean {
-  const message = String((err as Error)?.message ?? '');
-  return /already locked/i.test(message) || (/knex_migrations/.test(message) && /already exists|duplicate key/i.test(message));
-}
+// Several instances may start at once on a fresh database, and knex's own migration lock is not
+// enough for that: two may race to create its bookkeeping tables, and one that finds the lock
+// taken fails instead of waiting. On PostgreSQL a transaction-scoped advisory lock makes them take
+// turns (released even if an instance dies); the embedded PGlite has a single process anyway.
+const MIGRATION_LOCK_KEY = 727_210_001;
 
 /** Applies pending migrations; returns those this call applied (none when another instance did). */
 export async function migrateLatest(db: Db): Promise<string[]> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
-      return applied;
-    } catch (err) {
-      if (!isMigrationRace(err) || attempt >= MIGRATION_ATTEMPTS) throw err;
-      await new Promise((resolve) => setTimeout(resolve, MIGRATION_RETRY_MS));
-    }
-  }
+  const run = async () => ((await db.migrate.latest({ migrationSource })) as [number, string[]])[1];
+  if (db.client.config.client !== 'pg') return run();
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY]);
+    return run(); // on other pool connections, while this one holds the lock
+  });
 }
 
 export async function pingDb(db: Db): Promise<void> {
