@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
-const TICKS = (() => {
+export const TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
   } catch {

@@ -54,6 +54,8 @@ export interface LoadResult {
   /** CPU used during the run, in % of one core: the server under load, and this load generator. */
   serverCpuPct?: number;
   clientCpuPct: number;
+  /** The run's start and end on the monotonic clock, in µs (the clock of V8 CPU profiles). */
+  windowUs: [number, number];
 }
 
 /** The feed as a stack: single-use values, refilled by chaining. */
@@ -93,7 +95,7 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 'serverCpuPct' | 'clientCpuPct'>> {
+async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 'serverCpuPct' | 'clientCpuPct' | 'windowUs'>> {
   const feed = feeder(job.feed);
   const url = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.connections });
@@ -116,9 +118,11 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
         res.setEncoding('utf8');
         res.on('data', (d: string) => (text += d));
         res.on('end', () => {
-          latencies.push(performance.now() - due);
           const code = res.statusCode ?? 0;
-          status[code] = (status[code] ?? 0) + 1;
+          if (due >= measuredFrom) {
+            latencies.push(performance.now() - due);
+            status[code] = (status[code] ?? 0) + 1;
+          }
           feed.answer(code, text);
           done();
         });
@@ -126,14 +130,17 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
     );
     req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
     req.on('error', () => {
-      errors++;
+      if (due >= measuredFrom) errors++;
       done();
     });
     req.end(body);
   };
   const interval = 1000 / rate;
+  // Half a second at the rate before the measured window: sockets open, code warm.
+  const warmIn = 500;
   const start = performance.now() + 5;
-  const end = start + (job.duration ?? 5) * 1000;
+  const measuredFrom = start + warmIn;
+  const end = measuredFrom + (job.duration ?? 5) * 1000;
   let i = 0;
   for (;;) {
     const now = performance.now();
@@ -143,7 +150,7 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - performance.now())));
   }
   if (inFlight > 0) await Promise.race([new Promise<void>((resolve) => (drained = resolve)), new Promise((resolve) => setTimeout(resolve, 10_000))]);
-  const elapsed = (performance.now() - start) / 1000;
+  const elapsed = (performance.now() - measuredFrom) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const total = latencies.length;
@@ -163,7 +170,7 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
   };
 }
 
-async function runClosed(job: LoadJob): Promise<Omit<LoadResult, 'serverCpuPct' | 'clientCpuPct'>> {
+async function runClosed(job: LoadJob): Promise<Omit<LoadResult, 'serverCpuPct' | 'clientCpuPct' | 'windowUs'>> {
   const feed = feeder(job.feed);
   const requests: AutocannonRequest[] | undefined = job.feed
     ? [
@@ -210,7 +217,10 @@ async function runClosed(job: LoadJob): Promise<Omit<LoadResult, 'serverCpuPct' 
   };
 }
 
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
 async function runJob(job: LoadJob): Promise<LoadResult> {
+  const start = monotonicUs();
   const server0 = job.serverPid ? cpuSeconds(job.serverPid) : undefined;
   const client0 = process.cpuUsage();
   const t0 = performance.now();
@@ -222,6 +232,7 @@ async function runJob(job: LoadJob): Promise<LoadResult> {
     ...result,
     ...(server0 !== undefined && server1 !== undefined ? { serverCpuPct: ((server1 - server0) / wall) * 100 } : {}),
     clientCpuPct: ((client.user + client.system) / 1e6 / wall) * 100,
+    windowUs: [start, monotonicUs()],
   };
 }
 

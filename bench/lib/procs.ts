@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BENCH = path.join(ROOT, 'bench');
 const WATCHDOG = path.join(BENCH, 'lib/watchdog.ts');
+const PROBE = path.join(BENCH, 'lib/probe.ts');
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup: every resource registers its release; run in reverse order exactly once.
@@ -41,6 +42,10 @@ export function cleanupAll(): Promise<void> {
 }
 
 let signalled = false;
+/** True once Ctrl-C (or SIGTERM) was received: the runner stops starting new work. */
+export function stopping(): boolean {
+  return signalled;
+}
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => {
     if (signalled) return;
@@ -58,6 +63,12 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
       timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
     }),
   ]);
+}
+
+/** Pids of the processes this benchmark runs (servers, load generator), while they run. */
+const ownPidSet = new Set<number>();
+export function ownPids(): number[] {
+  return [...ownPidSet];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -105,7 +116,17 @@ export interface ServerProcess {
   output(): string;
   /** VmRSS and VmHWM (peak) in MiB, read from /proc. */
   memory(): { rssMiB: number; peakMiB: number } | undefined;
+  /** Storage calls counted by bench/lib/probe.ts (when preloaded), or undefined. */
+  probe(): Promise<ProbeCounts | undefined>;
   stop(): Promise<number | null>;
+}
+
+export interface ProbeCounts {
+  sqlQueries: number;
+  redisCommands: number;
+  redisRoundTrips: number;
+  sqlByStatement: Record<string, number>;
+  redisByCommand: Record<string, number>;
 }
 
 export interface ServerSpec {
@@ -114,6 +135,8 @@ export interface ServerSpec {
   script: string;
   env: Record<string, string>;
   nodeArgs?: string[];
+  /** Preload bench/lib/probe.ts (SQL and Redis call counters, read over IPC). */
+  probe?: boolean;
   core?: number;
   startTimeoutMs?: number;
 }
@@ -136,8 +159,10 @@ export function readMemory(pid: number): { rssMiB: number; peakMiB: number } | u
 }
 
 /** Starts a server process pinned to the server core and waits for its "Listening on URL" line. */
+let probeId = 0;
+
 export function startServer(spec: ServerSpec): Promise<ServerProcess> {
-  const nodeArgs = ['--import', 'tsx', '--import', WATCHDOG, ...(spec.nodeArgs ?? []), spec.script];
+  const nodeArgs = ['--import', 'tsx', '--import', WATCHDOG, ...(spec.probe ? ['--import', PROBE] : []), ...(spec.nodeArgs ?? []), spec.script];
   const [command, args] = pinned(spec.core ?? SERVER_CORE, process.execPath, nodeArgs);
   const child = spawn(command, args, { cwd: ROOT, env: { ...baseEnv(), ...spec.env }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let output = '';
@@ -158,7 +183,11 @@ export function startServer(spec: ServerSpec): Promise<ServerProcess> {
     return code;
   };
   const unregister = onCleanup(`stop ${spec.name}`, stop);
-  exited = exited.finally(unregister);
+  if (child.pid) ownPidSet.add(child.pid);
+  exited = exited.finally(() => {
+    unregister();
+    ownPidSet.delete(child.pid!);
+  });
 
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -177,6 +206,29 @@ export function startServer(spec: ServerSpec): Promise<ServerProcess> {
         child,
         output: () => output,
         memory: () => readMemory(child.pid!),
+        probe: () =>
+          new Promise<ProbeCounts | undefined>((resolveProbe) => {
+            if (!spec.probe || !child.connected) return resolveProbe(undefined);
+            const id = ++probeId;
+            const timer = setTimeout(() => {
+              child.off('message', onMessage);
+              resolveProbe(undefined);
+            }, 2_000);
+            const onMessage = (msg: ProbeCounts & { probe?: string; id?: number }) => {
+              if (msg?.probe !== 'counters' || msg.id !== id) return;
+              clearTimeout(timer);
+              child.off('message', onMessage);
+              resolveProbe({
+                sqlQueries: msg.sqlQueries,
+                redisCommands: msg.redisCommands,
+                redisRoundTrips: msg.redisRoundTrips,
+                sqlByStatement: { ...(msg.sqlByStatement ?? {}) },
+                redisByCommand: { ...(msg.redisByCommand ?? {}) },
+              });
+            };
+            child.on('message', onMessage);
+            child.send({ probe: 'counters', id });
+          }),
         stop,
       });
     };
@@ -223,7 +275,11 @@ export function startLoadGenerator(): Promise<LoadGenerator> {
     clearTimeout(timer);
   };
   const unregister = onCleanup('stop load generator', stop);
-  void exited.finally(unregister);
+  if (child.pid) ownPidSet.add(child.pid);
+  void exited.finally(() => {
+    unregister();
+    ownPidSet.delete(child.pid!);
+  });
 
   const generator: LoadGenerator = {
     run<T>(job: object): Promise<T> {

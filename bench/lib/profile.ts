@@ -54,14 +54,21 @@ export interface ProfileSummary {
   topInclusive: { fn: string; totalMs: number; pct: number }[];
 }
 
-export function summarizeProfile(file: string, top = 25): ProfileSummary {
+/** `windows`: only samples taken within these [start, end] µs ranges (the timed runs). */
+export function summarizeProfile(file: string, top = 25, windows: [number, number][] = []): ProfileSummary {
   const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
   const selfById = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfById.set(id, (selfById.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000));
+  let t = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    t += delta;
+    if (windows.length && !windows.some(([a, b]) => t >= a && t <= b)) return;
+    selfById.set(id, (selfById.get(id) ?? 0) + delta / 1000);
+  });
 
   let totalMs = 0;
   let idleMs = 0;

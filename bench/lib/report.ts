@@ -16,6 +16,16 @@ export interface Sample {
   /** CPU used during the timed run, in % of one core: the server under load, and the load side. */
   serverCpuPct?: number;
   clientCpuPct?: number;
+  /** Start and end of the timed run on the monotonic clock (µs), to cut CPU profiles to it. */
+  windowUs?: [number, number];
+  /** SQL queries, Redis commands and Redis round trips per request during the timed run. */
+  sqlPerReq?: number;
+  redisCmdsPerReq?: number;
+  redisTripsPerReq?: number;
+  /** Per request: each SQL statement and each Redis command name. */
+  storageBreakdown?: { sql: Record<string, number>; redis: Record<string, number> };
+  /** CPU used by processes outside the benchmark during the sample, in % of one core. */
+  foreignCpuPct?: number;
   note?: string;
 }
 
@@ -50,6 +60,14 @@ export interface Summary {
   total: number;
   serverCpuPct?: number;
   clientCpuPct?: number;
+  sqlPerReq?: number;
+  redisCmdsPerReq?: number;
+  redisTripsPerReq?: number;
+  foreignCpuMaxPct?: number;
+  /** Repetitions during which processes outside the benchmark used more than NOISY_PCT of a core. */
+  noisyReps?: number;
+  /** The same medians over the undisturbed repetitions only (when some were disturbed). */
+  quiet?: { reps: number; rps: number; p50: number; p99: number };
   vsKoa?: number;
   vsBare?: number;
 }
@@ -59,6 +77,9 @@ export interface CaseResult extends CaseInfo {
   summary?: Summary;
   error?: string;
 }
+
+/** Foreign CPU (% of one core) above which a repetition counts as disturbed. */
+export const NOISY_PCT = 25;
 
 export function median(values: number[]): number {
   if (values.length === 0) return NaN;
@@ -95,14 +116,32 @@ export function summarize(results: CaseResult[], koaId: string): void {
       total: sum(r.samples.map((s) => s.total)),
       ...optionalMedian('serverCpuPct', r.samples.map((s) => s.serverCpuPct)),
       ...optionalMedian('clientCpuPct', r.samples.map((s) => s.clientCpuPct)),
+      ...optionalMedian('sqlPerReq', r.samples.map((s) => s.sqlPerReq)),
+      ...optionalMedian('redisCmdsPerReq', r.samples.map((s) => s.redisCmdsPerReq)),
+      ...optionalMedian('redisTripsPerReq', r.samples.map((s) => s.redisTripsPerReq)),
     };
+    const foreign = r.samples.map((s) => s.foreignCpuPct).filter((v): v is number => v !== undefined);
+    if (foreign.length) {
+      r.summary.foreignCpuMaxPct = Math.max(...foreign);
+      r.summary.noisyReps = foreign.filter((f) => f > NOISY_PCT).length;
+      const quiet = r.samples.filter((s) => s.foreignCpuPct !== undefined && s.foreignCpuPct <= NOISY_PCT);
+      if (r.summary.noisyReps > 0 && quiet.length > 0) {
+        r.summary.quiet = {
+          reps: quiet.length,
+          rps: median(quiet.map((s) => s.rps)),
+          p50: median(quiet.map((s) => s.p50)),
+          p99: median(quiet.map((s) => s.p99)),
+        };
+      }
+    }
   }
   const koa = byId.get(koaId)?.summary?.rps;
   for (const r of results) {
     if (!r.summary || r.paced) continue;
     if (koa) r.summary.vsKoa = r.summary.rps / koa;
-    const ref = r.reference ? byId.get(r.reference)?.summary?.rps : undefined;
-    if (ref) r.summary.vsBare = r.summary.rps / ref;
+    const ref = r.reference ? byId.get(r.reference)?.summary : undefined;
+    // A reference that failed requests did not do the same work: no ratio against it.
+    if (ref && ref.unexpected + ref.errors <= 0.001 * ref.total) r.summary.vsBare = r.summary.rps / ref.rps;
   }
 }
 
@@ -123,19 +162,36 @@ const fmt = {
 };
 
 export function resultsTable(results: CaseResult[]): string {
-  const head = ['case', 'server', 'req/s (median)', 'spread', 'p50 ms', 'p99 ms', 'non-2xx', '429', 'server CPU', 'vs Koa hello', 'vs bare oidc-provider'];
+  const head = ['case', 'server', 'req/s (median)', 'spread', 'p50 ms', 'p99 ms', 'non-2xx', '429', 'vs Koa hello', 'vs bare oidc-provider'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
   for (const r of results) {
     const s = r.summary;
     const server = r.paced ? `ours (${r.storage}), paced` : r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
     if (!s) {
-      lines.push(`| ${r.label} | ${server} | ${r.error ? `failed: ${r.error.split('\n')[0]!.slice(0, 80)}` : 'not run'} | | | | | | | | |`);
+      lines.push(`| ${r.label} | ${server} | ${r.error ? `failed: ${r.error.split('\n')[0]!.slice(0, 80)}` : 'not run'} | | | | | | | |`);
       continue;
     }
     const non2xx = r.expectStatus === 200 ? String(s.unexpected) : `${s.unexpected} unexpected (${r.expectStatus} expected)`;
     lines.push(
-      `| ${r.label} | ${server} | ${fmt.rps(s.rps)} | ${fmt.pct(s.spreadPct)} (${fmt.rps(s.rpsMin)}–${fmt.rps(s.rpsMax)}) | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)} | ${non2xx}${s.errors ? `, ${s.errors} socket errors` : ''} | ${s.status429} | ${s.serverCpuPct !== undefined ? `${s.serverCpuPct.toFixed(0)}%` : '–'} | ${fmt.ratio(s.vsKoa)} | ${fmt.ratio(s.vsBare)} |`,
+      `| ${r.label} | ${server} | ${fmt.rps(s.rps)} | ${fmt.pct(s.spreadPct)} (${fmt.rps(s.rpsMin)}–${fmt.rps(s.rpsMax)}) | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)} | ${non2xx}${s.errors ? `, ${s.errors} socket errors` : ''} | ${s.status429} | ${fmt.ratio(s.vsKoa)} | ${fmt.ratio(s.vsBare)} |`,
     );
+  }
+  return lines.join('\n');
+}
+
+/** Where the time goes: CPU of the server and of the load side, foreign CPU, storage round trips. */
+export function diagnosticsTable(results: CaseResult[]): string {
+  const pct = (n: number | undefined) => (n === undefined ? '–' : `${n.toFixed(0)}%`);
+  const per = (n: number | undefined) => (n === undefined ? '–' : n.toFixed(2));
+  const lines = [
+    '| case | server | server CPU | load side CPU | foreign CPU: worst rep (reps above 25%) | undisturbed reps only: req/s, p99 ms | SQL queries / req | Redis commands / req | Redis round trips / req |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of results) {
+    const s = r.summary;
+    if (!s) continue;
+    const server = r.paced ? `ours (${r.storage}), paced` : r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
+    lines.push(`| ${r.label} | ${server} | ${pct(s.serverCpuPct)} | ${pct(s.clientCpuPct)} | ${pct(s.foreignCpuMaxPct)}${s.noisyReps !== undefined ? ` (${s.noisyReps}/${s.reps})` : ''} | ${s.quiet ? `${fmt.rps(s.quiet.rps)}, ${fmt.ms(s.quiet.p99)} (${s.quiet.reps} reps)` : s.noisyReps === 0 ? 'all' : s.noisyReps ? 'none' : '–'} | ${per(s.sqlPerReq)} | ${per(s.redisCmdsPerReq)} | ${per(s.redisTripsPerReq)} |`);
   }
   return lines.join('\n');
 }
@@ -163,14 +219,21 @@ export function evaluateTargets(results: CaseResult[], prefix = 'pg'): TargetChe
   const ratio = (s: Summary | undefined, min: number, name: string) =>
     out.push({ target: `${name} ≥ ${min.toFixed(1)}× bare oidc-provider`, measured: s?.vsBare !== undefined ? fmt.ratio(s.vsBare) : '–', met: s?.vsBare !== undefined ? s.vsBare >= min : undefined });
   const p99 = (s: Summary | undefined, max: number, name: string) =>
-    out.push({ target: `${name} p99 ≤ ${max} ms`, measured: s ? `${fmt.ms(s.p99)} ms (median of reps; worst rep ${fmt.ms(s.p99Max)} ms)` : '–', met: s ? s.p99 <= max : undefined });
+    out.push({
+      target: `${name} p99 ≤ ${max} ms`,
+      measured: s
+        ? `${fmt.ms(s.p99)} ms (median of reps; worst rep ${fmt.ms(s.p99Max)} ms${s.quiet ? `; ${fmt.ms(s.quiet.p99)} ms over the ${s.quiet.reps} undisturbed reps` : ''})`
+        : '–',
+      met: s ? s.p99 <= max : undefined,
+    });
   ratio(check, 1.0, 'GET /v2/auth/check');
   p99(check, 10, 'GET /v2/auth/check');
-  p99(get(`${prefix}.check@50%`), 10, 'GET /v2/auth/check at half load (open loop)');
+  const pacedLabel = (id: string) => results.find((r) => r.id === id)?.label.replace(/^.* at /, 'at ') ?? '';
+  p99(get(`${prefix}.check@paced`), 10, `GET /v2/auth/check ${pacedLabel(`${prefix}.check@paced`)} (open loop)`);
   ratio(me, 0.7, 'GET /v2/me');
   ratio(refresh, 1.0, 'refresh_token grant');
   p99(refresh, 50, 'refresh_token grant');
-  p99(get(`${prefix}.refresh@50%`), 50, 'refresh_token grant at half load (open loop)');
+  p99(get(`${prefix}.refresh@paced`), 50, `refresh_token grant ${pacedLabel(`${prefix}.refresh@paced`)} (open loop)`);
   if (bad && refresh) {
     const cheaper = bad.rps >= refresh.rps && bad.p50 <= refresh.p50;
     out.push({
@@ -200,4 +263,50 @@ export function memoryTable(points: MemoryPoint[]): string {
   const lines = ['| server | when | RSS MiB | peak RSS MiB |', '|---|---|---:|---:|'];
   for (const p of points) lines.push(`| ${p.server} | ${p.when} | ${p.rssMiB.toFixed(1)} | ${p.peakMiB.toFixed(1)} |`);
   return lines.join('\n');
+}
+
+export interface ResultsDoc {
+  meta: { headline: string; [key: string]: unknown };
+  results: CaseResult[];
+  targets: TargetCheck[];
+  memory: MemoryPoint[];
+  profiles: string[];
+}
+
+/** The Markdown report (bench/results/*.md, bench/BASELINE.md) of a run. */
+export function renderMarkdown({ meta, results, targets, memory, profiles }: ResultsDoc): string {
+  const mainRows = results.filter((r) => r.server !== 'ours' || r.id.startsWith('pg.'));
+  const pgliteRows = results.filter((r) => r.id.startsWith('pglite.'));
+  return [
+    '# Benchmark results',
+    '',
+    meta.headline,
+    '',
+    ...(mainRows.length ? ['## PostgreSQL + Redis, with the references', '', resultsTable(mainRows), ''] : []),
+    ...(pgliteRows.length ? ['## Embedded PGlite (the zero-configuration default, development mode)', '', resultsTable(pgliteRows), ''] : []),
+    'req/s: median of the timed repetitions (flows/s for the interactive flow); spread: half the min–max range; p50/p99: medians over the repetitions of each one’s percentile ' +
+      '(autocannon reports whole milliseconds; the paced rows are measured to 0.01 ms from each request’s due time). ' +
+      'non-2xx: responses other than the expected status (429 counted apart); ratios divide medians measured in this same run. ' +
+      '“bare oidc-provider” rows: GET /me (userinfo) is its bearer verification, the reference for /v2/auth/check and /v2/me.',
+    '',
+    ...(targets.length ? ['## Targets', '', targetsTable(targets), ''] : []),
+    '## Diagnostics',
+    '',
+    diagnosticsTable(results),
+    '',
+    'server CPU: the server under load, in % of its core, during the timed runs (below ~95% it waits: for PostgreSQL/Redis, or for the load side); ' +
+      'load side: the autocannon process (or, for flows, the runner); foreign CPU: everything on the machine outside the benchmark, its PostgreSQL backends and Redis ' +
+      `(a repetition above ${NOISY_PCT}% of a core counts as disturbed; the next column repeats the medians without those); ` +
+      'SQL queries, Redis commands and Redis round trips (a MULTI or pipeline is one) per request, counted inside our server by bench/lib/probe.ts.',
+    '',
+    ...(memory.length ? ['## Memory (RSS from /proc)', '', memoryTable(memory), ''] : []),
+    '## What each case does',
+    '',
+    ...results.map(
+      (r) =>
+        `- \`${r.id}\` — ${r.what}${r.samples.some((s) => s.note) ? ` (notes: ${[...new Set(r.samples.map((s) => s.note).filter(Boolean))].join('; ')})` : ''}${r.error ? ` — **failed**: ${r.error.split('\n')[0]}` : ''}`,
+    ),
+    '',
+    ...(profiles.length ? ['## CPU profile', '', ...profiles, ''] : []),
+  ].join('\n');
 }

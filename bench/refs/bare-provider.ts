@@ -4,19 +4,21 @@
 // default in-memory adapter (no database, no Redis). Its development interactions (devInteractions,
 // on by default in v9: any login, a "Continue" consent button) are the sign-in and consent pages.
 //
-// One deviation, and why: the default MemoryAdapter keeps everything in a module-level LRU of 1000
-// entries, which cannot hold the thousands of authorization codes a timed run needs (they would be
-// evicted before use). The same adapter code is kept; only its store is swapped, through the
-// adapter's own setStorage(), for the same LRU class with room for 250 000 entries.
+// One deviation, and why: by default each Provider gets a MemoryAdapter on its own LRU store of
+// 1000 entries, which cannot hold what a timed run creates (the access token under test and the
+// pre-made codes would be evicted within seconds, and requests would fail with 401/400). The
+// same MemoryAdapter class is used, through its own constructor argument, on the same LRU class
+// with room for 250 000 entries.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
-// @ts-expect-error -- internal modules without type declarations
-import { setStorage } from 'oidc-provider/lib/adapters/memory_adapter.js';
-// @ts-expect-error -- internal modules without type declarations
+// @ts-expect-error -- internal module without type declarations
+import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
+// @ts-expect-error -- internal module without type declarations
 import LRU from 'oidc-provider/lib/helpers/lru.js';
 
-(setStorage as (store: unknown) => void)(new (LRU as new (o: { maxSize: number }) => unknown)({ maxSize: 250_000 }));
+const store: unknown = new (LRU as new (o: { maxSize: number }) => unknown)({ maxSize: 250_000 });
+const Adapter = MemoryAdapter as new (model: string, store: unknown) => object;
 
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
@@ -25,6 +27,7 @@ const clientSecret = process.env.BARE_CLIENT_SECRET ?? 'bench-secret-bench-secre
 const redirectUri = process.env.BARE_REDIRECT_URI ?? 'https://app.example.com/callback';
 
 const provider = new Provider(issuer, {
+  adapter: ((model: string) => new Adapter(model, store)) as never,
   clients: [
     {
       client_id: clientId,
