@@ -17,7 +17,7 @@ async function tokenFrom(base: string, ip: string, fields: Record<string, string
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Record<string, unknown> };
 }
 
-describe.each<Storage>(['redis', 'sql'])('rate limits (%s: %s counters)', (storage) => {
+describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) => {
   let server: TestServer;
   let client: TestClient;
   let user: Awaited<ReturnType<typeof newUser>>;
