@@ -32,7 +32,7 @@ export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
   rateLimits: RateLimits;
-  csrfSecret: string;
+  /** Signing keys of our cookies; the first also keys the sign-in and consent CSRF tokens. */
   cookieKeys: string[];
   artifacts: ClientArtifacts;
   metrics: Metrics;
@@ -133,7 +133,12 @@ function operationalRoutes({ db, redis, metrics }: AppDeps): Router {
 export function createApp(deps: AppDeps): Koa {
   const { provider, db, log } = deps;
   const app = new Koa({ proxy: deps.trustProxy, keys: deps.cookieKeys });
-  const routers = [operationalRoutes(deps), interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.csrfSecret, metrics: deps.metrics }), meRoutes(provider, db), checkRoutes(provider)];
+  const routers = [
+    operationalRoutes(deps),
+    interactionRoutes({ provider, db, limits: deps.rateLimits.signIn, csrfSecret: deps.cookieKeys[0]!, metrics: deps.metrics }),
+    meRoutes(provider, db),
+    checkRoutes(provider),
+  ];
 
   app.use(requestLog(log));
   app.use(deps.metrics.observe);

@@ -53,7 +53,6 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     log,
     trustProxy: config.trustProxy,
     rateLimits,
-    csrfSecret: config.cookieKeys[0]!,
     cookieKeys: config.cookieKeys,
     artifacts,
     metrics,
