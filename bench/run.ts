@@ -249,6 +249,8 @@ async function withCounters(server: ServerProcess, run: () => Promise<Sample>): 
 }
 
 const TOKEN_FORM = 'application/x-www-form-urlencoded';
+/** The rate of the latest paced run of a case (`pg.check`): the Koa floor is paced the same. */
+const lastPacedRate = new Map<string, number>();
 /** Sessions (grants) the refresh tokens of one repetition come from: every connection chains its own token. */
 const REFRESH_GRANTS = 8;
 /** Sessions (grants) the authorization codes of one repetition come from. */
@@ -279,7 +281,9 @@ function oauthCases(subject: Subject, opts: Options, gen: LoadGenerator): Partia
   const pacedRate = (id: string) => {
     const rps = lastRps.get(id);
     if (!rps) throw new Error(`${id} must run before its paced variant`);
-    return Math.max(10, Math.round(rps * opts.pacedLoad));
+    const rate = Math.max(10, Math.round(rps * opts.pacedLoad));
+    lastPacedRate.set(`${idPrefix}.${id}`, rate);
+    return rate;
   };
   const checkJob = (d: number): Omit<LoadJob, 'connections'> => ({
     label: `${idPrefix}.check`,
@@ -665,6 +669,7 @@ async function main(): Promise<number> {
   // References: started once, for the whole run.
   let koa: ServerProcess | undefined;
   let koaCase: CaseDef | undefined;
+  let koaPaced: CaseDef | undefined;
   if (opts.references && k.has('hello')) {
     koa = await startServer({ name: 'koa hello', script: 'bench/refs/koa-hello.ts', env: { PORT: String(await freePort()), NODE_ENV: 'production' } });
     const koaUrl = koa.url;
@@ -679,6 +684,25 @@ async function main(): Promise<number> {
         sampleOf(await gen.run<LoadResult>({ label: 'koa.hello', url: `${koaUrl}/hello`, method: 'GET', headers: {}, duration: d, connections: opts.connections, serverPid: koa!.pid }), 200),
     };
     record(results, koaCase);
+    // The floor of the open-loop latency measurement itself: Koa hello at the rate the paced
+    // gateway check just used (client, kernel and scheduling jitter, no application work).
+    koaPaced = {
+      id: 'koa.hello@paced',
+      label: 'GET /hello (Koa) at the paced check’s rate',
+      server: 'koa',
+      storage: '–',
+      expectStatus: 200,
+      paced: true,
+      what: 'the floor of the paced latency measurement: Koa hello, open loop, at the rate of the paced gateway check just before',
+      measure: async (d) => {
+        const rate = lastPacedRate.get('pg.check') ?? lastPacedRate.get('pglite.check');
+        if (!rate) throw new Error('the paced gateway check must run first');
+        return sampleOf(
+          await gen.run<LoadResult>({ label: 'koa.hello@paced', url: `${koaUrl}/hello`, method: 'GET', headers: {}, duration: Math.min(d, PACED_SECONDS), connections: opts.connections, serverPid: koa!.pid, rate }),
+          200,
+        );
+      },
+    };
   }
   let bare: Subject | undefined;
   const needBare = opts.references && [...k].some((kind) => kind !== 'hello');
@@ -699,7 +723,10 @@ async function main(): Promise<number> {
       steps.push(...pair(ourCases[kind], kind === 'me' ? undefined : refOf(kind)));
       // The paced variant right after the pair: it needs the saturated rate just measured. Only
       // where the latency targets apply (PostgreSQL + Redis).
-      if (paced && !opts.profile && kind === 'check' && ourCases.checkPaced) steps.push(ourCases.checkPaced);
+      if (paced && !opts.profile && kind === 'check' && ourCases.checkPaced) {
+        steps.push(ourCases.checkPaced);
+        if (withRefs && koaPaced) steps.push(koaPaced);
+      }
       if (paced && !opts.profile && kind === 'refresh' && ourCases.refreshPaced) steps.push(ourCases.refreshPaced);
     }
     return steps;

@@ -14,7 +14,7 @@ import { connectDb } from '../src/storage/db.ts';
 import { clientsCreate, clientsSetStatus, usersCreate } from '../src/admin/commands.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 
-const PG = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const PG = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379/8';
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const CONNECTIONS = 32;

@@ -161,12 +161,17 @@ const fmt = {
   pct: (n: number) => (Number.isFinite(n) ? `±${n.toFixed(1)}%` : '–'),
 };
 
+function serverLabel(r: CaseResult): string {
+  const name = r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
+  return r.paced ? `${name}, paced` : name;
+}
+
 export function resultsTable(results: CaseResult[]): string {
   const head = ['case', 'server', 'req/s (median)', 'spread', 'p50 ms', 'p99 ms', 'non-2xx', '429', 'vs Koa hello', 'vs bare oidc-provider'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((h, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
   for (const r of results) {
     const s = r.summary;
-    const server = r.paced ? `ours (${r.storage}), paced` : r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
+    const server = serverLabel(r);
     if (!s) {
       lines.push(`| ${r.label} | ${server} | ${r.error ? `failed: ${r.error.split('\n')[0]!.slice(0, 80)}` : 'not run'} | | | | | | | |`);
       continue;
@@ -190,7 +195,7 @@ export function diagnosticsTable(results: CaseResult[]): string {
   for (const r of results) {
     const s = r.summary;
     if (!s) continue;
-    const server = r.paced ? `ours (${r.storage}), paced` : r.server === 'ours' ? `ours (${r.storage})` : r.server === 'bare' ? 'bare oidc-provider' : 'Koa hello';
+    const server = serverLabel(r);
     lines.push(`| ${r.label} | ${server} | ${pct(s.serverCpuPct)} | ${pct(s.clientCpuPct)} | ${pct(s.foreignCpuMaxPct)}${s.noisyReps !== undefined ? ` (${s.noisyReps}/${s.reps})` : ''} | ${s.quiet ? `${fmt.rps(s.quiet.rps)}, ${fmt.ms(s.quiet.p99)} (${s.quiet.reps} reps)` : s.noisyReps === 0 ? 'all' : s.noisyReps ? 'none' : '–'} | ${per(s.sqlPerReq)} | ${per(s.redisCmdsPerReq)} | ${per(s.redisTripsPerReq)} |`);
   }
   return lines.join('\n');
