@@ -51,12 +51,15 @@ function onlyFor(paths: (ctx: Context) => boolean, middleware: (ctx: Context, ne
 // Longer URLs have no legitimate use here and only cost parsing; headers are capped by Node (16 KiB).
 const MAX_URL_LENGTH = 8 * 1024;
 
+// A NUL byte has no legitimate use in any URL here, and PostgreSQL text cannot hold one.
+const NUL = /%00|\0/i;
+
 async function limitUrlLength(ctx: Context, next: Next) {
-  if (ctx.url.length <= MAX_URL_LENGTH) return next();
-  ctx.status = 414;
-  ctx.body = ctx.path.startsWith('/v2/')
-    ? { status: 'error', error: { code: 'invalid_request', message: 'the request URL is too long' } }
-    : 'The request URL is too long.';
+  const tooLong = ctx.url.length > MAX_URL_LENGTH;
+  if (!tooLong && !NUL.test(ctx.url)) return next();
+  ctx.status = tooLong ? 414 : 400;
+  const message = tooLong ? 'the request URL is too long' : 'the request URL contains a NUL byte';
+  ctx.body = ctx.path.startsWith('/v2/') ? { status: 'error', error: { code: 'invalid_request', message } } : `Bad request: ${message}.`;
 }
 
 /** A JSON 404 on the API; Koa's plain one elsewhere. */

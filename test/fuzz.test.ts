@@ -107,5 +107,16 @@ describe('hostile input', () => {
     }
     const longUrl = await fetch(`${server.url}/auth/oauth2/authorize?state=${'s'.repeat(10_000)}`);
     expect(longUrl.status).toBe(414);
+    // NUL bytes, which PostgreSQL text cannot hold, in every place a client can put them.
+    for (const [type, body] of [
+      ['application/x-www-form-urlencoded', 'grant_type=refresh_token&refresh_token=x&client_id=%00&client_secret=s'],
+      ['application/json', JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'x', client_id: 'a\u0000b', client_secret: 's' })],
+    ] as const) {
+      const res = await fetch(`${server.url}/v2/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': type }, body });
+      expect(res.status).toBe(401);
+    }
+    for (const path of ['/auth/oauth2/authorize?client_id=%00&response_type=code', '/settings/developer/oauth-clients/%00', '/v2/me%00']) {
+      expect((await fetch(`${server.url}${path}`, { redirect: 'manual' })).status, path).toBe(400);
+    }
   });
 });

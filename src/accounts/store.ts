@@ -61,6 +61,7 @@ export function validateTimeZone(value: string): string {
 
 export function validateNewUser(input: NewUser): Required<NewUser> {
   const email = input.email.trim().toLowerCase();
+  if (/[\u0000-\u001f]/.test(input.password + email)) throw new InputError('control characters are not allowed in the email or password');
   if (!EMAIL.test(email) || email.length > 254) throw new InputError(`not a valid email address: "${input.email}"`);
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   const username = (input.username ?? email.split('@')[0]!).toLowerCase();
@@ -118,6 +119,7 @@ export async function isAdmin(db: Db, userId: number): Promise<boolean> {
 
 /** Makes the user with this email an administrator (operator script `users set-admin`). */
 export async function setAdmin(db: Db, email: string, admin: boolean): Promise<User> {
+  if (email.includes('\0')) throw new NotFoundError(`no user with email ${JSON.stringify(email)}`);
   const [row] = await db('users').where('email', email.trim().toLowerCase()).update({ is_admin: admin, updated_at: db.fn.now() }).returning(COLUMNS);
   if (!row) throw new NotFoundError(`no user with email ${email}`);
   return toUser(row);
@@ -125,7 +127,8 @@ export async function setAdmin(db: Db, email: string, admin: boolean): Promise<U
 
 /** The user for these credentials, or undefined; takes the same time whether or not the email exists. */
 export async function authenticateUser(db: Db, email: string, password: string): Promise<User | undefined> {
-  const row: UserRow | undefined = await db('users').where('email', email.trim().toLowerCase()).first();
+  // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
+  const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
   const ok = await verifyPassword(password, row?.password_hash ?? (await dummyPasswordHash()));
   return row && ok ? toUser(row) : undefined;
 }

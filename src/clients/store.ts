@@ -68,6 +68,10 @@ function auditOf(by: Actor) {
   return { actor: by.actor, details: by.reason ? { reason: by.reason } : {} };
 }
 
+// Client ids are printable ASCII; anything else (a NUL byte, which PostgreSQL text cannot hold,
+// control characters, huge values) names no client and must not reach the database.
+const PLAUSIBLE_CLIENT_ID = /^[\x21-\x7e]{1,200}$/;
+
 async function redirectUrisOf(db: Db | Knex.Transaction, clientId: string): Promise<string[]> {
   return db('oauth_client_redirect_uris').where('client_id', clientId).orderBy('position').pluck('uri');
 }
@@ -112,6 +116,7 @@ export async function createClient(db: Db, input: NewClient, by: Actor): Promise
 }
 
 export async function findClient(db: Db, clientId: string): Promise<ClientRecord | undefined> {
+  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
   const row: ClientRow | undefined = await db('oauth_clients').where('id', clientId).first();
   return row ? toRecord(row, await redirectUrisOf(db, clientId)) : undefined;
 }
@@ -258,6 +263,7 @@ export interface UsableClient {
  * else out). Undefined otherwise.
  */
 export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
+  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
   // One round trip: this runs on every token request.
   const row: (ClientRow & { redirect_uris: string[]; secrets: StoredSecret[] }) | undefined = await db('oauth_clients as c')
     .where('c.id', clientId)
