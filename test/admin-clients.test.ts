@@ -1,32 +1,18 @@
 // The client lifecycle scripts as an operator runs them, against PostgreSQL: listing, scopes,
 // redirect URIs, secrets, status transitions and the audit trail.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { admin as runAdmin, type CliResult } from './support/processes.ts';
-import { createTestDatabase, type TestDatabase } from './support/services.ts';
+import { expectRefusal as refused, useAdminCli } from './support/admin-cli.ts';
 
-let pg: TestDatabase;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  pg = await createTestDatabase();
-  env = { DATABASE_URL: pg.url };
-});
-afterAll(() => pg?.drop());
-
-const admin = (...args: string[]) => runAdmin(['--json', ...args], env);
+const cli = useAdminCli();
+const admin = cli.json;
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
   return JSON.parse(res.stdout);
 };
-function refused(res: CliResult, reason: RegExp) {
-  expect(res.code).not.toBe(0);
-  expect(res.stdout).toBe('');
-  expect(res.stderr.trim().split('\n'), res.stderr).toHaveLength(1);
-  expect(res.stderr).toMatch(reason);
-}
 const createClient = async (...extra: string[]) =>
   ok(await admin('clients', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ', ...extra));
-const row = (id: string) => pg.db('oauth_clients').where('id', id).first();
+const row = (id: string) => cli.pg.db('oauth_clients').where('id', id).first();
 
 describe('client lifecycle scripts', () => {
   it('lists clients, filtered by status; refuses an unknown status', async () => {
@@ -98,7 +84,7 @@ describe('client lifecycle scripts', () => {
     expect(ok(await admin('secrets', 'list', c.client_id)).secrets.map((s: { id: number }) => s.id)).toEqual([second.secret_id]);
     ok(await admin('secrets', 'generate', c.client_id));
 
-    const stored = await pg.db('oauth_client_secrets').where('client_id', c.client_id).pluck('secret_hash');
+    const stored = await cli.pg.db('oauth_client_secrets').where('client_id', c.client_id).pluck('secret_hash');
     expect(stored.join(' ')).not.toContain(second.client_secret);
 
     const pub = await createClient('--public');
@@ -113,7 +99,7 @@ describe('client lifecycle scripts', () => {
     expect(ok(await admin('clients', 'suspend', c.client_id, '--reason', 'abuse report')).status).toBe('suspended');
     expect(ok(await admin('clients', 'approve', c.client_id)).status).toBe('approved');
 
-    const trail = await pg.db('audit_events').where('client_id', c.client_id).orderBy('id');
+    const trail = await cli.pg.db('audit_events').where('client_id', c.client_id).orderBy('id');
     expect(trail.map((e) => e.action)).toEqual(['client.created', 'client.approved', 'client.suspended', 'client.approved']);
     for (const e of trail) {
       expect(e.actor).toMatch(/^operator:/);
@@ -129,7 +115,7 @@ describe('client lifecycle scripts', () => {
       ['clients', 'show'], ['clients', 'list'], ['clients', 'set-scopes'], ['clients', 'add-redirect-uri'],
       ['clients', 'remove-redirect-uri'], ['secrets', 'generate'], ['secrets', 'revoke'], ['secrets', 'list'],
     ];
-    const results = await Promise.all(commands.map((c) => runAdmin([...c, '--help'], env)));
+    const results = await Promise.all(commands.map((c) => runAdmin([...c, '--help'], cli.env)));
     results.forEach((res, i) => {
       expect(res.code, commands[i]!.join(' ')).toBe(0);
       expect(res.stdout).toMatch(/^Usage: admin /);

@@ -1,30 +1,14 @@
 // The operator scripts as an operator runs them, against PostgreSQL.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin as runAdmin, spawnAdmin } from './support/processes.ts';
-import { createTestDatabase, type TestDatabase } from './support/services.ts';
+import { describe, expect, it } from 'vitest';
+import { spawnAdmin } from './support/processes.ts';
+import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 
-let pg: TestDatabase;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  pg = await createTestDatabase();
-  env = { DATABASE_URL: pg.url };
-});
-afterAll(() => pg?.drop());
-
-const admin = (...args: string[]) => runAdmin(['--json', ...args], env);
+const cli = useAdminCli();
+const admin = cli.json;
 
 async function counts() {
-  const [users, clients, secrets] = await Promise.all(['users', 'oauth_clients', 'oauth_client_secrets'].map((t) => pg.db(t).count<{ count: string }[]>('* as count')));
+  const [users, clients, secrets] = await Promise.all(['users', 'oauth_clients', 'oauth_client_secrets'].map((t) => cli.pg.db(t).count<{ count: string }[]>('* as count')));
   return { users: users![0]!.count, clients: clients![0]!.count, secrets: secrets![0]!.count };
-}
-
-function expectRefusal(result: { code: number; stdout: string; stderr: string }, reason: RegExp) {
-  expect(result.code).not.toBe(0);
-  expect(result.stdout).toBe('');
-  const lines = result.stderr.trim().split('\n');
-  expect(lines, result.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(reason);
 }
 
 describe('operator scripts', () => {
@@ -39,7 +23,7 @@ describe('operator scripts', () => {
     expect(res.code, res.stderr).toBe(0);
     const user = JSON.parse(res.stdout);
     expect(user).toMatchObject({ id: expect.any(Number), email: 'grace@example.com', username: 'grace', name: 'Grace Hopper' });
-    const row = await pg.db('users').where('id', user.id).first();
+    const row = await cli.pg.db('users').where('id', user.id).first();
     expect(row.password_hash).toMatch(/^scrypt\$/);
     expect(row.password_hash).not.toContain('hopper-1906');
   });
@@ -73,7 +57,7 @@ describe('operator scripts', () => {
     });
     // 256 bits of randomness, base64url.
     expect(Buffer.from(created.client_secret, 'base64url')).toHaveLength(32);
-    const stored = await pg.db('oauth_client_secrets').where('client_id', created.client_id);
+    const stored = await cli.pg.db('oauth_client_secrets').where('client_id', created.client_id);
     expect(stored).toHaveLength(1);
     expect(stored[0].secret_hash).not.toContain(created.client_secret);
 
@@ -95,7 +79,7 @@ describe('operator scripts', () => {
     const created = JSON.parse(res.stdout);
     expect(created.kind).toBe('public');
     expect(created.client_secret).toBeUndefined();
-    expect(await pg.db('oauth_client_secrets').where('client_id', created.client_id)).toHaveLength(0);
+    expect(await cli.pg.db('oauth_client_secrets').where('client_id', created.client_id)).toHaveLength(0);
   });
 
   it('clients create refuses what the spec forbids, changing nothing', async () => {
@@ -122,19 +106,19 @@ describe('operator scripts', () => {
     const created = JSON.parse((await admin('clients', 'create', '--name', 'R', '--redirect-uri', 'https://r.example/cb', '--scope', 'PROFILE_READ')).stdout);
     expect((await admin('clients', 'reject', created.client_id)).code).toBe(0);
     expectRefusal(await admin('clients', 'approve', created.client_id), /rejected client cannot become approved/);
-    expect((await pg.db('oauth_clients').where('id', created.client_id).first()).status).toBe('rejected');
+    expect((await cli.pg.db('oauth_clients').where('id', created.client_id).first()).status).toBe('rejected');
   });
 
   it('runs as its own process: readable text without --json, a one-line refusal with exit 1, help', async () => {
-    const res = await spawnAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], env);
+    const res = await spawnAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], cli.env);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/^id: \d+$/m);
     expect(res.stdout).toMatch(/^email: text@example.com$/m);
-    const refusal = await spawnAdmin(['--json', 'clients', 'approve', 'no-such-client'], env);
+    const refusal = await spawnAdmin(['--json', 'clients', 'approve', 'no-such-client'], cli.env);
     expect(refusal.code).toBe(1);
     expect(refusal.stdout).toBe('');
     expect(refusal.stderr).toBe('error: no client with id no-such-client\n');
-    const help = await spawnAdmin(['clients', 'create', '--help'], env);
+    const help = await spawnAdmin(['clients', 'create', '--help'], cli.env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--redirect-uri');
   });
