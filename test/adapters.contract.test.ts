@@ -146,3 +146,13 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
     }
   });
 });
+
+describe('Redis adapter, one transaction per save', () => {
+  it('rejects a save that Redis refuses in part, rather than leave an unindexed token unnoticed', async () => {
+    const grantId = id();
+    // The grant's index is not a set: its SADD fails with WRONGTYPE inside the transaction.
+    await redis.redis.set(`${redis.prefix}AccessToken:grant:${grantId}`, 'not a set');
+    const jti = id();
+    await expect(new RedisAdapter(redis.redis, 'AccessToken', redis.prefix).upsert(jti, { jti, kind: 'AccessToken', grantId }, 60)).rejects.toThrow(/WRONGTYPE/);
+  });
+});

@@ -11,17 +11,34 @@ const sqlByStatement: Record<string, number> = {};
 const redisByCommand: Record<string, number> = {};
 
 function statementOf(queryParam: unknown): string {
-  const sql = typeof queryParam === 'string' ? queryParam : (queryParam as { sql?: unknown } | undefined)?.sql;
+  const config = queryParam as { sql?: unknown; text?: unknown } | undefined;
+  const sql = typeof queryParam === 'string' ? queryParam : (config?.sql ?? config?.text);
   return typeof sql === 'string' ? sql.replace(/\s+/g, ' ').slice(0, 160) : '?';
 }
 
+function countSql(queryParam: unknown): void {
+  counts.sqlQueries++;
+  const statement = statementOf(queryParam);
+  sqlByStatement[statement] = (sqlByStatement[statement] ?? 0) + 1;
+}
+
+// On PostgreSQL every query reaches the pg driver (knex's, and the prepared hot reads of
+// src/storage/prepared.ts that skip knex): count there. PGlite has no pg driver: count in knex.
+try {
+  const PgClient = (require('pg') as { Client: { prototype: { query: (...args: unknown[]) => unknown } } }).Client;
+  const query = PgClient.prototype.query;
+  PgClient.prototype.query = function countedPgQuery(this: unknown, ...args: unknown[]) {
+    countSql(args[0]);
+    return query.apply(this, args);
+  };
+} catch {
+  // no pg: nothing to count
+}
 try {
   const KnexClient = require('knex/lib/client.js') as { prototype: { query: (...args: unknown[]) => unknown } };
   const query = KnexClient.prototype.query;
-  KnexClient.prototype.query = function countedQuery(this: unknown, ...args: unknown[]) {
-    counts.sqlQueries++;
-    const statement = statementOf(args[1]);
-    sqlByStatement[statement] = (sqlByStatement[statement] ?? 0) + 1;
+  KnexClient.prototype.query = function countedQuery(this: { config?: { client?: unknown } }, ...args: unknown[]) {
+    if (this.config?.client !== 'pg') countSql(args[1]); // knex-pglite's client is a class, not 'pg'
     return query.apply(this, args);
   };
 } catch {

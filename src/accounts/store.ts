@@ -1,5 +1,6 @@
 // Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
 import type { Db } from '../storage/db.ts';
+import { preparedRead } from '../storage/prepared.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 
@@ -89,10 +90,13 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
   return toUser(row);
 }
 
+// On the path of every refresh and /v2/me.
+const userById = preparedRead<Omit<UserRow, 'password_hash'>, [number]>('user_by_id', (db, id) => db('users').where('id', id).first(COLUMNS));
+
 export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
   const numeric = Number(id);
   if (!Number.isSafeInteger(numeric) || numeric <= 0 || numeric > 2 ** 31 - 1) return undefined;
-  const row = await db('users').where('id', numeric).first(COLUMNS);
+  const [row] = await userById(db, numeric);
   return row ? toUser(row) : undefined;
 }
 

@@ -1,6 +1,7 @@
 // The client registry: one service layer for the operator scripts, the provider and (later) the pages.
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
+import { preparedRead } from '../storage/prepared.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
@@ -36,6 +37,8 @@ export interface SecretInfo {
   createdAt: Date;
   lastUsedAt: Date | null;
 }
+
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -262,20 +265,24 @@ export interface UsableClient {
  * that has an owner (the owner may try it before review; src/oauth/interactions.ts keeps everyone
  * else out). Undefined otherwise.
  */
-export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
-  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
-  // One round trip: this runs on every token request.
-  const row: (ClientRow & { redirect_uris: string[]; secrets: StoredSecret[] }) | undefined = await db('oauth_clients as c')
+// One round trip, prepared: this runs on every token request.
+const usableClientById = preparedRead<ClientRow & { redirect_uris: string[]; secrets: StoredSecret[] }, [string]>('usable_client_by_id', (db, clientId) =>
+  db('oauth_clients as c')
     .where('c.id', clientId)
     .where((q) => q.where('c.status', 'approved').orWhere((p) => p.where('c.status', 'pending').whereNotNull('c.owner_user_id')))
     .first(
-      'c.*',
+      ...CLIENT_COLUMNS.map((column) => `c.${column}`),
       db.raw(`coalesce((select json_agg(u.uri order by u.position) from oauth_client_redirect_uris u where u.client_id = c.id), '[]') as redirect_uris`),
       db.raw(
         `coalesce((select json_agg(json_build_object('id', s.id, 'hash', s.secret_hash) order by s.id)
            from oauth_client_secrets s where s.client_id = c.id and s.revoked_at is null), '[]') as secrets`,
       ),
-    );
+    ),
+);
+
+export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
+  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
+  const [row] = await usableClientById(db, clientId);
   if (!row) return undefined;
   return { client: toRecord(row, row.redirect_uris), secrets: row.secrets };
 }

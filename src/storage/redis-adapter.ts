@@ -24,6 +24,14 @@ local ttl = redis.call('TTL', KEYS[1])
 if ttl == -1 or ttl < want then redis.call('EXPIRE', KEYS[1], want) end
 return 1`;
 
+type Command = [name: string, ...args: (string | number)[]];
+
+/** ioredis resolves a pipeline or transaction with one [error, result] per command. */
+function throwFirstError(results: [Error | null, unknown][] | null): void {
+  const failed = results?.find(([err]) => err);
+  if (failed) throw failed[0];
+}
+
 export class RedisAdapter implements Adapter {
   constructor(
     private readonly redis: RedisClient,
@@ -45,21 +53,28 @@ export class RedisAdapter implements Adapter {
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     const key = this.key(id);
+    const expiry = expiresIn ? ['EX', expiresIn] : [];
     // Indexes first: a failure in between leaves at most an index entry for a missing key, never
     // an artifact that revocation by grant or client cannot find.
-    const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)];
-    await Promise.all([
-      ...indexes.filter((index): index is string => Boolean(index)).map((index) => this.redis.eval(INDEX_ADD_SCRIPT, 1, index, key, expiresIn ?? 0)),
-      ...([['uid', payload.uid], ['userCode', payload.userCode]] as const)
-        .filter(([, value]) => value)
-        .map(([kind, value]) => (expiresIn ? this.redis.set(this.lookupKey(kind, value!), id, 'EX', expiresIn) : this.redis.set(this.lookupKey(kind, value!), id))),
-    ]);
-    // The artifact itself: one key, so one atomic transaction even on a cluster.
-    const tx = this.redis.multi();
-    tx.del(key);
-    tx.hset(key, 'payload', JSON.stringify(toStored(this.model, payload)));
-    if (expiresIn) tx.expire(key, expiresIn);
-    await tx.exec();
+    const indexing: Command[] = [
+      ...[payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)]
+        .filter((index): index is string => Boolean(index))
+        .map((index): Command => ['eval', INDEX_ADD_SCRIPT, 1, index, key, expiresIn ?? 0]),
+      ...(['uid', 'userCode'] as const)
+        .filter((kind) => payload[kind])
+        .map((kind): Command => ['set', this.lookupKey(kind, payload[kind] as string), id, ...expiry]),
+    ];
+    const artifact: Command[] = [['del', key], ['hset', key, 'payload', JSON.stringify(toStored(this.model, payload))], ...(expiresIn ? [['expire', key, expiresIn] as Command] : [])];
+
+    if (this.redis.isCluster) {
+      // The keys live in different slots: one command per index, then the artifact's own transaction.
+      await Promise.all(indexing.map(([name, ...args]) => this.redis.call(name, ...args)));
+      throwFirstError(await this.redis.multi(artifact).exec());
+    } else {
+      // One node (or Sentinel's master): all of it in one transaction, one round trip — a token
+      // save is on the path of every token request. Redis runs the commands in the order queued.
+      throwFirstError(await this.redis.multi([...indexing, ...artifact]).exec());
+    }
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
