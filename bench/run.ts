@@ -18,6 +18,7 @@ import {
   cleanupAll,
   freePort,
   pinSelf,
+  pinStorageServices,
   ownPids,
   stopping,
   startLoadGenerator,
@@ -61,6 +62,8 @@ const USAGE = `npm run bench -- [options]
   --profile CASE        run only CASE (e.g. refresh, check, pglite:refresh) on our server started
                         with node --cpu-prof, and print where its time went
   --baseline            write bench/BASELINE.md even for a partial run
+  --storage-unpinned    leave the local PostgreSQL and Redis where they are (by default they are
+                        moved to the load core for the run, and moved back at the end)
   --max-foreign-cpu P   before each timed sample, wait while processes outside the benchmark use
                         more than P% of a core (default 20; 0 = never wait)
   --quiet-budget S      total seconds the run may spend waiting so (default 60, quick 20; at most 10 s per sample)
@@ -92,6 +95,7 @@ interface Options {
   serverNodeArgs: string[];
   profile?: { storage: Storage; kind: Kind };
   baseline: boolean;
+  pinStorage: boolean;
   /** Foreign CPU (% of a core) above which a sample waits for quiet, and the total wait allowed. */
   maxForeignCpu: number;
   quietBudgetSec: number;
@@ -119,6 +123,7 @@ function parseOptions(): Options {
       'node-arg': { type: 'string', multiple: true },
       profile: { type: 'string' },
       baseline: { type: 'boolean', default: false },
+      'storage-unpinned': { type: 'boolean', default: false },
       'max-foreign-cpu': { type: 'string' },
       'quiet-budget': { type: 'string' },
       'paced-load': { type: 'string' },
@@ -163,6 +168,7 @@ function parseOptions(): Options {
     serverEnv,
     serverNodeArgs: values['node-arg'] ?? [],
     baseline: values.baseline!,
+    pinStorage: !values['storage-unpinned'],
     maxForeignCpu: values['max-foreign-cpu'] === '0' ? 0 : num(values['max-foreign-cpu'], 20, 'max-foreign-cpu'),
     quietBudgetSec: values['quiet-budget'] === '0' ? 0 : num(values['quiet-budget'], quick ? 20 : 60, 'quiet-budget'),
     pacedLoad: Math.min(0.95, num(values['paced-load'], 0.3, 'paced-load')),
@@ -467,7 +473,9 @@ function oauthCases(subject: Subject, opts: Options, gen: LoadGenerator): Partia
 async function startOurs(storage: Storage, opts: Options, nodeArgs: string[]): Promise<Subject> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env: Record<string, string> = { PORT: String(port), HOST: '127.0.0.1', APP_URL: base, LOG_LEVEL: 'warn' };
+  // The default log level (info: a line per request, as deployed), written to a pipe the runner
+  // drains, as under systemd or Docker.
+  const env: Record<string, string> = { PORT: String(port), HOST: '127.0.0.1', APP_URL: base };
   let databaseUrl: string | undefined;
   let dataDir = '';
   if (storage === 'pg') {
@@ -642,13 +650,18 @@ function cpuModel(): string {
 async function main(): Promise<number> {
   const opts = parseOptions();
   pinSelf();
+  const storagePinned = opts.pinStorage ? pinStorageServices() : 0;
+  const pinning = HAS_TASKSET
+    ? `servers on core ${SERVER_CORE}, load generator and runner on core ${CLIENT_CORE} (taskset); ` +
+      (storagePinned ? `PostgreSQL and Redis moved to core ${CLIENT_CORE} for the run (${storagePinned} processes)` : 'PostgreSQL and Redis not pinned')
+    : 'not pinned (taskset missing)';
   const startedAt = new Date();
   const t0 = performance.now();
   const git = gitInfo();
   console.log(
     `bench: ${opts.quick ? 'QUICK smoke run' : opts.profile ? `PROFILE of ${opts.profile.storage}:${opts.profile.kind}` : 'full run'} — ` +
       `${opts.reps} reps (PGlite ${opts.pgliteReps}) × ${opts.duration} s, warm-up ${opts.warmup} s, ${opts.connections} connections; ` +
-      `servers on core ${SERVER_CORE}, load generator and runner on core ${CLIENT_CORE}${HAS_TASKSET ? '' : ' (taskset missing: NOT pinned)'}; ` +
+      `${pinning}; ` +
       `our server env: ${Object.entries(opts.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`,
   );
   if (CORES < 2) console.warn('WARNING: fewer than 2 cores: the load generator shares the core with the servers');
@@ -803,7 +816,7 @@ async function main(): Promise<number> {
     uncommittedFiles: git.dirty,
     node: process.version,
     cpu: `${cpuModel()}, ${CORES} cores`,
-    pinning: HAS_TASKSET ? `servers on core ${SERVER_CORE}, load generator and runner on core ${CLIENT_CORE} (taskset); PostgreSQL and Redis not pinned` : 'not pinned (taskset missing)',
+    pinning,
     options: { ...opts, kinds: [...opts.kinds], storages: [...opts.storages] },
     elapsedSec: Math.round(elapsed),
     busyBeforeStartPct: idleCheck,
@@ -812,7 +825,7 @@ async function main(): Promise<number> {
   };
   const headline =
     `${meta.date} · commit ${meta.commit}${git.dirty.length ? ` (+${git.dirty.length} uncommitted files)` : ''} · Node ${meta.node} · ${meta.cpu} · ${meta.pinning} · ` +
-    `${opts.connections} connections, ${opts.reps} × ${opts.duration} s per case (PGlite ${opts.pgliteReps} × ${opts.pgliteDuration} s), ${opts.warmup} s warm-up · our server env: ${Object.entries(opts.serverEnv).map(([kk, v]) => `\`${kk}=${v}\``).join(' ')} · run took ${Math.round(elapsed)} s · machine busy before start: ${idleCheck === undefined ? '?' : `${idleCheck.toFixed(0)}% of a core`}${opts.quick ? ' · **QUICK smoke run (1 repetition): indicative only**' : ''}`;
+    `${opts.connections} connections, ${opts.reps} × ${opts.duration} s per case (PGlite ${opts.pgliteReps} × ${opts.pgliteDuration} s), ${opts.warmup} s warm-up · our server on PostgreSQL + Redis as deployed (\`NODE_ENV=production\`, log level info: a line per request) plus ${Object.entries(opts.serverEnv).map(([kk, v]) => `\`${kk}=${v}\``).join(' ')} · run took ${Math.round(elapsed)} s · machine busy before start: ${idleCheck === undefined ? '?' : `${idleCheck.toFixed(0)}% of a core`}${opts.quick ? ' · **QUICK smoke run (1 repetition): indicative only**' : ''}`;
   const doc: ResultsDoc = { meta: { ...meta, headline }, results: ordered, targets, memory, profiles };
   const md = renderMarkdown(doc);
 

@@ -93,6 +93,52 @@ export function pinSelf(core = CLIENT_CORE): void {
   if (HAS_TASKSET) spawnSync('taskset', ['-a', '-cp', String(core), String(process.pid)]);
 }
 
+/** Pids of every Redis and PostgreSQL server process on the machine (not only the bench's). */
+function storageServicePids(): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (comm.startsWith('redis-server') || comm === 'postgres') pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+function affinity(pid: number): string | undefined {
+  return /affinity list: (\S+)/.exec(spawnSync('taskset', ['-cp', String(pid)]).stdout?.toString() ?? '')?.[1];
+}
+
+/**
+ * Moves the local PostgreSQL and Redis (every thread, and PostgreSQL's postmaster, whose new
+ * backends inherit it) onto `core`, beside the load generator, for the length of the run: in
+ * production they have hosts of their own, and on a 2-core machine they would otherwise take
+ * turns with the server under test on its core. Their affinity is restored at cleanup (also after
+ * Ctrl-C). Returns how many processes were moved (0 without taskset or permission).
+ */
+export function pinStorageServices(core = CLIENT_CORE): number {
+  if (!HAS_TASKSET || CORES < 2) return 0;
+  const before = new Map<number, string>();
+  for (const pid of storageServicePids()) {
+    const list = affinity(pid);
+    if (list && spawnSync('taskset', ['-a', '-cp', String(core), String(pid)]).status === 0) before.set(pid, list);
+  }
+  if (before.size) {
+    const restore = () => {
+      const all = [...before.values()];
+      // Backends forked while pinned inherited the pin: give them what the services had.
+      const fallback = all.find((l) => l !== String(core)) ?? all[0]!;
+      for (const pid of storageServicePids()) spawnSync('taskset', ['-a', '-cp', before.get(pid) ?? fallback, String(pid)]);
+    };
+    onCleanup('restore PostgreSQL/Redis CPU affinity', restore);
+    process.once('exit', restore); // in case cleanup never runs
+  }
+  return before.size;
+}
+
 function pinned(core: number, command: string, args: string[]): [string, string[]] {
   return HAS_TASKSET ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
