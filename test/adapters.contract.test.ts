@@ -147,12 +147,38 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
   });
 });
 
-describe('Redis adapter, one transaction per save', () => {
+describe('Redis adapter: index sets', () => {
+  const grantIndex = (grantId: string) => `${redis.prefix}AccessToken:grant:${grantId}`;
+  const save = (grantId: string, expiresIn?: number) => {
+    const jti = id();
+    return new RedisAdapter(redis.redis, 'AccessToken', redis.prefix).upsert(jti, { jti, kind: 'AccessToken', grantId }, expiresIn);
+  };
+
+  it("live as long as the longest-lived member, never shorter", async () => {
+    const grantId = id();
+    await save(grantId, 100);
+    await save(grantId, 50);
+    expect(await redis.redis.ttl(grantIndex(grantId))).toBeGreaterThan(90);
+    await save(grantId, 300);
+    expect(await redis.redis.ttl(grantIndex(grantId))).toBeGreaterThan(290);
+    expect(await redis.redis.scard(grantIndex(grantId))).toBe(3);
+  });
+
+  it('stay for good once a member never expires, even if later members do', async () => {
+    const grantId = id();
+    await save(grantId, 100);
+    await save(grantId, undefined);
+    await save(grantId, 100);
+    expect(await redis.redis.ttl(grantIndex(grantId))).toBe(-1);
+  });
+
   it('rejects a save that Redis refuses in part, rather than leave an unindexed token unnoticed', async () => {
     const grantId = id();
-    // The grant's index is not a set: its SADD fails with WRONGTYPE inside the transaction.
+    // The grant's index is not a set: its SADD fails with WRONGTYPE, and the artifact is not written.
     await redis.redis.set(`${redis.prefix}AccessToken:grant:${grantId}`, 'not a set');
     const jti = id();
-    await expect(new RedisAdapter(redis.redis, 'AccessToken', redis.prefix).upsert(jti, { jti, kind: 'AccessToken', grantId }, 60)).rejects.toThrow(/WRONGTYPE/);
+    const adapter = new RedisAdapter(redis.redis, 'AccessToken', redis.prefix);
+    await expect(adapter.upsert(jti, { jti, kind: 'AccessToken', grantId }, 60)).rejects.toThrow(/WRONGTYPE/);
+    expect(await adapter.find(jti)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 // oidc-provider adapter on Redis (ioredis: a single node, Cluster or Sentinel), used when Redis is
 // configured. Every artifact is a hash {payload, consumed?} under a hashed key, expiring with the
-// artifact. Cluster-safe: every command and script touches one key, so no two keys ever need to
-// share a hash slot.
+// artifact. On a cluster every command and script touches one key, so no two keys ever need to
+// share a hash slot; on a single node a save is one script.
 import type { RedisClient } from './redis.ts';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
@@ -14,17 +14,36 @@ const CONSUME_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
 
-// Adds ARGV[1] to the index set KEYS[1] and keeps the set alive as long as its longest-lived
-// member (ARGV[2] seconds; 0 = no expiry).
-const INDEX_ADD_SCRIPT = `
-redis.call('SADD', KEYS[1], ARGV[1])
-local want = tonumber(ARGV[2])
-if want == 0 then redis.call('PERSIST', KEYS[1]) return 0 end
-local ttl = redis.call('TTL', KEYS[1])
-if ttl == -1 or ttl < want then redis.call('EXPIRE', KEYS[1], want) end
+// Adds a member to an index set (of a grant or a client) and keeps the set alive as long as its
+// longest-lived member (`want` seconds; 0 = no expiry, which makes the set persistent for good).
+const INDEX_ADD = `
+local function index_add(index, member, want)
+  local existed = redis.call('EXISTS', index) == 1
+  redis.call('SADD', index, member)
+  if want == 0 then redis.call('PERSIST', index) return end
+  local ttl = redis.call('TTL', index)
+  if not existed or (ttl >= 0 and ttl < want) then redis.call('EXPIRE', index, want) end
+end`;
+
+// One index, for a cluster (one key per script). KEYS[1] index; ARGV[1] member, ARGV[2] seconds.
+const INDEX_ADD_SCRIPT = `${INDEX_ADD}
+index_add(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 return 1`;
 
-type Command = [name: string, ...args: (string | number)[]];
+// A whole save, atomically, on a single node: KEYS[1] the artifact, then ARGV[3] index sets, then
+// the lookup keys (uid, user code) that point at ARGV[4], the artifact's id. ARGV[1] the payload,
+// ARGV[2] seconds to live (0 = none). Indexes first, as on a cluster.
+const UPSERT_SCRIPT = `${INDEX_ADD}
+local ttl = tonumber(ARGV[2])
+local indexes = tonumber(ARGV[3])
+for i = 2, 1 + indexes do index_add(KEYS[i], KEYS[1], ttl) end
+for i = 2 + indexes, #KEYS do
+  if ttl > 0 then redis.call('SET', KEYS[i], ARGV[4], 'EX', ttl) else redis.call('SET', KEYS[i], ARGV[4]) end
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'payload', ARGV[1])
+if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+return 1`;
 
 /** ioredis resolves a pipeline or transaction with one [error, result] per command. */
 function throwFirstError(results: [Error | null, unknown][] | null): void {
@@ -51,30 +70,30 @@ export class RedisAdapter implements Adapter {
     return `${this.prefix}${this.model}:${kind}:${artifactKey(value)}`;
   }
 
-  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+  async upsert(id: string, payload: AdapterPayload, expiresIn = 0): Promise<void> {
     const key = this.key(id);
-    const expiry = expiresIn ? ['EX', expiresIn] : [];
-    // Indexes first: a failure in between leaves at most an index entry for a missing key, never
-    // an artifact that revocation by grant or client cannot find.
-    const indexing: Command[] = [
-      ...[payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)]
-        .filter((index): index is string => Boolean(index))
-        .map((index): Command => ['eval', INDEX_ADD_SCRIPT, 1, index, key, expiresIn ?? 0]),
-      ...(['uid', 'userCode'] as const)
-        .filter((kind) => payload[kind])
-        .map((kind): Command => ['set', this.lookupKey(kind, payload[kind] as string), id, ...expiry]),
-    ];
-    const artifact: Command[] = [['del', key], ['hset', key, 'payload', JSON.stringify(toStored(this.model, payload))], ...(expiresIn ? [['expire', key, expiresIn] as Command] : [])];
+    const json = JSON.stringify(toStored(this.model, payload));
+    const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)].filter(
+      (index): index is string => Boolean(index),
+    );
+    const lookups = (['uid', 'userCode'] as const).filter((kind) => payload[kind]).map((kind) => this.lookupKey(kind, payload[kind] as string));
 
-    if (this.redis.isCluster) {
-      // The keys live in different slots: one command per index, then the artifact's own transaction.
-      await Promise.all(indexing.map(([name, ...args]) => this.redis.call(name, ...args)));
-      throwFirstError(await this.redis.multi(artifact).exec());
-    } else {
-      // One node (or Sentinel's master): all of it in one transaction, one round trip — a token
-      // save is on the path of every token request. Redis runs the commands in the order queued.
-      throwFirstError(await this.redis.multi([...indexing, ...artifact]).exec());
+    if (!this.redis.isCluster) {
+      // One node (or Sentinel's master): one script, one command — a token save is on the path of
+      // every token request, and a single command shares a write with other requests' commands.
+      await this.redis.eval(UPSERT_SCRIPT, 1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id);
+      return;
     }
+    // A cluster: the keys live in different slots, so one command per key. Indexes first: a failure
+    // in between leaves at most an index entry for a missing key, never an artifact that revocation
+    // by grant or client cannot find.
+    await Promise.all([
+      ...indexes.map((index) => this.redis.eval(INDEX_ADD_SCRIPT, 1, index, key, expiresIn)),
+      ...lookups.map((lookup) => (expiresIn ? this.redis.set(lookup, id, 'EX', expiresIn) : this.redis.set(lookup, id))),
+    ]);
+    const tx = this.redis.multi().del(key).hset(key, 'payload', json);
+    if (expiresIn) tx.expire(key, expiresIn);
+    throwFirstError(await tx.exec());
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
