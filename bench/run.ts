@@ -807,7 +807,7 @@ async function main(): Promise<number> {
   const ordered = [...results.values()];
   summarize(ordered, 'koa.hello');
   for (const r of ordered) if (r.error) failed = true;
-  const targets = opts.storages.has('pg') && opts.references ? evaluateTargets(ordered, 'pg') : [];
+  const targets = opts.storages.has('pg') && opts.references ? evaluateTargets(ordered, 'pg', opts.connections) : [];
   const elapsed = (performance.now() - t0) / 1000;
 
   const meta = {
