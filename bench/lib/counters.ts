@@ -2,7 +2,7 @@
 // disturbed by other work.
 import fs from 'node:fs';
 import { cpuSeconds, TICKS } from './cpu.ts';
-import { CORES } from './procs.ts';
+import { CORES, storageServiceProcesses } from './procs.ts';
 
 function readTicks(): { busy: number; total: number } | undefined {
   try {
@@ -20,21 +20,18 @@ function readTicks(): { busy: number; total: number } | undefined {
  * Backends of other databases (someone's tests) are foreign.
  */
 function storagePids(): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-      if (comm.startsWith('redis-server')) pids.push(Number(entry));
-      if (comm !== 'postgres') continue;
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const backend = /^postgres: (?:\S+: )?\S+ (\S+) \S+\(\d+\)/.exec(cmdline); // [cluster: ]user db host(port)
-      if (!backend || /^bench_\d+_/.test(backend[1]!)) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
+  return storageServiceProcesses()
+    .filter(({ pid, comm }) => {
+      if (comm !== 'postgres') return true;
+      try {
+        const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+        const backend = /^postgres: (?:\S+: )?\S+ (\S+) \S+\(\d+\)/.exec(cmdline); // [cluster: ]user db host(port)
+        return !backend || /^bench_\d+_/.test(backend[1]!);
+      } catch {
+        return false; // gone
+      }
+    })
+    .map(({ pid }) => pid);
 }
 
 function cpuByPid(pids: number[]): Map<number, number> {

@@ -93,20 +93,22 @@ export function pinSelf(core = CLIENT_CORE): void {
   if (HAS_TASKSET) spawnSync('taskset', ['-a', '-cp', String(core), String(process.pid)]);
 }
 
-/** Pids of every Redis and PostgreSQL server process on the machine (not only the bench's). */
-function storageServicePids(): number[] {
-  const pids: number[] = [];
+/** Every Redis and PostgreSQL server process on the machine (not only the bench's). */
+export function storageServiceProcesses(): { pid: number; comm: string }[] {
+  const found: { pid: number; comm: string }[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const comm = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-      if (comm.startsWith('redis-server') || comm === 'postgres') pids.push(Number(entry));
+      if (comm.startsWith('redis-server') || comm === 'postgres') found.push({ pid: Number(entry), comm });
     } catch {
       // gone
     }
   }
-  return pids;
+  return found;
 }
+
+const storageServicePids = () => storageServiceProcesses().map((p) => p.pid);
 
 function affinity(pid: number): string | undefined {
   return /affinity list: (\S+)/.exec(spawnSync('taskset', ['-cp', String(pid)]).stdout?.toString() ?? '')?.[1];
