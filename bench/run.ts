@@ -42,6 +42,7 @@ import {
 import { profileMarkdown, summarizeProfile } from './lib/profile.ts';
 import { cpuSeconds, machineBusyPct } from './lib/cpu.ts';
 import { foreignCpu } from './lib/counters.ts';
+import { routeName } from '../src/http/metrics.ts';
 
 const USAGE = `npm run bench -- [options]
 
@@ -233,6 +234,35 @@ interface Subject {
 }
 
 /** The server's SQL queries and Redis commands / round trips per request during `run`. */
+/** Our server's latency histogram for one route (GET /metrics): all requests, and those within 10 ms. */
+async function latencyBuckets(base: string, route: string): Promise<{ total: number; within10ms: number } | undefined> {
+  try {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const bucket = (le: string) =>
+      Number(new RegExp(`^http_request_duration_seconds_bucket\\{(?=[^}]*le="${le}")(?=[^}]*route="${route}")[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    const [total, within10ms] = [bucket('\\+Inf'), bucket('0\\.01')];
+    return Number.isFinite(total) && Number.isFinite(within10ms) ? { total, within10ms } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * For our server: the share of the run's requests that spent over 10 ms inside it, by its own
+ * latency histogram read before and after — to tell the server's tail from the harness's and
+ * the machine's (the load side measures from outside, scheduling delays included).
+ */
+async function withServerTiming(base: string | undefined, url: string, run: () => Promise<Sample>): Promise<Sample> {
+  const route = routeName(new URL(url).pathname);
+  if (!base || route === 'other') return run();
+  const before = await latencyBuckets(base, route);
+  const sample = await run();
+  const after = await latencyBuckets(base, route);
+  if (!before || !after || after.total <= before.total) return sample;
+  const total = after.total - before.total;
+  return { ...sample, serverOver10msPct: ((total - (after.within10ms - before.within10ms)) / total) * 100 };
+}
+
 async function withCounters(server: ServerProcess, run: () => Promise<Sample>): Promise<Sample> {
   const before = await server.probe();
   const sample = await run();
@@ -277,7 +307,9 @@ function oauthCases(subject: Subject, opts: Options, gen: LoadGenerator): Partia
   const c = opts.connections;
   const tokenHeaders = { 'content-type': TOKEN_FORM, authorization: basicAuth(target.clientId, target.clientSecret) };
   const load = (job: Omit<LoadJob, 'connections'>, expect: number) =>
-    withCounters(subject.server, async () => sampleOf(await gen.run<LoadResult>({ ...job, connections: c, serverPid: subject.server.pid }), expect));
+    withCounters(subject.server, () =>
+      withServerTiming(ours ? target.base : undefined, job.url, async () => sampleOf(await gen.run<LoadResult>({ ...job, connections: c, serverPid: subject.server.pid }), expect)),
+    );
   // The saturated rate of the last run of a case, for its paced variant at a fraction of it.
   const lastRps = new Map<string, number>();
   const remember = (id: string, sample: Sample) => {
