@@ -212,6 +212,7 @@ function sampleOf(r: LoadResult, expectStatus: number): Sample {
     p50: r.latency.p50,
     p99: r.latency.p99,
     total: r.total,
+    ...(r.served !== undefined ? { served: r.served } : {}),
     unexpected: r.total - expected - status429,
     non2xx: r.non2xx,
     status429,
@@ -267,20 +268,21 @@ async function withCounters(server: ServerProcess, run: () => Promise<Sample>): 
   const before = await server.probe();
   const sample = await run();
   const after = await server.probe();
-  if (!before || !after || !sample.total) return sample;
+  const served = sample.served ?? sample.total; // the per-request denominator: all the server saw
+  if (!before || !after || !served) return sample;
   const perRequest = (a: Record<string, number>, b: Record<string, number>) =>
     Object.fromEntries(
       Object.entries(b)
-        .map(([k, v]) => [k, (v - (a[k] ?? 0)) / sample.total] as const)
+        .map(([k, v]) => [k, (v - (a[k] ?? 0)) / served] as const)
         .filter(([, v]) => v > 0.005)
         .sort((x, y) => y[1] - x[1]),
     );
   return {
     ...sample,
     storageBreakdown: { sql: perRequest(before.sqlByStatement, after.sqlByStatement), redis: perRequest(before.redisByCommand, after.redisByCommand) },
-    sqlPerReq: (after.sqlQueries - before.sqlQueries) / sample.total,
-    redisCmdsPerReq: (after.redisCommands - before.redisCommands) / sample.total,
-    redisTripsPerReq: (after.redisRoundTrips - before.redisRoundTrips) / sample.total,
+    sqlPerReq: (after.sqlQueries - before.sqlQueries) / served,
+    redisCmdsPerReq: (after.redisCommands - before.redisCommands) / served,
+    redisTripsPerReq: (after.redisRoundTrips - before.redisRoundTrips) / served,
   };
 }
 

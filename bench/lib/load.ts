@@ -48,6 +48,8 @@ export interface LoadResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** Paced runs: every request answered, the unmeasured warm-in included (what the server saw). */
+  served?: number;
   /** Requests sent with no value left in the feed (they fail, and count as non-2xx). */
   feedEmpty: number;
   feedLeft: number;
@@ -102,6 +104,7 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
   const latencies: number[] = [];
   const status: Record<string, number> = {};
   let errors = 0;
+  let served = 0;
   let inFlight = 0;
   let drained: (() => void) | undefined;
   const fire = (due: number) => {
@@ -119,6 +122,7 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
         res.on('data', (d: string) => (text += d));
         res.on('end', () => {
           const code = res.statusCode ?? 0;
+          served++;
           if (due >= measuredFrom) {
             latencies.push(performance.now() - due);
             status[code] = (status[code] ?? 0) + 1;
@@ -165,6 +169,7 @@ async function runPaced(job: LoadJob, rate: number): Promise<Omit<LoadResult, 's
     non2xx,
     errors,
     timeouts: 0,
+    served,
     feedEmpty: feed.empty,
     feedLeft: feed.left,
   };

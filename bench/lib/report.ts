@@ -6,6 +6,8 @@ export interface Sample {
   p50: number;
   p99: number;
   total: number;
+  /** Requests the server answered during the sample, when more than `total` (a paced run's warm-in). */
+  served?: number;
   /** Responses with a status other than the case's expected one (429s not included). */
   unexpected: number;
   non2xx: number;
