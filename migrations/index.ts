@@ -6,6 +6,10 @@ import * as m002 from './002_artifact_client_index.ts';
 import * as m003 from './003_audit_events.ts';
 import * as m004 from './004_legacy_migration.ts';
 import * as m005 from './005_web_application.ts';
+import * as m006 from './006_client_rate_limit.ts';
+import * as m007 from './007_legacy_switch.ts';
+import * as m008 from './008_drop_device_flow.ts';
+import * as m009 from './009_resource_servers.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -18,6 +22,10 @@ const migrations: Record<string, Migration> = {
   '003_audit_events': m003,
   '004_legacy_migration': m004,
   '005_web_application': m005,
+  '006_client_rate_limit': m006,
+  '007_legacy_switch': m007,
+  '008_drop_device_flow': m008,
+  '009_resource_servers': m009,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

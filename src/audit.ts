@@ -18,14 +18,3 @@ export async function recordAudit(db: Knex | Knex.Transaction, event: AuditEvent
     details: JSON.stringify(event.details ?? {}),
   });
 }
-
-export interface AuditRow {
-  at: Date;
-  actor: string;
-  action: string;
-  details: Record<string, unknown>;
-}
-
-export async function auditTrailOfClient(db: Knex, clientId: string, limit = 50): Promise<AuditRow[]> {
-  return db('audit_events').where('client_id', clientId).orderBy('id', 'desc').limit(limit).select('at', 'actor', 'action', 'details');
-}

@@ -5,6 +5,9 @@ export interface Config {
   env: 'development' | 'production' | 'test';
   port: number;
   host: string;
+  /** Port of the separate metrics listener (GET /metrics), or undefined for none. Never the public port. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   /** Public address of the web application (authorization and consent pages), no trailing slash. */
   appUrl: string;
   /** Public address of the API (token endpoint, /v2/me), no trailing slash. */
@@ -21,10 +24,12 @@ export interface Config {
   cookieKeys: string[];
   /** True when COOKIE_KEYS was not given and the development keys are in use. */
   usingDevCookieKeys: boolean;
-  /** Trust X-Forwarded-* headers (behind a TLS-terminating proxy). */
-  trustProxy: boolean;
+  /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
+  proxyHops: number;
   logLevel: string;
   rateLimits: RateLimitConfig;
+  /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
+  refreshGraceSeconds: number;
 }
 
 export type RedisConfig =
@@ -35,15 +40,17 @@ export type RedisConfig =
 /** Abuse limits (see src/oauth/rate-limits.ts). All counts are per window; windows in seconds. */
 export interface RateLimitConfig {
   enabled: boolean;
-  /** Token, revocation and introspection requests per minute from one IP address. */
-  tokenPerMinutePerIp: number;
-  /** Token, revocation and introspection requests per minute for one client id. */
+  /** Token, revocation and introspection requests per minute of one authenticated client (default; per client: clients set-rate-limit). */
   tokenPerMinutePerClient: number;
-  /** Failed client authentications from one IP for one client id before a lockout. */
+  /** Requests that fail client authentication, per (claimed client id, address), before they are held back. */
   authFailures: number;
-  /** How long the failures are counted and the lockout lasts. */
-  authLockoutSeconds: number;
-  /** Failed sign-ins of one account before each further attempt must wait longer. */
+  /** The same from one address across client ids. */
+  authFailuresPerIp: number;
+  /** How long those failures are counted. */
+  authWindowSeconds: number;
+  /** The longest Retry-After of a held-back failure (the delay doubles up to it). */
+  authMaxDelaySeconds: number;
+  /** Failed sign-ins of one account from one device (or address) before each further attempt must wait longer. */
   signInFreeFailures: number;
   signInMaxDelaySeconds: number;
   /** Failed sign-ins from one IP address per hour before it is blocked for the rest of the hour. */
@@ -59,11 +66,11 @@ const DEV_COOKIE_KEYS = ['dev-cookie-key-not-for-production-1', 'dev-cookie-key-
 
 type Env = Record<string, string | undefined>;
 
-function readPort(value: string | undefined): number {
-  if (value === undefined || value === '') return 3000;
+function readPort(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`PORT must be an integer from 0 to 65535, got "${value}"`);
+    throw new ConfigError(`${name} must be an integer from 0 to 65535, got "${value}"`);
   }
   return port;
 }
@@ -76,15 +83,47 @@ function readCount(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/**
+ * TRUST_PROXY: how many proxies stand in front of the server. `false` (or unset, or 0): none, the
+ * socket address is the client; `true`: one; N: N. The client address is the X-Forwarded-For entry
+ * that the nearest trusted proxy added, never one a client could write.
+ */
+function readProxyHops(value: string | undefined): number {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'false') return 0;
+  if (v === 'true') return 1;
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || n > 10) throw new ConfigError(`TRUST_PROXY must be false, true or the number of proxies in front of the server (0 to 10), got "${value}"`);
+  return n;
+}
+
+// Settings of the old lockout design, which refused even the right secret: say so, do not ignore them.
+const REMOVED_SETTINGS: Record<string, string> = {
+  RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: 'valid requests are no longer limited per address; see RATE_LIMIT_AUTH_FAILURES_PER_IP',
+  RATE_LIMIT_AUTH_LOCKOUT_SECONDS: 'there is no lockout any more; use RATE_LIMIT_AUTH_WINDOW_SECONDS',
+};
+
+function readGraceSeconds(value: string | undefined): number {
+  if (value === undefined || value === '') return 10;
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n > 60) throw new ConfigError(`REFRESH_GRACE_SECONDS must be a whole number of seconds from 0 (off) to 60, got "${value}"`);
+  return n;
+}
+
 function readRateLimits(env: Env): RateLimitConfig {
   const switchValue = (env.RATE_LIMITS ?? 'on').toLowerCase();
   if (!['on', 'off'].includes(switchValue)) throw new ConfigError(`RATE_LIMITS must be "on" or "off", got "${env.RATE_LIMITS}"`);
+  for (const [name, why] of Object.entries(REMOVED_SETTINGS)) {
+    if (env[name] !== undefined) throw new ConfigError(`${name} is no longer supported: ${why}`);
+  }
   return {
     enabled: switchValue === 'on',
-    tokenPerMinutePerIp: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP', 600),
-    tokenPerMinutePerClient: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', 1200),
+    // An app with 100,000 connected users refreshes about 3,300 times a minute on 30-minute tokens.
+    tokenPerMinutePerClient: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', 6000),
     authFailures: readCount(env, 'RATE_LIMIT_AUTH_FAILURES', 10),
-    authLockoutSeconds: readCount(env, 'RATE_LIMIT_AUTH_LOCKOUT_SECONDS', 900),
+    authFailuresPerIp: readCount(env, 'RATE_LIMIT_AUTH_FAILURES_PER_IP', 100),
+    authWindowSeconds: readCount(env, 'RATE_LIMIT_AUTH_WINDOW_SECONDS', 900),
+    authMaxDelaySeconds: readCount(env, 'RATE_LIMIT_AUTH_MAX_DELAY_SECONDS', 300),
     signInFreeFailures: readCount(env, 'RATE_LIMIT_SIGNIN_FREE_FAILURES', 5),
     signInMaxDelaySeconds: readCount(env, 'RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS', 900),
     signInFailuresPerHourPerIp: readCount(env, 'RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP', 100),
@@ -133,8 +172,14 @@ function readPublicUrl(name: string, value: string): string {
 
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
-  const port = readPort(env.PORT);
+  const port = readPort('PORT', env.PORT) ?? 3000;
   const host = env.HOST || '127.0.0.1';
+  const metricsPort = readPort('METRICS_PORT', env.METRICS_PORT);
+  const metricsHost = env.METRICS_HOST || host;
+  // Both on one address would fail at listen with EADDRINUSE: say why up front.
+  if (metricsPort && metricsPort === port && metricsHost === host) {
+    throw new ConfigError(`METRICS_PORT must differ from PORT (both ${port}): metrics are never served on the public port`);
+  }
   // With PORT=0 the real port is known only after listen; main.ts fills these in then.
   const appUrl = readPublicUrl('APP_URL', env.APP_URL || `http://localhost:${port}`);
   const baseUrl = env.BASE_URL ? readPublicUrl('BASE_URL', env.BASE_URL) : appUrl;
@@ -158,6 +203,8 @@ export function loadConfig(env: Env = process.env): Config {
     env: nodeEnv,
     port,
     host,
+    metricsPort,
+    metricsHost,
     appUrl,
     baseUrl,
     issuer: `${baseUrl}/v2/auth/oauth2`,
@@ -167,9 +214,10 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,
-    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    proxyHops: readProxyHops(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     rateLimits: readRateLimits(env),
+    refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
   };
 }
 

@@ -1,15 +1,14 @@
 // First start of the embedded default: a demo user and an approved demo client, printed with a
 // ready-to-open authorization URL, so a newcomer can try the whole flow in a minute.
 import { randomBytes } from 'node:crypto';
-import type { Db } from './storage/db.ts';
 import type { Config } from './config.ts';
 import { createUser } from './accounts/store.ts';
-import { changeClientStatus, createClient } from './clients/store.ts';
-import { APP_AUTHORIZE_PATH } from './oauth/provider.ts';
+import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
+import { APP_AUTHORIZE_PATH } from './http/paths.ts';
 
 const DEMO = { actor: 'system:demo-seed', reason: 'first start of the embedded default' };
 
-export async function seedDemo(db: Db, config: Config): Promise<string> {
+export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): Promise<string> {
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
   const redirectUri = 'http://localhost:8080/callback';
@@ -20,7 +19,7 @@ export async function seedDemo(db: Db, config: Config): Promise<string> {
     scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
     redirectUris: [redirectUri],
   }, DEMO);
-  await changeClientStatus(db, client.clientId, 'approved', DEMO);
+  await setClientStatus({ db, artifacts }, client.clientId, 'approved', DEMO);
   const state = randomBytes(8).toString('hex');
   const authorize = new URL(`${config.appUrl}${APP_AUTHORIZE_PATH}`);
   authorize.search = new URLSearchParams({

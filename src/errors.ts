@@ -1,9 +1,46 @@
-// Errors our own code raises for bad input; HTTP handlers and the CLI turn them into a
-// clear refusal (400 / exit code 2) instead of a crash.
-export class InputError extends Error {
-  override name = 'InputError';
+// Our errors carry their HTTP meaning — a status, a machine-readable code, and whether the message
+// may be shown to the client — as oidc-provider's OIDCProviderError and Koa's HttpError do. One
+// responder (src/http/error-responses.ts) shapes any of them for the route family that failed;
+// the operator scripts print the message and exit 1.
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly expose: boolean = true;
+
+  constructor(message: string, status: number, code: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
 }
 
-export class NotFoundError extends Error {
+/** Bad input: a clear refusal that changes nothing. */
+export class InputError extends AppError {
+  override name = 'InputError';
+  constructor(message: string) {
+    super(message, 400, 'invalid_request');
+  }
+}
+
+export class NotFoundError extends AppError {
   override name = 'NotFoundError';
+  constructor(message: string) {
+    super(message, 404, 'not_found');
+  }
+}
+
+/** Not for this user (an administrator's page, a form from another site, an unreviewed app). */
+export class ForbiddenError extends AppError {
+  override name = 'ForbiddenError';
+  constructor(message: string, code = 'access_denied') {
+    super(message, 403, code);
+  }
+}
+
+/** The thing changed under the request (a stale form): nothing was done. */
+export class ConflictError extends AppError {
+  override name = 'ConflictError';
+  constructor(message: string) {
+    super(message, 409, 'conflict');
+  }
 }

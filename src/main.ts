@@ -1,17 +1,21 @@
-// Process entry: config → listen → storage → provider → app; graceful shutdown on SIGTERM/SIGINT.
+// Process entry: config → listen → storage → provider → app (+ metrics listener); graceful shutdown on SIGTERM/SIGINT.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, withListeningPort } from './config.ts';
 import { buildSystem } from './system.ts';
+import { metricsListener } from './http/metrics.ts';
 import { acquireLock } from './storage/embedded-lock.ts';
 import { seedDemo } from './demo.ts';
+import { startingListener } from './http/starting.ts';
 
 async function main(): Promise<void> {
   let config = loadConfig();
   const releaseLock = config.databaseUrl ? () => {} : acquireLock(config.dataDir);
 
-  // Listen first, so that with PORT=0 the public URLs can name the real port.
-  const server = http.createServer();
+  // Listen first, so that with PORT=0 the public URLs can name the real port; until the app is
+  // ready every request is answered 503 with Retry-After at once (a health check, an early client).
+  const starting = startingListener();
+  const server = http.createServer(starting.listener);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -19,13 +23,22 @@ async function main(): Promise<void> {
   config = withListeningPort(config, (server.address() as AddressInfo).port);
 
   const system = await buildSystem(config);
-  server.on('request', system.app.callback());
+  starting.ready(system.app.callback());
   const { log } = system;
 
   if (config.usingDevCookieKeys) log.warn('COOKIE_KEYS is not set: using development cookie keys (refused in production)');
   if (!config.databaseUrl) log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL (PGlite)');
   if (!config.databaseUrl && config.env !== 'production' && system.migrationsApplied.includes('001_initial')) {
-    console.log(await seedDemo(system.db, config));
+    console.log(await seedDemo({ db: system.db, artifacts: system.artifacts }, config));
+  }
+  // Metrics only on their own listener (METRICS_PORT, e.g. reachable by Prometheus alone), never on the public one.
+  const metricsServer = config.metricsPort === undefined ? undefined : metricsListener(system.metrics);
+  if (metricsServer) {
+    await new Promise<void>((resolve, reject) => {
+      metricsServer.once('error', reject);
+      metricsServer.listen(config.metricsPort, config.metricsHost, resolve);
+    });
+    console.log(`Metrics on http://${config.metricsHost}:${(metricsServer.address() as AddressInfo).port}/metrics`);
   }
   const { port } = server.address() as AddressInfo;
   console.log(`Listening on http://${config.host}:${port} (APP_URL ${config.appUrl}, BASE_URL ${config.baseUrl})`);
@@ -35,6 +48,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down: finishing in-flight requests');
+    metricsServer?.close();
+    metricsServer?.closeIdleConnections();
     server.close(async () => {
       await system.close();
       releaseLock();

@@ -5,13 +5,14 @@ import type { RedisClient } from './storage/redis.ts';
 import { connectRedis } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import { connectDb, migrateLatest, type Db } from './storage/db.ts';
+import { startChangeFeed } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createApp } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
-import { createMetrics } from './http/metrics.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 
@@ -22,6 +23,7 @@ export interface System {
   redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
   log: Logger;
+  metrics: Metrics;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
   close(): Promise<void>;
@@ -41,9 +43,11 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   const migrationsApplied = await migrateLatest(db);
+  // Client and user records are cached in memory while this feed tells us of every change.
+  const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
-  const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db) });
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
+  const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
   watchProviderEvents(provider, { db, metrics, log });
   const app = createApp({
@@ -51,7 +55,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     db,
     redis,
     log,
-    trustProxy: config.trustProxy,
+    proxyHops: config.proxyHops,
+    production: config.env === 'production',
     rateLimits,
     cookieKeys: config.cookieKeys,
     artifacts,
@@ -72,9 +77,11 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     redis,
     artifacts,
     log,
+    metrics,
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);
+      await changeFeed.close();
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

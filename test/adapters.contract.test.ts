@@ -120,14 +120,6 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
     expect(await a.findByUid(uid)).toBeUndefined();
   });
 
-  it('findByUserCode finds a device code by its user code', async () => {
-    const a = make('DeviceCode');
-    const [jti, userCode] = [id(), 'ABCD-EFGH'];
-    await a.upsert(jti, { jti, userCode, kind: 'DeviceCode' }, 60);
-    expect(await a.findByUserCode(userCode)).toMatchObject({ jti, userCode });
-    expect(await a.findByUserCode('XXXX-XXXX')).toBeUndefined();
-  });
-
   it('revokeClient removes every artifact of one client, across models, and nothing else', async () => {
     const [mine, theirs] = [id(), id()];
     const made: Array<[string, string, string]> = [];

@@ -93,9 +93,9 @@ describe('client lifecycle scripts', () => {
 
   it('allows only the legal status transitions and records each with who, when and why', async () => {
     const c = await createClient();
-    refused(await admin('clients', 'suspend', c.client_id), /pending client cannot become suspended/);
+    refused(await admin('clients', 'suspend', c.client_id), /^error: a pending client cannot become suspended$/);
     expect(ok(await admin('--reason', 'reviewed: ticket 42', 'clients', 'approve', c.client_id)).status).toBe('approved');
-    refused(await admin('clients', 'reject', c.client_id), /approved client cannot become rejected/);
+    refused(await admin('clients', 'reject', c.client_id), /^error: an approved client cannot become rejected$/);
     expect(ok(await admin('clients', 'suspend', c.client_id, '--reason', 'abuse report')).status).toBe('suspended');
     expect(ok(await admin('clients', 'approve', c.client_id)).status).toBe('approved');
 
@@ -111,7 +111,7 @@ describe('client lifecycle scripts', () => {
 
   it('has --help for every command', async () => {
     const commands = [
-      ['migrate'], ['users', 'create'], ['clients', 'create'], ['clients', 'approve'], ['clients', 'reject'], ['clients', 'suspend'],
+      ['migrate'], ['users', 'create'], ['users', 'set-admin'], ['users', 'list'], ['clients', 'create'], ['clients', 'rename'], ['clients', 'set-rate-limit'], ['clients', 'approve'], ['clients', 'reject'], ['clients', 'suspend'],
       ['clients', 'show'], ['clients', 'list'], ['clients', 'set-scopes'], ['clients', 'add-redirect-uri'],
       ['clients', 'remove-redirect-uri'], ['secrets', 'generate'], ['secrets', 'revoke'], ['secrets', 'list'],
     ];
@@ -119,6 +119,62 @@ describe('client lifecycle scripts', () => {
     results.forEach((res, i) => {
       expect(res.code, commands[i]!.join(' ')).toBe(0);
       expect(res.stdout).toMatch(/^Usage: admin /);
+      // The global options work after any subcommand, so its help lists them.
+      expect(res.stdout, commands[i]!.join(' ')).toMatch(/Global Options:\n  --json .*\n  --reason <text>/);
     });
+  });
+
+  it('moving a client to the status it already has is a no-op success: unchanged, exit 0, no audit row', async () => {
+    const approved = await createClient();
+    ok(await admin('clients', 'approve', approved.client_id));
+    const rejected = await createClient();
+    ok(await admin('clients', 'reject', rejected.client_id));
+    const suspended = await createClient();
+    ok(await admin('clients', 'approve', suspended.client_id));
+    ok(await admin('clients', 'suspend', suspended.client_id));
+    for (const [command, c] of [['approve', approved], ['reject', rejected], ['suspend', suspended]] as const) {
+      const before = await admin('clients', 'show', c.client_id);
+      const trail = await cli.pg.db('audit_events').where('client_id', c.client_id).count<{ count: string }[]>('* as count');
+      const again = ok(await admin('--reason', 'again', 'clients', command, c.client_id));
+      const { secrets: _, ...shown } = ok(before);
+      expect(again, command).toEqual(shown);
+      expect(await cli.pg.db('audit_events').where('client_id', c.client_id).count<{ count: string }[]>('* as count')).toEqual(trail);
+    }
+  });
+
+  it('clients list in text mode: a header and one line per client (id, status, kind, scopes, name)', async () => {
+    const c = await createClient();
+    const rs = ok(await admin('clients', 'create', '--resource-server', '--name', 'Gateway One'));
+    const json = ok(await admin('clients', 'list'));
+    const res = await runAdmin(['clients', 'list'], cli.env);
+    expect(res.code, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +STATUS +KIND +SCOPES +NAME$/);
+    expect(lines).toHaveLength(json.clients.length + 1);
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^${c.client_id} +pending +confidential +PROFILE_READ +App$`)));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^${rs.client_id} +pending +resource_server +- +Gateway One$`)));
+  });
+
+  it('renames a client under the creation rules, in one transaction with a client.renamed audit row', async () => {
+    const c = await createClient();
+    const renamed = ok(await admin('clients', 'rename', c.client_id, '  Acme Calendar  ', '--reason', 'rebrand'));
+    expect(renamed).toMatchObject({ client_id: c.client_id, name: 'Acme Calendar', status: 'pending', scopes: ['PROFILE_READ'] });
+    const [event] = await cli.pg.db('audit_events').where({ client_id: c.client_id, action: 'client.renamed' });
+    expect(event.details).toEqual({ from: 'App', to: 'Acme Calendar', reason: 'rebrand' });
+    expect(event.actor).toMatch(/^operator:/);
+
+    const audits = await cli.pg.db('audit_events').count<{ count: string }[]>('* as count');
+    const [blank, long, hostile, missing] = await Promise.all([
+      admin('clients', 'rename', c.client_id, '   '),
+      admin('clients', 'rename', c.client_id, 'x'.repeat(101)),
+      admin('clients', 'rename', c.client_id, 'Evil\nstatus: approved'),
+      admin('clients', 'rename', 'no-such-client', 'Fine'),
+    ]);
+    refused(blank, /1 to 100 characters/);
+    refused(long, /1 to 100 characters/);
+    refused(hostile, /must not contain control or text-direction characters/);
+    refused(missing, /no client/);
+    expect((await row(c.client_id)).name).toBe('Acme Calendar');
+    expect(await cli.pg.db('audit_events').count<{ count: string }[]>('* as count')).toEqual(audits);
   });
 });

@@ -1,6 +1,6 @@
 // The operator scripts as an operator runs them, against PostgreSQL.
 import { describe, expect, it } from 'vitest';
-import { spawnAdmin } from './support/processes.ts';
+import { admin as runText, spawnAdmin } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 
 const cli = useAdminCli();
@@ -116,10 +116,62 @@ describe('operator scripts', () => {
     expect(res.stdout).toMatch(/^email: text@example.com$/m);
     const refusal = await spawnAdmin(['--json', 'clients', 'approve', 'no-such-client'], cli.env);
     expect(refusal.code).toBe(1);
-    expect(refusal.stdout).toBe('');
+    // With --json, a failure is a JSON document on stdout as well as the one line on stderr.
+    expect(JSON.parse(refusal.stdout)).toEqual({ error: { message: 'no client with id no-such-client' } });
     expect(refusal.stderr).toBe('error: no client with id no-such-client\n');
+    const textRefusal = await runText(['clients', 'approve', 'no-such-client'], cli.env);
+    expect(textRefusal).toEqual({ code: 1, stdout: '', stderr: 'error: no client with id no-such-client\n' });
     const help = await spawnAdmin(['clients', 'create', '--help'], cli.env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--redirect-uri');
+  });
+
+  it('--json usage errors are a JSON error object too, with a non-zero exit', async () => {
+    for (const args of [['clients', 'frobnicate'], ['clients', 'create'], []]) {
+      const res = await admin(...args);
+      expect(res.code, args.join(' ')).not.toBe(0);
+      expect(JSON.parse(res.stdout), args.join(' ')).toEqual({ error: { message: expect.any(String) } });
+    }
+  });
+
+  it('users list: id, email, username, name and admin flag; a table in text mode', async () => {
+    expect((await admin('users', 'set-admin', 'grace@example.com')).code).toBe(0);
+    const res = await admin('users', 'list');
+    expect(res.code, res.stderr).toBe(0);
+    const { users } = JSON.parse(res.stdout);
+    expect(users).toContainEqual({ id: expect.any(Number), email: 'grace@example.com', username: 'grace', name: 'Grace Hopper', admin: true });
+    expect(users).toContainEqual(expect.objectContaining({ email: 'text@example.com', admin: false }));
+    for (const u of users) expect(Object.keys(u).sort()).toEqual(['admin', 'email', 'id', 'name', 'username']);
+
+    const text = await runText(['users', 'list'], cli.env);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +EMAIL +USERNAME +ADMIN +NAME$/);
+    expect(lines).toHaveLength(users.length + 1);
+    expect(lines).toContainEqual(expect.stringMatching(/^\d+ +grace@example\.com +grace +yes +Grace Hopper$/));
+  });
+
+  it('prints "shown only once" next to a secret in text mode (JSON unchanged)', async () => {
+    const created = await runText(['clients', 'create', '--name', 'Once', '--redirect-uri', 'https://once.example/cb', '--scope', 'PROFILE_READ'], cli.env);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^client_secret: [A-Za-z0-9_-]{43} +\(shown only once\)$/m);
+    const id = /^client_id: (\S+)$/m.exec(created.stdout)![1]!;
+    const generated = await runText(['secrets', 'generate', id], cli.env);
+    expect(generated.code, generated.stderr).toBe(0);
+    expect(generated.stdout).toMatch(/^client_secret: [A-Za-z0-9_-]{43} +\(shown only once\)$/m);
+    const json = await admin('secrets', 'list', id);
+    expect(json.stdout).not.toContain('shown only once');
+  });
+
+  it('help: global options in every subcommand, --scope marked required, no internal document references', async () => {
+    const create = await runText(['clients', 'create', '--help'], cli.env);
+    expect(create.stdout.replace(/\s+/g, ' ')).toMatch(/--scope <scopes> .*required unless --legacy or --resource-server/);
+    for (const args of [['--help'], ['clients', 'approve', '--help'], ['users', 'list', '--help'], ['secrets', 'generate', '--help'], ['clients', 'create', '--help']]) {
+      const help = await runText(args, cli.env);
+      expect(help.code).toBe(0);
+      expect(help.stdout, args.join(' ')).toMatch(/--json +print exactly one JSON document/);
+      expect(help.stdout, args.join(' ')).toMatch(/--reason <text>/);
+      expect(help.stdout, args.join(' ')).not.toMatch(/CONTRACT|\bspec\b/i);
+    }
   });
 });

@@ -1,47 +1,8 @@
-// Configuration: defaults, validation, and production's refusal of development defaults.
-import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.ts';
+// `npm start` in production on development defaults: a clear message and a non-zero exit.
+import { describe, it, expect } from 'vitest';
 import { startServerProcess } from './support/processes.ts';
 
-describe('configuration', () => {
-  it('defaults to the embedded database on localhost:3000', () => {
-    const config = loadConfig({});
-    expect(config).toMatchObject({
-      port: 3000,
-      host: '127.0.0.1',
-      appUrl: 'http://localhost:3000',
-      baseUrl: 'http://localhost:3000',
-      issuer: 'http://localhost:3000/v2/auth/oauth2',
-      databaseUrl: undefined,
-      redis: undefined,
-      usingDevCookieKeys: true,
-    });
-    expect(config.dataDir).toMatch(/\.data$/);
-  });
-
-  it('derives the issuer from BASE_URL and keeps APP_URL apart', () => {
-    const config = loadConfig({ APP_URL: 'https://app.example.com/', BASE_URL: 'https://api.example.com', COOKIE_KEYS: 'a,b' });
-    expect(config.appUrl).toBe('https://app.example.com');
-    expect(config.issuer).toBe('https://api.example.com/v2/auth/oauth2');
-    expect(config.cookieKeys).toEqual(['a', 'b']);
-  });
-
-  it('refuses malformed values with a message naming the variable', () => {
-    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
-    expect(() => loadConfig({ APP_URL: 'not a url' })).toThrow(/APP_URL/);
-    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
-    expect(() => loadConfig({ REDIS_URL: 'http://x' })).toThrow(/REDIS_URL/);
-  });
-
-  it('refuses development defaults in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/DATABASE_URL.*COOKIE_KEYS/);
-    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x' })).toThrow(/COOKIE_KEYS/);
-    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'short' })).toThrow(/32 characters/);
-    const ok = loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32) });
-    expect(ok.usingDevCookieKeys).toBe(false);
-  });
-
+describe('configuration at start', () => {
   it('makes `npm start` in production exit with a clear message instead of starting on defaults', async () => {
     const failed = await startServerProcess({ NODE_ENV: 'production' }).then(
       () => 'started',
@@ -49,11 +10,5 @@ describe('configuration', () => {
     );
     expect(failed).toMatch(/exited with 1/);
     expect(failed).toMatch(/Configuration error: NODE_ENV=production refuses development defaults; set DATABASE_URL .* and COOKIE_KEYS/);
-  });
-
-  it('refuses malformed rate limit settings', () => {
-    expect(() => loadConfig({ RATE_LIMITS: 'maybe' })).toThrow(/RATE_LIMITS/);
-    expect(() => loadConfig({ RATE_LIMIT_AUTH_FAILURES: '0' })).toThrow(/RATE_LIMIT_AUTH_FAILURES/);
-    expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
   });
 });

@@ -56,7 +56,7 @@ describe.each<Storage>(['redis', 'sql'])('authorization code flow (%s storage)',
     expect(consent.$('.scopes li')).toHaveLength(2);
     expect(consent.html).toContain('See your profile');
     expect(consent.html).toContain('See your bookings');
-    expect(consent.$('button').map((_, b) => consent.$(b).text()).get()).toEqual(['Allow', 'Deny']);
+    expect(consent.$('button[name=decision]').map((_, b) => consent.$(b).text()).get()).toEqual(['Allow', 'Deny']);
 
     const allowed = await browser.submit(consent, 'button:contains("Allow")');
     expect(allowed.status).toBe(303);
@@ -89,6 +89,10 @@ describe.each<Storage>(['redis', 'sql'])('authorization code flow (%s storage)',
     expect(refreshed.body.refresh_token).not.toBe(tokens.body.refresh_token);
     expect((await getMe(base, refreshed.body.access_token as string)).status).toBe(200);
 
+    // Presented again at once: the same answer (the grace window); once its successor was used: refused.
+    const retried = await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token as string, ...client });
+    expect(retried.body).toEqual(refreshed.body);
+    expect((await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token as string, ...client })).status).toBe(200);
     const reused = await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token as string, ...client });
     expect(reused.status).toBe(400);
     expect(reused.body.error).toBe('invalid_grant');

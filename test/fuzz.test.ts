@@ -3,14 +3,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { approvedClient, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { approvedClient, codeFor, newUser, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 
 let server: TestServer;
 let client: TestClient;
+// Real credentials of another client in play: its code and refresh token must never work for ours.
+let foreign: { code: string; refreshToken: string };
 
 beforeAll(async () => {
   server = await startTestServer('redis', { RATE_LIMITS: 'off' });
   client = await approvedClient(server, ['PROFILE_READ']);
+  const other = await approvedClient(server, ['PROFILE_READ'], 'Other App');
+  const user = await newUser(server);
+  foreign = { code: await codeFor(server, other, user, 'PROFILE_READ'), refreshToken: (await tokensFor(server, other, user, 'PROFILE_READ')).refresh_token };
 });
 afterAll(() => server?.close());
 
@@ -29,6 +34,12 @@ const hostile = fc.oneof(
     'code',
     'authorization_code',
     'refresh_token',
+    // Grants this server does not offer, asked for with valid client credentials.
+    'client_credentials',
+    'password',
+    'urn:ietf:params:oauth:grant-type:device_code',
+    'urn:ietf:params:oauth:grant-type:token-exchange',
+    'urn:ietf:params:oauth:grant-type:jwt-bearer',
     'S256',
     'plain',
     '%00',
@@ -41,6 +52,7 @@ const hostile = fc.oneof(
 );
 
 // Pairs instead of an object, so a parameter can be repeated.
+const foreignCredential = fc.constantFrom<() => string>(() => foreign.code, () => foreign.refreshToken);
 const paramList = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...PARAMS), fc.string({ maxLength: 20 })), hostile), { maxLength: 12 });
 
 function withClient(pairs: Array<[string, string]>, includeClient: boolean): Array<[string, string]> {
@@ -69,9 +81,11 @@ describe('hostile input', () => {
 
   it('the token endpoint never fails with 5xx nor issues a token, for form and JSON bodies', async () => {
     await fc.assert(
-      fc.asyncProperty(paramList, fc.boolean(), fc.boolean(), fc.boolean(), async (pairs, includeClient, json, withSecret) => {
+      fc.asyncProperty(paramList, fc.boolean(), fc.boolean(), fc.boolean(), fc.option(foreignCredential), async (pairs, includeClient, json, withSecret, stolen) => {
         const fields = withClient(pairs, includeClient);
         if (withSecret) fields.push(['client_secret', client.client_secret]);
+        // Valid client credentials with another client's code or refresh token, or a grant we do not offer.
+        if (stolen) fields.push(['code', stolen()], ['refresh_token', stolen()]);
         const body = json ? JSON.stringify(Object.fromEntries(fields)) : new URLSearchParams(fields).toString();
         const res = await fetch(`${server.url}/v2/auth/oauth2/token`, {
           method: 'POST',

@@ -1,4 +1,5 @@
 // GET /v2/auth/check as nginx auth_request or Traefik ForwardAuth use it, with real tokens.
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
@@ -10,18 +11,20 @@ let client: TestClient;
 let user: Awaited<ReturnType<typeof newUser>>;
 let teamReader: string;
 let orgWriter: string;
+let userReader: string;
 
 beforeAll(async () => {
   server = await startTestServer('redis');
-  client = await approvedClient(server, ['TEAM_BOOKING_READ', 'ORG_EVENT_TYPE_WRITE', 'ORG_BOOKING_READ', 'PROFILE_READ']);
+  client = await approvedClient(server, ['TEAM_BOOKING_READ', 'ORG_EVENT_TYPE_WRITE', 'ORG_BOOKING_READ', 'PROFILE_READ', 'BOOKING_READ']);
   user = await newUser(server);
   teamReader = (await tokensFor(server, client, user, 'TEAM_BOOKING_READ')).access_token;
   orgWriter = (await tokensFor(server, client, user, 'ORG_EVENT_TYPE_WRITE ORG_BOOKING_READ')).access_token;
+  userReader = (await tokensFor(server, client, user, 'BOOKING_READ PROFILE_READ')).access_token;
 });
 afterAll(() => server?.close());
 
-async function check(method: string, uri: string, token?: string) {
-  const headers: Record<string, string> = { 'X-Forwarded-Method': method, 'X-Forwarded-Uri': uri };
+async function check(method: string, uri: string, token?: string, extra: Record<string, string> = {}) {
+  const headers: Record<string, string> = { 'X-Forwarded-Method': method, 'X-Forwarded-Uri': uri, ...extra };
   if (token) headers.Authorization = `Bearer ${token}`;
   const res = await fetch(`${server.url}/v2/auth/check`, { headers });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> };
@@ -103,5 +106,123 @@ describe('gateway decision', () => {
     expect(again.body.error).toBe('invalid_grant');
     // Other clients' tokens are untouched.
     expect((await check('GET', '/v2/teams/12/bookings', teamReader)).status).toBe(200);
+  });
+});
+
+describe('gateway decision: paths a backend may resolve differently', () => {
+  it('refuses matrix parameters that servlet containers read as dot segments (the reported bypasses)', async () => {
+    // Tomcat, Jetty and Spring drop ";…" from each segment: "..;" is ".." to them.
+    const team = await check('GET', '/v2/organizations/o1/teams/t1/bookings/..;/..;/..;/bookings/123', teamReader);
+    expect(team.status).toBe(403);
+    expect(team.body.error.code).toBe('access_denied');
+    expect(team.headers.get('x-auth-user-id')).toBeNull();
+    expect((await check('GET', '/v2/bookings/..;/organizations/o1/bookings', userReader)).status).toBe(403);
+    // The same calls without the trick are judged normally.
+    expect((await check('GET', '/v2/organizations/o1/bookings', userReader)).status).toBe(403);
+    expect((await check('GET', '/v2/bookings/1', userReader)).status).toBe(200);
+  });
+
+  it('refuses semicolons, encoded or not, and look-alikes of "." and "/" (encoded, or raw UTF-8 bytes)', async () => {
+    const rawUtf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1'); // the bytes as a header carries them
+    for (const uri of [
+      '/v2/bookings/1;x=1',
+      '/v2/bookings/..%3b/organizations/o1/bookings',
+      '/v2/bookings/..%3B/organizations/o1/bookings',
+      '/v2/bookings/%EF%BC%8E%EF%BC%8E/organizations/o1/bookings', // ．．
+      '/v2/bookings/%E2%80%A5/organizations/o1/bookings', // ‥
+      '/v2/bookings/x%EF%BC%8F..%EF%BC%8Forganizations%EF%BC%8Fo1%EF%BC%8Fbookings', // ／
+      '/v2/bookings/x%E2%88%95..%E2%88%95organizations', // ∕
+      '/v2/bookings/%252e%252e/organizations/o1/bookings',
+      '/v2/bookings/%c0%ae%c0%ae/organizations/o1/bookings',
+      rawUtf8('/v2/bookings/．．/organizations/o1/bookings'),
+      rawUtf8('/v2/bookings/x／..／organizations'),
+    ]) {
+      const res = await check('GET', uri, userReader);
+      expect(res.status, uri).toBe(403);
+      expect(res.body.error.code, uri).toBe('access_denied');
+    }
+  });
+});
+
+describe('gateway decision: method overrides', () => {
+  it('judges a call with a method override as the overriding method too', async () => {
+    const overrides: Array<Record<string, string>> = [{ 'X-HTTP-Method-Override': 'DELETE' }, { 'X-HTTP-Method': 'DELETE' }, { 'X-Method-Override': 'delete' }];
+    for (const extra of overrides) {
+      const res = await check('GET', '/v2/bookings/1', userReader, extra);
+      expect(res.status, JSON.stringify(extra)).toBe(403);
+      expect(res.headers.get('www-authenticate')).toContain('scope="BOOKING_WRITE"');
+    }
+    for (const uri of ['/v2/bookings/1?_method=DELETE', '/v2/bookings/1?a=1&_method=delete']) {
+      expect((await check('GET', uri, userReader)).status, uri).toBe(403);
+    }
+    // Without the override the read is allowed; a write token may override to a write.
+    expect((await check('GET', '/v2/bookings/1', userReader)).status).toBe(200);
+    expect((await check('POST', '/v2/organizations/3/event-types/44', orgWriter, { 'X-HTTP-Method-Override': 'DELETE' })).status).toBe(200);
+  });
+
+  it('takes a public operation out of the public set when overridden, and refuses unknown override methods', async () => {
+    expect((await check('POST', '/v2/bookings/abc/cancel')).status).toBe(200);
+    expect((await check('POST', '/v2/bookings/abc/cancel', undefined, { 'X-HTTP-Method-Override': 'DELETE' })).status).toBe(401);
+    expect((await check('POST', '/v2/bookings?_method=PUT')).status).toBe(401);
+    const odd = await check('GET', '/v2/bookings/1', userReader, { 'X-HTTP-Method-Override': 'PROPFIND' });
+    expect(odd.status).toBe(403);
+    expect(odd.body.error.code).toBe('access_denied');
+  });
+});
+
+/** A request with exactly these raw headers (repeated ones included) and body, through node:http. */
+function rawRequest(path: string, method: string, headers: Array<[string, string]>, body?: string) {
+  return new Promise<{ status: number; body: Record<string, any>; challenge?: string }>((resolve, reject) => {
+    const framing = body === undefined ? [] : [['Content-Length', String(Buffer.byteLength(body))]];
+    const all = [['Host', new URL(server.url).host], ...framing, ...headers].flat();
+    // A connection of its own: a request that declares a body it never sends must not stall the next one.
+    const req = http.request(`${server.url}${path}`, { method, agent: false, headers: all as unknown as http.OutgoingHttpHeaders }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), challenge: res.headers['www-authenticate'] }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('one token, one way (RFC 6750 3.1)', () => {
+  const forwarded = (uri: string): Array<[string, string]> => [['X-Forwarded-Method', 'GET'], ['X-Forwarded-Uri', uri]];
+
+  it('refuses a token in the header and also as access_token, on /v2/auth/check', async () => {
+    const inForwardedQuery = await check('GET', `/v2/bookings/1?access_token=${orgWriter}`, userReader);
+    expect(inForwardedQuery.status).toBe(400);
+    expect(inForwardedQuery.body.error.code).toBe('invalid_request');
+    expect(inForwardedQuery.headers.get('www-authenticate')).toMatch(/^Bearer realm="api", error="invalid_request"/);
+    expect(inForwardedQuery.headers.get('x-auth-user-id')).toBeNull();
+
+    const inOwnQuery = await rawRequest(`/v2/auth/check?access_token=${orgWriter}`, 'GET', [...forwarded('/v2/bookings/1'), ['Authorization', `Bearer ${userReader}`]]);
+    expect(inOwnQuery.status).toBe(400);
+    expect(inOwnQuery.body.error.code).toBe('invalid_request');
+    // The check never reads a body: gateways do not forward it, and one that forwards Content-Length
+    // without it must not leave the check waiting.
+    const declaredBody = await rawRequest('/v2/auth/check', 'GET', [...forwarded('/v2/bookings/1'), ['Authorization', `Bearer ${userReader}`], ['Content-Type', 'application/x-www-form-urlencoded'], ['Content-Length', '50']]);
+    expect(declaredBody.status).toBe(200);
+    const twoHeaders = await rawRequest('/v2/auth/check', 'GET', [...forwarded('/v2/bookings/1'), ['Authorization', `Bearer ${userReader}`], ['Authorization', `Bearer ${orgWriter}`]]);
+    expect(twoHeaders.status).toBe(400);
+    expect(twoHeaders.body.error.message).toMatch(/one Authorization header/);
+    // One way only is fine, through the same helper.
+    expect((await rawRequest('/v2/auth/check', 'GET', [...forwarded('/v2/bookings/1'), ['Authorization', `Bearer ${userReader}`]])).status).toBe(200);
+    expect((await check('GET', '/v2/bookings/1?status=upcoming', userReader)).status).toBe(200);
+  });
+
+  it('refuses a token in the header and also as access_token, on /v2/me', async () => {
+    const auth: [string, string] = ['Authorization', `Bearer ${userReader}`];
+    const inQuery = await rawRequest(`/v2/me?access_token=${orgWriter}`, 'GET', [auth]);
+    expect(inQuery.status).toBe(400);
+    expect(inQuery.body).toEqual({ status: 'error', error: { code: 'invalid_request', message: expect.any(String) } });
+    expect(inQuery.challenge).toMatch(/error="invalid_request"/);
+    const inBody = await rawRequest('/v2/me', 'GET', [auth, ['Content-Type', 'application/x-www-form-urlencoded']], `access_token=${orgWriter}`);
+    expect(inBody.status).toBe(400);
+    const patch = await rawRequest('/v2/me', 'PATCH', [auth, ['Content-Type', 'application/x-www-form-urlencoded']], `access_token=${orgWriter}&name=x`);
+    expect(patch.status).toBe(400);
+    expect(patch.body.error.code).toBe('invalid_request');
+    expect((await rawRequest('/v2/me', 'GET', [auth, ['Authorization', `Bearer ${orgWriter}`]])).status).toBe(400);
+    expect((await rawRequest('/v2/me', 'GET', [auth])).status).toBe(200);
   });
 });

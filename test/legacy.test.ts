@@ -5,7 +5,10 @@ import { Browser } from './support/browser.ts';
 import { authorize, authorizeUrl, getMe, reachConsent, tokenRequest, type TestUser } from './support/oauth.ts';
 import { newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetScopes, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
-import { ALL_SCOPES } from '../src/oauth/scopes.ts';
+import { migrateLatest } from '../src/storage/db.ts';
+import { migrationSource } from '../migrations/index.ts';
+import { createTestDatabase } from './support/services.ts';
+import { ALL_SCOPES } from '../src/scopes.ts';
 
 let server: TestServer;
 let client: TestClient;
@@ -99,15 +102,29 @@ describe('a legacy client and its migration to scopes', () => {
     expect(shown.migration).toMatchObject({ state: 'migrating', requested_scopes_recently: ['ORG_BOOKING_READ', 'PROFILE_READ'] });
   });
 
-  it('the order guard refuses set-scopes after recent requests without scope, naming how many and when; --force applies it', async () => {
-    await expect(clientsSetScopes(operator(server), client.client_id, ['PROFILE_READ BOOKING_READ'])).rejects.toThrow(
-      /sent 3 authorization request\(s\) without scope in the last 7 days \(last at \d{4}-\d\d-\d\dT.*--force/,
+  it('the order guard judges the switch: it refuses while requests without scope keep coming after the first scoped one; --force applies it', async () => {
+    // Right after step (a) nothing stands in the way: the unscoped requests came before the switch.
+    let shown = await clientsShow(operator(server), client.client_id);
+    expect(shown.migration).toMatchObject({ unscoped_requests_since_first_scoped: 0, set_scopes_refused_because: null, first_scoped_request_at: expect.stringMatching(/^\d{4}-/) });
+
+    // Two users still reach the old URL.
+    await errorFor({});
+    await errorFor({});
+    const refusal = /the app began sending scope at \d{4}-\d\d-\d\dT.*, but 2 authorization request\(s\) without scope came since \(the last at (\d{4}-\d\d-\d\dT[^)]*)\).*--force/;
+    const error: Error = await clientsSetScopes(operator(server), client.client_id, ['PROFILE_READ BOOKING_READ']).then(
+      () => { throw new Error('set-scopes was not refused'); },
+      (err: Error) => err,
     );
-    expect((await clientsShow(operator(server), client.client_id)).scopes).toEqual([]);
+    expect(error.message).toMatch(refusal);
+    shown = await clientsShow(operator(server), client.client_id);
+    expect(shown.scopes).toEqual([]);
+    // `clients show` says the same: how many since the first scoped request, and when the last came.
+    expect(shown.migration).toMatchObject({ state: 'migrating', unscoped_requests_since_first_scoped: 2, last_unscoped_request_at: refusal.exec(error.message)![1] });
+    expect(error.message).toContain(shown.migration!.set_scopes_refused_because!);
 
     const migrated = await clientsSetScopes(operator(server), client.client_id, ['PROFILE_READ BOOKING_READ'], { force: true });
     expect(migrated.scopes).toEqual(['PROFILE_READ', 'BOOKING_READ']);
-    expect((await clientsShow(operator(server), client.client_id)).migration?.state).toBe('migrated');
+    expect((await clientsShow(operator(server), client.client_id)).migration).toMatchObject({ state: 'migrated', set_scopes_refused_because: null });
     const audit = await server.pg.db('audit_events').where({ client_id: client.client_id, action: 'client.scopes_set' }).first();
     expect(audit.details).toMatchObject({ forced: true, to: ['PROFILE_READ', 'BOOKING_READ'] });
   });
@@ -150,5 +167,103 @@ describe('a legacy client and its migration to scopes', () => {
     await authorize(new Browser(), server.url, { client_id: freshClient.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }, cyd);
     expect((await clientsShow(operator(server), fresh.client_id)).migration?.state).toBe('migrating');
     expect((await clientsSetScopes(operator(server), fresh.client_id, ['PROFILE_READ'])).scopes).toEqual(['PROFILE_READ']);
+  });
+});
+
+describe('the order guard over days (spec 5.6 point 3): it judges the switch, not the calendar', () => {
+  const DAY = 86_400_000;
+
+  async function legacyClient(name: string): Promise<string> {
+    const created = await clientsCreate(operator(server), { name, redirectUri: [REDIRECT], legacy: true });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    return created.client_id;
+  }
+
+  /** One authorization request of the app (it reaches the sign-in page and is counted). */
+  async function authorizationRequest(clientId: string, scope?: string) {
+    const page = await new Browser().follow(authorizeUrl(server.url, { client_id: clientId, redirect_uri: REDIRECT, state: 's', ...(scope ? { scope } : {}) }), server.url);
+    expect(page.status).toBe(200);
+  }
+
+  /** Moves everything recorded for the client `days` into the past, as if that time had passed. */
+  async function daysPass(clientId: string, days: number) {
+    const db = server.pg.db;
+    const back = (column: string) => db.raw(`${column} - ? * interval '1 day'`, [days]);
+    await db('client_scope_requests').where('client_id', clientId).update({ day: db.raw('day - ?::int', [days]), last_at: back('last_at') });
+    await db('legacy_scope_switch').where('client_id', clientId).update({ first_scoped_at: back('first_scoped_at'), last_unscoped_at: back('last_unscoped_at') });
+  }
+
+  const trySetScopes = (clientId: string) => clientsSetScopes(operator(server), clientId, ['PROFILE_READ']).then(() => 'set', (err: Error) => err.message);
+
+  it('lets the operator who follows the spec order set scopes as soon as the app sends scope', async () => {
+    const id = await legacyClient('Spec Order');
+    // A week of users on the old URL, the last of them two days ago…
+    for (let i = 0; i < 3; i++) {
+      await authorizationRequest(id);
+      await daysPass(id, 2); // the requests end up 6, 4 and 2 days ago
+    }
+    // …then the app adds scope to its URL (step a) and scoped requests arrive.
+    await authorizationRequest(id, 'PROFILE_READ');
+    await authorizationRequest(id, 'PROFILE_READ');
+    const shown = await clientsShow(operator(server), id);
+    expect(await trySetScopes(id)).toBe('set'); // step (b), without --force
+    expect(shown.migration).toMatchObject({ state: 'migrating', unscoped_requests_last_7_days: 3, unscoped_requests_since_first_scoped: 0, set_scopes_refused_because: null });
+  });
+
+  it('refuses while requests without scope keep arriving after the switch, until none has come for 7 days', async () => {
+    const id = await legacyClient('Half Switched');
+    await authorizationRequest(id);
+    await daysPass(id, 10);
+    await authorizationRequest(id, 'PROFILE_READ'); // the switch
+    await authorizationRequest(id); // an old link the app forgot
+    await daysPass(id, 3);
+    expect(await trySetScopes(id)).toMatch(/but 1 authorization request\(s\) without scope came since/);
+    await authorizationRequest(id); // still coming
+    await daysPass(id, 5);
+    const refusal = await trySetScopes(id);
+    expect(refusal).toMatch(/but 2 authorization request\(s\) without scope came since/);
+    const shown = await clientsShow(operator(server), id);
+    expect(shown.migration).toMatchObject({ unscoped_requests_since_first_scoped: 2, set_scopes_refused_because: expect.any(String) });
+    expect(refusal).toContain(shown.migration!.set_scopes_refused_because!);
+    expect(refusal).toContain(`the last at ${shown.migration!.last_unscoped_request_at}`);
+    await daysPass(id, 3); // 8 days since the last request without scope
+    expect((await clientsShow(operator(server), id)).migration?.set_scopes_refused_because).toBeNull();
+    expect(await trySetScopes(id)).toBe('set');
+  });
+
+  it('for an app that never sent scope, refuses while requests without scope came in the last 7 days', async () => {
+    const id = await legacyClient('Never Switched');
+    await authorizationRequest(id);
+    await daysPass(id, 6);
+    expect(await trySetScopes(id)).toMatch(/sent 1 authorization request\(s\) without scope in the last 7 days \(the last at \d{4}-.*\) and none with scope yet/);
+    await daysPass(id, 2);
+    expect(await trySetScopes(id)).toBe('set');
+  });
+
+  it('dates the switch of apps already migrating when the table is added, erring towards refusing', async () => {
+    const pg = await createTestDatabase({ migrate: false });
+    try {
+      const before007 = { ...migrationSource, getMigrations: async () => (await migrationSource.getMigrations([])).filter((name) => name < '007') };
+      await pg.db.migrate.latest({ migrationSource: before007 });
+      const now = Date.now();
+      const at = (daysAgo: number) => new Date(now - daysAgo * DAY);
+      const day = (daysAgo: number) => at(daysAgo).toISOString().slice(0, 10);
+      await pg.db('client_scope_requests').insert([
+        { client_id: 'a', day: day(5), scope_set: '', count: 4, last_at: at(5) },
+        { client_id: 'a', day: day(3), scope_set: 'PROFILE_READ', count: 2, last_at: at(3) },
+        { client_id: 'a', day: day(3), scope_set: '', count: 1, last_at: at(3) },
+        { client_id: 'a', day: day(1), scope_set: '', count: 2, last_at: at(1) },
+        { client_id: 'b', day: day(2), scope_set: '', count: 7, last_at: at(2) },
+        { client_id: 'c', day: day(2), scope_set: 'PROFILE_READ', count: 1, last_at: at(2) },
+      ]);
+      await migrateLatest(pg.db);
+      const rows = await pg.db('legacy_scope_switch').orderBy('client_id');
+      expect(rows.map((r) => [r.client_id, r.unscoped_since, r.last_unscoped_at?.getTime() ?? null])).toEqual([
+        ['a', 3, at(1).getTime()],
+        ['c', 0, null],
+      ]);
+    } finally {
+      await pg.drop();
+    }
   });
 });

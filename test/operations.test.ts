@@ -88,23 +88,34 @@ describe('metrics and audit trail', () => {
     expect((await fetch(`${server.url}/health`, { headers: { 'x-request-id': 'bad id\twith spaces' } })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('serves metrics only on the metrics listener, never on the public port', async () => {
+    for (const path of ['/metrics', '/metrics/', '/metrics?x=1']) expect((await fetch(`${server.url}${path}`)).status, path).toBe(404);
+    expect((await fetch(`${server.metricsUrl}/metrics`)).status).toBe(200);
+    expect((await fetch(`${server.metricsUrl}/`)).status).toBe(404);
+    expect((await fetch(`${server.metricsUrl}/health`)).status).toBe(404);
+    expect((await fetch(`${server.metricsUrl}/metrics`, { method: 'POST' })).status).toBe(404);
+  });
+
   it('exposes Prometheus metrics and records security events in the audit trail', async () => {
     const client = await approvedClient(server, ['PROFILE_READ']);
     const user = await newUser(server);
     const tokens = await tokensFor(server, client, user, 'PROFILE_READ');
     const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client });
     expect(refreshed.status).toBe(200);
+    // A retry within the grace window is answered again, not counted; reuse after the successor was used is.
+    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })).status).toBe(200);
+    expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token as string, ...client })).status).toBe(200);
     expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })).status).toBe(400);
     expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client_id, client_secret: 'wrong' })).status).toBe(401);
 
-    const res = await fetch(`${server.url}/metrics`);
+    const res = await fetch(`${server.metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
     expect(text).toMatch(/http_requests_total\{route="token",method="POST",status="200"\} [1-9]/);
     expect(text).toMatch(/http_request_duration_seconds_count\{route="token"\} [1-9]/);
     expect(text).toMatch(/oauth_tokens_issued_total\{grant_type="authorization_code"\} 1/);
-    expect(text).toMatch(/oauth_tokens_issued_total\{grant_type="refresh_token"\} 1/);
+    expect(text).toMatch(/oauth_tokens_issued_total\{grant_type="refresh_token"\} 2/);
     expect(text).toMatch(/oauth_auth_failures_total\{kind="client"\} 1/);
     expect(text).toMatch(/oauth_security_events_total\{event="refresh_token.reuse_detected"\} 1/);
     expect(text).toContain('process_resident_memory_bytes');

@@ -1,91 +1,177 @@
-// Abuse limits: failed client authentication locks out (client, IP) until the window passes, even
-// for the right secret; volume limits per IP; growing sign-in delays. 429 + Retry-After + RFC body.
+// Abuse limits that stop attackers and never legitimate users: failures are held back where they
+// come from (claimed client id and address), a client's own authenticated volume is its only
+// budget, and sign-in delays are keyed by (account, device or address). 429 + Retry-After + RFC body.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
-import { Browser } from './support/browser.ts';
+import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
-import { approvedClient, codeFor, newUser, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { clientsCreate, clientsSetRateLimit, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function tokenFrom(base: string, ip: string, fields: Record<string, string>) {
-  const res = await fetch(`${base}/v2/auth/oauth2/token`, {
+async function tokenFrom(base: string, ip: string, fields: Record<string, string>, path = '/v2/auth/oauth2/token') {
+  const res = await fetch(`${base}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
     body: new URLSearchParams(fields),
   });
-  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Record<string, unknown> };
+  const text = await res.text();
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (text.startsWith('{') ? JSON.parse(text) : text) as Record<string, unknown> };
 }
 
 describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) => {
   let server: TestServer;
-  let client: TestClient;
+  let a: TestClient;
+  let b: TestClient;
   let user: Awaited<ReturnType<typeof newUser>>;
 
   beforeAll(async () => {
     server = await startTestServer(storage, {
       TRUST_PROXY: 'true', // lets the tests speak from several IP addresses
       RATE_LIMIT_AUTH_FAILURES: '3',
-      RATE_LIMIT_AUTH_LOCKOUT_SECONDS: '2',
-      RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: '12',
+      RATE_LIMIT_AUTH_FAILURES_PER_IP: '200',
+      RATE_LIMIT_AUTH_MAX_DELAY_SECONDS: '8',
+      RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT: '40',
       RATE_LIMIT_SIGNIN_FREE_FAILURES: '2',
       RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS: '2',
     });
-    client = await approvedClient(server, ['PROFILE_READ']);
+    [a, b] = await Promise.all([approvedClient(server, ['PROFILE_READ'], 'App A'), approvedClient(server, ['PROFILE_READ'], 'App B')]);
     user = await newUser(server);
   });
   afterAll(() => server?.close());
 
-  const exchange = (ip: string, code: string, secret = client.client_secret) =>
-    tokenFrom(server.url, ip, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: client.client_id, client_secret: secret });
+  const exchange = async (ip: string, client: TestClient, secret = client.client_secret) =>
+    tokenFrom(server.url, ip, { grant_type: 'authorization_code', code: await codeFor(server, client, user, 'PROFILE_READ'), redirect_uri: REDIRECT, client_id: client.client_id, client_secret: secret });
+  const junk = (ip: string, client_id: string, client_secret = 'wrong') => tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'x', client_id, client_secret });
 
-  it('locks out an IP after repeated failed client authentication, even for the right secret, until the window passes', async () => {
-    const code = await codeFor(server, client, user, 'PROFILE_READ');
-    for (let i = 0; i < 3; i++) expect((await exchange('198.51.100.1', code, 'wrong')).status).toBe(401);
-    const locked = await exchange('198.51.100.1', code);
-    expect(locked.status).toBe(429);
-    expect(Number(locked.retryAfter)).toBeGreaterThanOrEqual(1);
-    expect(locked.body).toEqual({ error: 'slow_down', error_description: expect.stringContaining('retry after') });
+  it('never refuses correct credentials because of failures: 100 wrong secrets for A, then A and B from the same address', async () => {
+    const ip = '198.51.100.1';
+    const answers = [];
+    for (let i = 0; i < 100; i++) answers.push(await junk(ip, a.client_id));
+    expect(answers.slice(0, 3).map((r) => r.status)).toEqual([401, 401, 401]);
+    // Past the limit, failures are held back with a growing Retry-After (1, 2, 4, 8, 8 … seconds).
+    expect(answers.slice(3, 8).map((r) => [r.status, r.retryAfter])).toEqual([[429, '1'], [429, '2'], [429, '4'], [429, '8'], [429, '8']]);
+    expect(answers[99]).toMatchObject({ status: 429, body: { error: 'slow_down', error_description: expect.stringContaining('retry after') } });
 
-    // The same client from another address is not locked out (client ids are public).
-    expect((await exchange('198.51.100.2', await codeFor(server, client, user, 'PROFILE_READ'))).status).toBe(200);
-
-    await sleep(2100);
-    expect((await exchange('198.51.100.1', code)).status).toBe(200);
+    expect((await exchange(ip, b)).status).toBe(200);
+    expect((await exchange(ip, a)).status).toBe(200);
+    // …and the wrong secret is still held back.
+    expect((await junk(ip, a.client_id)).status).toBe(429);
   });
 
-  it('answers an unknown client id exactly as a wrong secret', async () => {
-    const unknown = await tokenFrom(server.url, '198.51.100.3', { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'no-such-client', client_secret: 's' });
-    const wrong = await tokenFrom(server.url, '198.51.100.4', { grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client_id, client_secret: 's' });
-    expect(unknown.status).toBe(401);
+  it('answers an unknown client id exactly as a wrong secret, held back or not', async () => {
+    const unknown = [];
+    const wrong = [];
+    for (let i = 0; i < 6; i++) {
+      unknown.push(await junk('198.51.100.3', 'no-such-client', 's'));
+      wrong.push(await junk('198.51.100.4', a.client_id, 's'));
+    }
+    expect(unknown.map((r) => r.status)).toEqual([401, 401, 401, 429, 429, 429]);
     expect(unknown).toEqual(wrong);
   });
 
-  it('limits the volume of token requests per IP', async () => {
-    const statuses: number[] = [];
-    for (let i = 0; i < 13; i++) statuses.push((await tokenFrom(server.url, '198.51.100.5', { grant_type: 'refresh_token', refresh_token: 'x', ...client })).status);
-    expect(statuses.slice(0, 12).every((s) => s === 400)).toBe(true);
-    expect(statuses[12]).toBe(429);
+  it("does not let junk naming A's public id spend A's budget", async () => {
+    for (let i = 0; i < 60; i++) {
+      const res = await junk(`203.0.113.${i % 20}`, a.client_id, i % 2 ? 'wrong' : '');
+      expect([400, 401, 429]).toContain(res.status);
+    }
+    // A's own authenticated requests (a junk refresh token, the right secret) are its only budget.
+    for (let i = 0; i < 5; i++) expect((await junk('203.0.113.1', a.client_id, a.client_secret)).body.error).toBe('invalid_grant');
   });
 
-  it('makes each sign-in attempt after repeated failures wait longer, the right password included', async () => {
-    const browser = new Browser();
-    const login = await browser.follow(authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }), server.url);
-    const attempt = (password: string) => browser.submit(login, 'form:has(input[name=password])', { email: user.email, password });
-    expect((await attempt('wrong-1')).status).toBe(401);
-    expect((await attempt('wrong-2')).status).toBe(401);
-    const held = await attempt(user.password);
-    expect(held.status).toBe(429);
-    expect(Number(held.headers.get('retry-after'))).toBe(1);
-    expect(held.$('.alert').text()).toContain('Too many sign-in attempts');
+  it("refuses an authenticated client only over its own budget, which an operator can set per client", async () => {
+    const created = await clientsCreate(operator(server), { name: 'Busy App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    expect((await clientsSetRateLimit(operator(server), created.client_id, '3')).token_requests_per_minute).toBe(3);
+    expect((await clientsShow(operator(server), created.client_id)).token_requests_per_minute).toBe(3);
+    const busy = (ip: string) => junk(ip, created.client_id, created.client_secret!);
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push(await busy(`192.0.2.${i}`)); // from anywhere: the budget is the client's
+    expect(statuses.map((r) => r.status)).toEqual([400, 400, 400, 429, 429]);
+    expect(Number(statuses[3]!.retryAfter)).toBeGreaterThan(0);
+    expect(Number(statuses[3]!.retryAfter)).toBeLessThanOrEqual(60);
+    // Another client is not affected, nor is the default budget of 40 hit by B.
+    expect((await junk('192.0.2.1', b.client_id, b.client_secret)).body.error).toBe('invalid_grant');
+    expect((await clientsSetRateLimit(operator(server), created.client_id, 'default')).token_requests_per_minute).toBe('default');
+  });
 
-    await sleep(1100);
-    expect((await attempt('wrong-3')).status).toBe(401);
-    const longer = await attempt(user.password);
-    expect(longer.status).toBe(429);
-    expect(Number(longer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1); // 2 s now: the delay grew
-    expect(Number(longer.headers.get('retry-after'))).toBeLessThanOrEqual(2);
-    await sleep(2100);
-    expect((await attempt(user.password)).status).toBe(303);
+  it("budgets a public client per address: nobody can spend another app user's budget", async () => {
+    const created = await clientsCreate(operator(server), { name: 'Mobile App', redirectUri: ['com.example.mobile:/cb'], scope: ['PROFILE_READ'], public: true });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    await clientsSetRateLimit(operator(server), created.client_id, '2');
+    const refresh = (ip: string) => tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'x', client_id: created.client_id });
+    expect([(await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status]).toEqual([400, 400, 429]);
+    expect((await refresh('192.0.2.51')).status).toBe(400);
+  });
+
+  it('applies the same limits to every spelling of the endpoints, or answers 404', async () => {
+    for (const path of ['/v2/auth/oauth2/Token', '/v2/auth/oauth2/token/', '/V2/auth/oauth2/token', '/v2/auth/oauth2/TOKEN', '/v2/auth/oauth2/Revoke', '/v2/auth/oauth2/introspect/']) {
+      expect((await tokenFrom(server.url, '198.51.100.9', { grant_type: 'refresh_token', refresh_token: 'x', client_id: a.client_id, client_secret: 'w' }, path)).status, path).toBe(404);
+    }
+  });
+
+  describe('sign-in', () => {
+    async function loginPage(browser: Browser): Promise<Page> {
+      const page = await browser.follow(authorizeUrl(server.url, { client_id: a.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }), server.url);
+      expect(page.$('input[name=password]')).toHaveLength(1);
+      return page;
+    }
+    const attempt = (browser: Browser, page: Page, password: string, ip: string) =>
+      browser.request(new URL(page.$('form:has(input[name=password])').attr('action')!, page.url).href, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        body: new URLSearchParams({ csrf: page.$('input[name=csrf]').first().val() as string, email: user.email, password }).toString(),
+      });
+
+    it('makes each attempt after repeated failures from this browser wait longer, the right password included', async () => {
+      const browser = new Browser();
+      const login = await loginPage(browser);
+      const ip = '198.51.100.20';
+      expect((await attempt(browser, login, 'wrong-1', ip)).status).toBe(401);
+      expect((await attempt(browser, login, 'wrong-2', ip)).status).toBe(401);
+      const held = await attempt(browser, login, user.password, ip);
+      expect(held.status).toBe(429);
+      expect(Number(held.headers.get('retry-after'))).toBe(1);
+      expect(held.$('.alert').text()).toContain('Please wait 1 second and try again');
+
+      await sleep(1100);
+      expect((await attempt(browser, login, 'wrong-3', ip)).status).toBe(401);
+      const longer = await attempt(browser, login, user.password, ip);
+      expect(longer.status).toBe(429);
+      expect(Number(longer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1); // 2 s now: the delay grew
+      await sleep(2100);
+      expect((await attempt(browser, login, user.password, ip)).status).toBe(303);
+    });
+
+    it("applies the same delays to the pages' own sign-in form", async () => {
+      const browser = new Browser();
+      const post = async (password: string) =>
+        browser.submit(await browser.get(`${server.url}/login`), 'form[action="/login"]', { email: user.email, password });
+      expect((await post('wrong-a')).status).toBe(401);
+      expect((await post('wrong-b')).status).toBe(401);
+      const held = await post(user.password);
+      expect(held.status).toBe(429);
+      expect(held.headers.get('retry-after')).toBe('1');
+      await sleep(1100);
+      expect((await post(user.password)).status).toBe(303);
+    });
+
+    it("cannot be used to lock a user out: 20 failures, then the user's own browser signs in at once", async () => {
+      const attacker = new Browser();
+      const attackerLogin = await loginPage(attacker);
+      const statuses = [];
+      for (let i = 0; i < 20; i++) {
+        statuses.push((await attempt(attacker, attackerLogin, `guess-${i}`, '198.51.100.30')).status);
+        if (i % 4 === 3) await sleep(600); // keep failing across the delays
+      }
+      expect(statuses).toContain(401);
+      expect(statuses).toContain(429);
+
+      const fromElsewhere = new Browser();
+      expect((await attempt(fromElsewhere, await loginPage(fromElsewhere), user.password, '198.51.100.31')).status).toBe(303);
+      const sameAddressOtherBrowser = new Browser();
+      expect((await attempt(sameAddressOtherBrowser, await loginPage(sameAddressOtherBrowser), user.password, '198.51.100.30')).status).toBe(303);
+    });
   });
 });

@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
 import { operator } from './support/fixtures.ts';
-import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsAddRedirectUri, clientsCreate, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
 
 let server: TestServer;
 
@@ -49,5 +49,19 @@ describe('redirect URI matching', () => {
     for (const uri of ['http://127.0.0.1:53682/other', 'http://localhost:53682/callback', 'com.example.app:/other', 'com.evil.app:/oauth']) {
       expect(await outcome(id, uri, pkce()), uri).toBe('refused');
     }
+  });
+});
+
+describe('redirect URI registration', () => {
+  it('refuses "*" anywhere, saying that matching is exact (scripts; the pages use the same rule)', async () => {
+    const wildcards = ['http://127.0.0.1:9/*', 'https://*.example.com/cb', 'https://app.example.com/cb/*', 'https://app.example.com/cb?next=*', 'com.example.app:/*'];
+    for (const uri of wildcards) {
+      await expect(clientsCreate(operator(server), { name: 'W', redirectUri: [uri], scope: ['PROFILE_READ'], public: true }), uri).rejects.toThrow(/matched exactly.*"\*" is not a wildcard/);
+    }
+    const id = await client(['https://app.example.com/cb'], 'confidential');
+    for (const uri of wildcards.slice(0, 4)) {
+      await expect(clientsAddRedirectUri(operator(server), id, uri), uri).rejects.toThrow(/matched exactly/);
+    }
+    expect((await clientsShow(operator(server), id)).redirect_uris).toEqual(['https://app.example.com/cb']);
   });
 });

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
-import { authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
+import { getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, newUser, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 
 let server: TestServer;

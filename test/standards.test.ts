@@ -2,13 +2,14 @@
 // single-use codes (RFC 6749 4.1.2), refresh rotation with reuse detection (RFC 9700 4.14.2),
 // revocation (RFC 7009) and introspection (RFC 7662) — on Redis and on SQL storage.
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
 import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
-import { ALL_SCOPES } from '../src/oauth/scopes.ts';
+import { ALL_SCOPES } from '../src/scopes.ts';
 
 const verifier = () => randomBytes(32).toString('base64url');
 const challengeOf = (v: string) => createHash('sha256').update(v).digest('base64url');
@@ -53,6 +54,94 @@ describe('metadata (RFC 8414)', () => {
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       authorization_response_iss_parameter_supported: true,
     });
+  });
+});
+
+describe('token endpoint requests and responses (RFC 6749 5.1, 5.2)', () => {
+  let server: TestServer;
+  let client: TestClient;
+  beforeAll(async () => {
+    server = await startTestServer('sql');
+    client = await approvedClient(server, ['PROFILE_READ']);
+  });
+  afterAll(() => server?.close());
+
+  const ENDPOINTS = ['token', 'revoke', 'introspect'];
+  const noCache = (res: Response) => ({ cacheControl: res.headers.get('cache-control'), pragma: res.headers.get('pragma') });
+
+  it('answers a body that is neither form nor JSON at once with 400 invalid_request naming both types', async () => {
+    for (const endpoint of ENDPOINTS) {
+      for (const [type, body] of [
+        ['text/plain', 'grant_type=refresh_token&refresh_token=x'],
+        ['text/plain;charset=UTF-8', 'token=x'],
+        ['application/xml', '<grant_type>x</grant_type>'],
+        ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="grant_type"\r\n\r\nrefresh_token\r\n--x--'],
+        ['application/merge-patch+json', '{"grant_type":"refresh_token"}'],
+        ['text/plain', 'a'.repeat(200_000)],
+      ]) {
+        const start = Date.now();
+        const res = await fetch(`${server.url}/v2/auth/oauth2/${endpoint}`, { method: 'POST', headers: { 'content-type': type!, authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}` }, body, signal: AbortSignal.timeout(2_000) });
+        expect(res.status, `${endpoint} ${type}`).toBe(400);
+        expect(Date.now() - start).toBeLessThan(1_000);
+        expect(await res.json()).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/application\/x-www-form-urlencoded or application\/json/) });
+        expect(noCache(res)).toEqual({ cacheControl: 'no-store', pragma: 'no-cache' });
+      }
+    }
+  });
+
+  it('answers before a body of another type has even been sent in full', async () => {
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(`${server.url}/v2/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'text/plain', 'content-length': '100000' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode!, text });
+        });
+      });
+      req.on('error', reject);
+      req.setTimeout(2_000, () => reject(new Error('no answer while the body was still coming')));
+      req.write('grant_type=refresh_token'); // …and the rest never comes
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.text).error).toBe('invalid_request');
+  });
+
+  it('keeps form and JSON bodies working, and marks every token response no-store and no-cache', async () => {
+    // The provider reads the body our app already read as a stream again: it never warns of an
+    // "already parsed request body".
+    const warn = vi.spyOn(console, 'warn');
+    onTestFinished(() => {
+      expect(warn.mock.calls.flat().join(' ')).not.toContain('already parsed');
+      warn.mockRestore();
+    });
+    const user = await newUser(server);
+    const form = await fetch(`${server.url}/v2/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: await codeFor(server, client, user, 'PROFILE_READ'), redirect_uri: REDIRECT, ...client }),
+    });
+    expect(form.status).toBe(200);
+    expect(noCache(form)).toEqual({ cacheControl: 'no-store', pragma: 'no-cache' });
+    const { refresh_token } = (await form.json()) as { refresh_token: string };
+    const json = await fetch(`${server.url}/v2/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'refresh_token', refresh_token, ...client }),
+    });
+    expect(json.status).toBe(200);
+    expect(noCache(json)).toEqual({ cacheControl: 'no-store', pragma: 'no-cache' });
+    // Errors too: an unknown refresh token (400), a wrong secret (401), malformed JSON (400), a body too large (413).
+    for (const [headers, body, status] of [
+      [{ 'content-type': 'application/json' }, JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'not-a-live-token', ...client }), 400],
+      [{ 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ grant_type: 'refresh_token', refresh_token, client_id: client.client_id, client_secret: 'wrong' }).toString(), 401],
+      [{ 'content-type': 'application/json' }, '{"grant_type":', 400],
+      [{ 'content-type': 'application/x-www-form-urlencoded' }, `refresh_token=${'a'.repeat(20_000)}`, 413],
+    ] as const) {
+      const res = await fetch(`${server.url}/v2/auth/oauth2/token`, { method: 'POST', headers, body });
+      expect(res.status, body.slice(0, 40)).toBe(status);
+      expect(noCache(res)).toEqual({ cacheControl: 'no-store', pragma: 'no-cache' });
+    }
   });
 });
 
@@ -173,21 +262,29 @@ describe.each<Storage>(['redis', 'sql'])('standards (%s storage)', (storage) => 
       const t1 = (await token({ grant_type: 'refresh_token', refresh_token: t0.refresh_token, ...client })).body;
       expect(t1.refresh_token).not.toBe(t0.refresh_token);
       expect((await getMe(server.url, t1.access_token as string)).status).toBe(200);
+      // Its successor is used: from now on t0 is reuse, whatever the grace window.
+      const t2 = (await token({ grant_type: 'refresh_token', refresh_token: t1.refresh_token as string, ...client })).body;
+      expect(t2.refresh_token).toEqual(expect.any(String));
 
       const reuse = await token({ grant_type: 'refresh_token', refresh_token: t0.refresh_token, ...client });
       expect(reuse.status).toBe(400);
       expect(reuse.body.error).toBe('invalid_grant');
-      expect((await getMe(server.url, t1.access_token as string)).status).toBe(401);
+      expect((await getMe(server.url, t2.access_token as string)).status).toBe(401);
       expect((await getMe(server.url, t0.access_token)).status).toBe(401);
-      expect((await token({ grant_type: 'refresh_token', refresh_token: t1.refresh_token as string, ...client })).body.error).toBe('invalid_grant');
+      expect((await token({ grant_type: 'refresh_token', refresh_token: t2.refresh_token as string, ...client })).body.error).toBe('invalid_grant');
     });
 
-    it('let exactly one of concurrent refreshes of the same token succeed', async () => {
+    it('give concurrent refreshes of the same token one answer: one token family, never two live refresh tokens', async () => {
       for (const n of [2, 10]) {
         const t0 = await tokensFor(server, client, user, 'PROFILE_READ');
         const results = await Promise.all(Array.from({ length: n }, () => token({ grant_type: 'refresh_token', refresh_token: t0.refresh_token, ...client })));
-        expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+        const answered = results.filter((r) => r.status === 200);
+        expect(answered.length).toBeGreaterThanOrEqual(1);
+        expect(new Set(answered.map((r) => JSON.stringify(r.body))).size).toBe(1);
         for (const r of results.filter((x) => x.status !== 200)) expect(r.body.error).toBe('invalid_grant');
+        // The one family lives on: its access token works, its refresh token refreshes.
+        expect((await getMe(server.url, answered[0]!.body.access_token as string)).status).toBe(200);
+        expect((await token({ grant_type: 'refresh_token', refresh_token: answered[0]!.body.refresh_token as string, ...client })).status).toBe(200);
       }
     });
   });

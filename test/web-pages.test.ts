@@ -101,6 +101,7 @@ describe('developer settings', () => {
     const cases: Array<[Record<string, string | string[]>, RegExp]> = [
       [{ name: 'A', kind: 'confidential', redirect_uris: REDIRECT }, /at least one scope/],
       [{ name: 'A', kind: 'confidential', redirect_uris: 'http://plain.example/cb', scope: 'PROFILE_READ' }, /https/],
+      [{ name: 'A', kind: 'confidential', redirect_uris: 'https://*.example.com/cb', scope: 'PROFILE_READ' }, /matched exactly/],
       [{ name: 'A', kind: 'confidential', redirect_uris: Array.from({ length: 11 }, (_, i) => `${REDIRECT}${i}`).join('\n'), scope: 'PROFILE_READ' }, /at most 10/],
       [{ name: 'A', kind: 'confidential', redirect_uris: REDIRECT, scope: 'ADMIN_ALL' }, /unknown scope/],
       [{ name: '', kind: 'confidential', redirect_uris: REDIRECT, scope: 'PROFILE_READ' }, /name/],
@@ -141,6 +142,28 @@ describe('developer settings', () => {
     expect(page.html).toContain('waiting for review');
   });
 
+  it('replaces one of ten redirect URIs and the scopes in one step, and a refused edit changes nothing', async () => {
+    const browser = await signIn(dev);
+    const ten = Array.from({ length: 10 }, (_, i) => `https://ten.example.com/cb${i}`);
+    await register(browser, { name: 'Ten URIs', kind: 'public', redirect_uris: ten.join('\n'), scope: ['PROFILE_READ'] });
+    const clientId = (await server.pg.db('oauth_clients').where('name', 'Ten URIs').first()).id as string;
+    const detailUrl = url(`/settings/developer/oauth-clients/${clientId}`);
+    const stored = async () => ({
+      scopes: (await server.pg.db('oauth_clients').where('id', clientId).first()).scopes,
+      uris: await server.pg.db('oauth_client_redirect_uris').where('client_id', clientId).orderBy('position').pluck('uri'),
+    });
+    const replaced = [...ten.slice(0, 9), 'https://ten.example.com/new'];
+    const form = async () => browser.get(detailUrl);
+    const saved = await browser.submit(await form(), 'form:has(textarea) button[type=submit]', { redirect_uris: replaced.join('\n'), scope: 'BOOKING_READ' });
+    expect(saved.status, saved.$('.alert').text()).toBe(303);
+    expect(await stored()).toEqual({ scopes: ['BOOKING_READ'], uris: replaced });
+
+    // A scope change beside an invalid redirect URI: refused as a whole, nothing half-written.
+    const refused = await browser.submit(await form(), 'form:has(textarea) button[type=submit]', { redirect_uris: [...replaced.slice(0, 9), 'http://not-loopback.example.com/cb'].join('\n'), scope: 'PROFILE_READ' });
+    expect(refused.status).toBe(400);
+    expect(await stored()).toEqual({ scopes: ['BOOKING_READ'], uris: replaced });
+  });
+
   it('rotates secrets from the client page: at most two, revoke with confirmation', async () => {
     const browser = await signIn(dev);
     const first = await register(browser, { name: 'Rotator', kind: 'confidential', redirect_uris: REDIRECT, scope: 'PROFILE_READ' });
@@ -178,13 +201,16 @@ describe('admin review and pending changes', () => {
     await register(devBrowser, { name: 'Reject Me', kind: 'public', redirect_uris: 'com.example.rejectme:/cb', scope: 'PROFILE_READ' });
     const browser = await signIn(admin);
     let page = await browser.get(url('/admin/oauth-clients'));
-    const statuses = page.$('.item h3 .status').map((_, el) => page.$(el).text()).get();
-    expect(statuses.indexOf('pending')).toBe(0);
-    expect(statuses.lastIndexOf('pending')).toBeLessThan(statuses.length);
+    const statusesOf = (p: Page) => p.$('.item h3 .status').map((_, el) => p.$(el).text()).get();
+    expect(statusesOf(page)[0]).toBe('pending');
 
     const item = (name: string) => `.item:has(h3:contains("${name}"))`;
     page = await after(browser, await browser.submit(page, `${item('Review Me')} button[value=approve]`));
     expect(page.$('.notice').text()).toContain('Review Me: approved');
+    // Pending first, then approved, suspended, rejected: no pending one after any other.
+    const statuses = statusesOf(page);
+    expect(statuses).toContain('approved');
+    expect(statuses.slice(statuses.findIndex((s) => s !== 'pending'))).not.toContain('pending');
 
     const noReason = await after(browser, await browser.submit(page, `${item('Reject Me')} button[value=reject]`));
     expect(noReason.$('.alert').text()).toContain('reason');

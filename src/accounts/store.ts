@@ -1,8 +1,10 @@
 // Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
+import { announceChange, cachedRead } from '../storage/record-cache.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
+import { hasUnsafeText } from '../text.ts';
 
 export interface User {
   id: number;
@@ -50,8 +52,10 @@ export function isValidTimeZone(tz: string): boolean {
 
 export function validateName(value: string): string {
   const name = value.trim();
-  // Control characters would corrupt logs, headers and pages that show the name.
-  if (!name || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) throw new InputError('the name must be 1 to 200 printable characters');
+  if (!name || name.length > 200) throw new InputError('the name must be 1 to 200 printable characters');
+  // Control characters would corrupt logs, headers and pages that show the name; text-direction
+  // characters would make it display as something else. Same rule as client names.
+  if (hasUnsafeText(name)) throw new InputError('the name must be printable: no control or text-direction characters');
   return name;
 }
 
@@ -96,8 +100,10 @@ const userById = preparedRead<Omit<UserRow, 'password_hash'>, [number]>('user_by
 export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
   const numeric = Number(id);
   if (!Number.isSafeInteger(numeric) || numeric <= 0 || numeric > 2 ** 31 - 1) return undefined;
-  const [row] = await userById(db, numeric);
-  return row ? toUser(row) : undefined;
+  return cachedRead(db, 'user', String(numeric), async () => {
+    const [row] = await userById(db, numeric);
+    return row ? toUser(row) : undefined;
+  });
 }
 
 export interface ProfileChanges {
@@ -113,6 +119,7 @@ export async function updateUserProfile(db: Db, id: string | number, changes: Pr
   const existing = await findUserById(db, id);
   if (!existing) return undefined;
   const [row] = await db('users').where('id', existing.id).update({ ...update, updated_at: db.fn.now() }).returning(COLUMNS);
+  await announceChange(db, 'user', existing.id);
   return toUser(row);
 }
 
@@ -126,6 +133,7 @@ export async function setAdmin(db: Db, email: string, admin: boolean): Promise<U
   if (email.includes('\0')) throw new NotFoundError(`no user with email ${JSON.stringify(email)}`);
   const [row] = await db('users').where('email', email.trim().toLowerCase()).update({ is_admin: admin, updated_at: db.fn.now() }).returning(COLUMNS);
   if (!row) throw new NotFoundError(`no user with email ${email}`);
+  await announceChange(db, 'user', row.id);
   return toUser(row);
 }
 

@@ -10,15 +10,16 @@ import {
   listActiveSecrets,
   listClients,
   removeRedirectUri,
+  renameClient,
   revokeSecret,
   setClientScopes,
-  type Actor,
-  type ClientRecord,
-  type ClientStatus,
-} from '../clients/store.ts';
-import { setClientStatus, type ClientDeps } from '../clients/lifecycle.ts';
+  setClientRateLimit,
+  setClientStatus,
+  type ClientDeps,
+} from '../clients/service.ts';
+import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
-import { parseScopeArgs } from '../oauth/scopes.ts';
+import { parseScopeArgs } from '../scopes.ts';
 import { InputError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 
@@ -36,6 +37,8 @@ export function clientJson(client: ClientRecord) {
     legacy: client.legacy,
     scopes: client.scopes,
     redirect_uris: client.redirectUris,
+    // Token, revocation and introspection requests per minute once authenticated; "default": the server's.
+    token_requests_per_minute: client.tokenRequestsPerMinute ?? 'default',
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),
   };
@@ -65,12 +68,26 @@ export async function usersSetAdmin({ db, by }: AdminContext, email: string, opt
   return { id: user.id, email: user.email, admin: !options.revoke };
 }
 
+/** Every user, for finding an id or who is an administrator. */
+export async function usersList({ db }: AdminContext) {
+  const rows = await db('users').orderBy('id').select('id', 'email', 'username', 'name', 'is_admin');
+  return { users: rows.map((u) => ({ id: u.id, email: u.email, username: u.username, name: u.name, admin: u.is_admin === true })) };
+}
+
 export interface ClientsCreateOptions {
   name: string;
-  redirectUri: string[];
+  redirectUri?: string[];
   scope?: string[];
   public?: boolean;
   legacy?: boolean;
+  /** An API or gateway that introspects other clients' tokens; its scopes limit which. */
+  resourceServer?: boolean;
+}
+
+function kindOf(options: ClientsCreateOptions): ClientKind {
+  if (options.public && options.resourceServer) throw new InputError('choose one of --public and --resource-server');
+  if (!options.resourceServer && !options.redirectUri?.length) throw new InputError('--redirect-uri is required (at least one), except with --resource-server');
+  return options.resourceServer ? 'resource_server' : options.public ? 'public' : 'confidential';
 }
 
 export async function clientsCreate({ db, by }: AdminContext, options: ClientsCreateOptions) {
@@ -78,9 +95,9 @@ export async function clientsCreate({ db, by }: AdminContext, options: ClientsCr
     db,
     {
       name: options.name,
-      redirectUris: options.redirectUri,
+      redirectUris: options.redirectUri ?? [],
       scopes: parseScopeArgs(options.scope ?? []),
-      kind: options.public ? 'public' : 'confidential',
+      kind: kindOf(options),
       legacy: Boolean(options.legacy),
     },
     by,
@@ -92,7 +109,14 @@ export async function clientsCreate({ db, by }: AdminContext, options: ClientsCr
 }
 
 export async function clientsSetStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
+  const current = await getClient(ctx.db, clientId);
+  // Already there: a no-op success like `users set-admin`, so scripts can repeat it (no audit row, no sweep).
+  if (current.status === status) return clientJson(current);
   return clientJson(await setClientStatus(ctx, clientId, status, ctx.by));
+}
+
+export async function clientsRename({ db, by }: AdminContext, clientId: string, name: string) {
+  return clientJson(await renameClient(db, clientId, name, by));
 }
 
 async function secretsJson(db: Db, clientId: string) {
@@ -106,17 +130,21 @@ export async function clientsShow({ db }: AdminContext, clientId: string) {
   return { ...clientJson(client), ...(migration ? { migration } : {}), secrets: await secretsJson(db, clientId) };
 }
 
-const STATUSES: ClientStatus[] = ['pending', 'approved', 'rejected', 'suspended'];
 
 export async function clientsList({ db }: AdminContext, status?: string) {
-  if (status !== undefined && !STATUSES.includes(status as ClientStatus)) {
-    throw new InputError(`--status must be one of ${STATUSES.join(', ')}`);
+  if (status !== undefined && !CLIENT_STATUSES.includes(status as ClientStatus)) {
+    throw new InputError(`--status must be one of ${CLIENT_STATUSES.join(', ')}`);
   }
   return { clients: (await listClients(db, status ? { status: status as ClientStatus } : {})).map(clientJson) };
 }
 
 export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {
   return clientJson(await setClientScopes(db, clientId, parseScopeArgs(scopes), by, { force: Boolean(options.force) }));
+}
+
+export async function clientsSetRateLimit({ db, by }: AdminContext, clientId: string, perMinute: string) {
+  const value = perMinute === 'default' ? null : /^[0-9]+$/.test(perMinute) ? Number(perMinute) : NaN;
+  return clientJson(await setClientRateLimit(db, clientId, value, by));
 }
 
 export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {

@@ -9,6 +9,7 @@ import { connectRedis } from '../storage/redis.ts';
 import { clientArtifacts } from '../storage/client-artifacts.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
 import { InputError, NotFoundError } from '../errors.ts';
+import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import type { AdminContext } from './commands.ts';
 
@@ -22,6 +23,8 @@ export interface AdminIo {
   env: Record<string, string | undefined>;
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Standard input, for `users create --password-stdin`; absent when there is none to read. */
+  stdin?(): Promise<string>;
 }
 
 function open(env: AdminIo['env'], reason: string | undefined): Session {
@@ -47,40 +50,75 @@ function open(env: AdminIo['env'], reason: string | undefined): Session {
   };
 }
 
+// Stored values (client names written before the rule existed, say) must not forge lines such as
+// `status: approved` or reach the terminal as escape sequences: they are printed escaped.
+const show = (value: unknown) => escapeUnsafeText(String(value));
+
 /** Readable text: `key: value` lines, lists as `- item`, nested objects indented. */
 function printText(value: unknown, indent = ''): string {
   if (Array.isArray(value)) {
     if (value.length === 0) return `${indent}(none)`;
     return value
-      .map((v) => (v && typeof v === 'object' ? `${indent}- ${printText(v, `${indent}  `).trimStart()}` : `${indent}- ${v}`))
+      .map((v) => (v && typeof v === 'object' ? `${indent}- ${printText(v, `${indent}  `).trimStart()}` : `${indent}- ${show(v)}`))
       .join('\n');
   }
   if (value && typeof value === 'object') {
     return Object.entries(value)
-      .map(([k, v]) => (v && typeof v === 'object' ? `${indent}${k}:\n${printText(v, `${indent}  `)}` : `${indent}${k}: ${v}`))
+      .map(([k, v]) => (v && typeof v === 'object' ? `${indent}${show(k)}:\n${printText(v, `${indent}  `)}` : `${indent}${show(k)}: ${show(v)}`))
       .join('\n');
   }
-  return `${indent}${value}`;
+  return `${indent}${show(value)}`;
+}
+
+/** --password P, or --password-stdin: the first line of standard input, kept out of shell history. */
+async function passwordOf(opts: { password?: string; passwordStdin?: boolean }, io: AdminIo): Promise<string> {
+  if ((opts.password === undefined) === !opts.passwordStdin) throw new InputError('give exactly one of --password or --password-stdin');
+  if (opts.password !== undefined) return opts.password;
+  if (!io.stdin) throw new InputError('--password-stdin: there is no standard input to read');
+  const password = (await io.stdin()).split(/\r?\n/)[0]!;
+  if (!password) throw new InputError('--password-stdin: standard input has an empty password');
+  return password;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** One line per row under a header, columns padded; the last column (a name) is left free. */
+function table(headers: string[], rows: unknown[][]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = [headers, ...rows.map((r) => r.map(show))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  return cells.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ')).join('\n');
+}
+
+type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
+type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
+const clientTable = ({ clients }: { clients: ClientRow[] }) =>
+  table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
+const userTable = ({ users }: { users: UserRow[] }) =>
+  table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.name]));
+
+/** Only the secret's hash is stored: the operator must copy it now, so say so next to it. */
+const withSecretNote = (result: { client_secret?: string }) =>
+  printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
+
 function buildProgram(io: AdminIo): Command {
   const program = new Command('admin')
-    .description('Operator scripts of the OAuth authorization server (CONTRACT section 5)')
+    .description('Operator scripts of the OAuth authorization server')
     .option('--json', 'print exactly one JSON document')
     .option('--reason <text>', 'why: recorded in the audit trail with the change')
     .exitOverride()
+    // --json and --reason work after any subcommand: list them in its help too.
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
 
   /** Runs a command against storage and prints its result as JSON or text. */
-  function action<A extends unknown[]>(run: (ctx: AdminContext, ...args: A) => Promise<unknown>) {
+  function action<A extends unknown[], R>(run: (ctx: AdminContext, ...args: A) => Promise<R>, text: (result: R) => string = printText) {
     return async (...args: A) => {
       const { json, reason } = program.opts<{ json?: boolean; reason?: string }>();
       const session = open(io.env, reason);
       try {
         const result = await run(session, ...args);
-        io.stdout(json ? `${JSON.stringify(result)}\n` : `${printText(result)}\n`);
+        io.stdout(json ? `${escapeUnsafeJson(JSON.stringify(result))}\n` : `${text(result)}\n`);
       } finally {
         await session.close();
       }
@@ -97,32 +135,42 @@ function buildProgram(io: AdminIo): Command {
     .command('create')
     .description('create a user')
     .requiredOption('--email <email>', 'email address (unique)')
-    .requiredOption('--password <password>', 'password (at least 8 characters)')
+    .option('--password <password>', 'password (at least 8 characters); or use --password-stdin')
+    .option('--password-stdin', 'read the password from the first line of standard input (keeps it out of shell history)')
     .option('--name <name>', 'display name')
     .option('--username <username>', 'username (unique; default: the part of the email before @)')
     .option('--time-zone <tz>', 'IANA time zone', 'UTC')
-    .action(action(({ db }, opts) => commands.usersCreate(db, opts)));
+    .action(
+      action(async ({ db }, { passwordStdin, ...opts }: Omit<commands.UsersCreateOptions, 'password'> & { password?: string; passwordStdin?: boolean }) =>
+        commands.usersCreate(db, { ...opts, password: await passwordOf({ ...opts, passwordStdin }, io) }),
+      ),
+    );
 
   users
     .command('set-admin <email>')
     .description('let a user review clients on /admin/oauth-clients (--revoke to take it back)')
     .option('--revoke', 'take the administrator flag away')
     .action(action((ctx, email: string, opts: { revoke?: boolean }) => commands.usersSetAdmin(ctx, email, opts)));
+  users
+    .command('list')
+    .description('list users: id, email, username, administrator flag, name')
+    .action(action((ctx) => commands.usersList(ctx), userTable));
 
   const clients = program.command('clients').description('manage OAuth clients');
   clients
     .command('create')
     .description('register a client; it starts as pending')
     .requiredOption('--name <name>', 'client name shown on the consent page')
-    .requiredOption('--redirect-uri <uri>', 'redirect URI (repeat for more, at most 10)', collect)
-    .option('--scope <scopes>', 'scope(s), space- or comma-separated (repeatable)', collect)
+    .option('--redirect-uri <uri>', 'redirect URI (repeat for more, at most 10); required unless --resource-server', collect)
+    .option('--scope <scopes>', 'scope(s), space- or comma-separated (repeatable); required unless --legacy or --resource-server; for a resource server, the tokens it may introspect', collect)
     .option('--public', 'a public client (PKCE, no secret)')
     .option('--legacy', 'a legacy client created before scopes existed')
-    .action(action((ctx, opts) => commands.clientsCreate(ctx, opts)));
+    .option('--resource-server', 'an API or gateway that introspects other clients\' access tokens (RFC 7662) and obtains none itself')
+    .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what] of [
-    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one'],
-    ['reject', 'rejected', 'reject a pending client'],
-    ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once'],
+    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)'],
+    ['reject', 'rejected', 'reject a pending client (already rejected: no change)'],
+    ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)'],
   ] as const) {
     clients
       .command(`${name} <id>`)
@@ -137,12 +185,20 @@ function buildProgram(io: AdminIo): Command {
     .command('list')
     .description('list clients')
     .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended)')
-    .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status)));
+    .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable));
+  clients
+    .command('rename <id> <name>')
+    .description('change the name shown on the consent page (same rules as at creation)')
+    .action(action((ctx, id: string, name: string) => commands.clientsRename(ctx, id, name)));
   clients
     .command('set-scopes <id> <scopes...>')
     .description("replace the client's scopes (names separated by spaces or commas)")
     .option('--force', 'apply even though the legacy migration guard refuses (users on the old URL will fail)')
     .action(action((ctx, id: string, scopes: string[], opts: { force?: boolean }) => commands.clientsSetScopes(ctx, id, scopes, opts)));
+  clients
+    .command('set-rate-limit <id> <per-minute>')
+    .description('token, revocation and introspection requests per minute this client may make once authenticated ("default": the server\'s)')
+    .action(action((ctx, id: string, perMinute: string) => commands.clientsSetRateLimit(ctx, id, perMinute)));
   clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')
@@ -156,7 +212,7 @@ function buildProgram(io: AdminIo): Command {
   secrets
     .command('generate <id>')
     .description('generate a new secret, shown once; refused while 2 are active')
-    .action(action((ctx, id: string) => commands.secretsGenerate(ctx, id)));
+    .action(action((ctx, id: string) => commands.secretsGenerate(ctx, id), withSecretNote));
   secrets
     .command('revoke <id> <secret-id>')
     .description('revoke a secret; requests with it are refused from now on')
@@ -177,10 +233,21 @@ export async function runAdmin(argv: string[], io: AdminIo): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
-    // Help exits 0; usage errors were already printed by commander.
-    if (err instanceof CommanderError) return err.exitCode;
-    const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
-    io.stderr(`error: ${known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`}\n`);
-    return 1;
+    let message: string;
+    let code = 1;
+    if (err instanceof CommanderError) {
+      // Help exits 0; usage errors were already printed by commander.
+      if (err.exitCode === 0) return 0;
+      code = err.exitCode;
+      message = err.code === 'commander.help' ? 'no command given (see --help)' : err.message.replace(/^error: /, '');
+    } else {
+      const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
+      message = known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
+      // Messages can quote input (a redirect URI, an email): escaped, the reason stays one line.
+      io.stderr(`error: ${escapeUnsafeText(message)}\n`);
+    }
+    // A script reading --json output gets one document on failure too.
+    if (program.opts().json) io.stdout(`${escapeUnsafeJson(JSON.stringify({ error: { message } }))}\n`);
+    return code;
   }
 }

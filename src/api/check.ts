@@ -1,23 +1,31 @@
 // GET /v2/auth/check (CONTRACT 3.3): the decision a gateway (nginx auth_request, Traefik
 // ForwardAuth) asks for before forwarding a call to the scheduling API. Hot path: the token
 // lookup and the in-memory route policy, nothing else.
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type Provider from 'oidc-provider';
-import { decideAccess, refuse } from './access.ts';
+import { bearerHeader, callMethods, decideAccess, queryOf, refuse } from './access.ts';
 import { sendData, sendError } from './responses.ts';
-import { ALL_SCOPES } from '../oauth/scopes.ts';
+import { newRouter } from '../http/router.ts';
+import { ALL_SCOPES } from '../scopes.ts';
+import { CHECK_PATH } from '../http/paths.ts';
 
 export function checkRoutes(provider: Provider): Router {
-  const router = new Router();
+  const router = newRouter();
 
-  router.get('/v2/auth/check', async (ctx) => {
+  router.get(CHECK_PATH, async (ctx) => {
     const method = ctx.get('X-Forwarded-Method');
     const uri = ctx.get('X-Forwarded-Uri');
     if (!method || !uri) {
       return sendError(ctx, 400, 'invalid_request', 'X-Forwarded-Method and X-Forwarded-Uri name the call to judge');
     }
     ctx.set('Cache-Control', 'no-store');
-    const decision = await decideAccess(provider, method, uri, ctx.get('Authorization') || undefined);
+    // The gateway hands us the call's headers (method overrides, Authorization) and its URI with
+    // the query, never its body: a gateway that forwards Content-Length without the body would
+    // leave a body reader waiting, so none is read here.
+    const forwardedQuery = queryOf(uri);
+    const sent = await bearerHeader(ctx, [forwardedQuery, new URLSearchParams(ctx.querystring)]);
+    if (typeof sent === 'object') return refuse(ctx, sent);
+    const decision = await decideAccess(provider, { methods: callMethods(method, ctx.headers, forwardedQuery), path: uri }, sent);
     if (!decision.allow) return refuse(ctx, decision);
     const { token } = decision;
     if (token) {

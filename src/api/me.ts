@@ -1,13 +1,15 @@
 // /v2/me: the authorized user's profile (spec 4.4), read with PROFILE_READ, changed with PROFILE_WRITE.
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { findUserById, updateUserProfile, type ProfileChanges } from '../accounts/store.ts';
 import { InputError } from '../errors.ts';
+import { newRouter } from '../http/router.ts';
 import { routePolicy } from './access.ts';
-import { rejectToken, sendData, sendError } from './responses.ts';
+import { rejectToken, sendData } from './responses.ts';
+import { ME_PATH } from '../http/paths.ts';
 
 const jsonBody = koaBody({ json: true, jsonStrict: true, urlencoded: false, multipart: false, text: false, jsonLimit: '16kb' });
 
@@ -21,7 +23,7 @@ function profileChanges(body: unknown): ProfileChanges {
 }
 
 export function meRoutes(provider: Provider, db: Db): Router {
-  const router = new Router({ prefix: '/v2' });
+  const router = newRouter();
   const policy = routePolicy(provider);
 
   async function respondWithUser(ctx: Context, user: Awaited<ReturnType<typeof findUserById>>) {
@@ -29,17 +31,11 @@ export function meRoutes(provider: Provider, db: Db): Router {
     sendData(ctx, user);
   }
 
-  router.get('/me', policy, async (ctx) => respondWithUser(ctx, await findUserById(db, ctx.state.token!.accountId)));
+  router.get(ME_PATH, policy, async (ctx) => respondWithUser(ctx, await findUserById(db, ctx.state.token!.accountId)));
 
-  router.patch('/me', policy, jsonBody, async (ctx) => {
-    let changes: ProfileChanges;
-    try {
-      changes = profileChanges(ctx.request.body);
-      return respondWithUser(ctx, await updateUserProfile(db, ctx.state.token!.accountId, changes));
-    } catch (err) {
-      if (err instanceof InputError) return sendError(ctx, 400, 'invalid_request', err.message);
-      throw err;
-    }
+  router.patch(ME_PATH, policy, jsonBody, async (ctx) => {
+    // Bad input throws InputError: a 400 invalid_request from the one error responder.
+    return respondWithUser(ctx, await updateUserProfile(db, ctx.state.token!.accountId, profileChanges(ctx.request.body)));
   });
 
   return router;

@@ -19,6 +19,12 @@ export function rejectToken(ctx: Context, tokenSent: boolean, message: string): 
   sendError(ctx, 401, tokenSent ? 'invalid_token' : 'unauthorized', message);
 }
 
+/** 400 for a malformed request, such as a token sent two ways (RFC 6750 3.1). */
+export function rejectRequest(ctx: Context, message: string): void {
+  ctx.set('WWW-Authenticate', `Bearer ${REALM}, error="invalid_request", error_description="${message}"`);
+  sendError(ctx, 400, 'invalid_request', message);
+}
+
 export function rejectScope(ctx: Context, needed: string): void {
   ctx.set('WWW-Authenticate', `Bearer ${REALM}, error="insufficient_scope", scope="${needed}"`);
   sendError(ctx, 403, 'insufficient_scope', `this call needs the ${needed} scope`);

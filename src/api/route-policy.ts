@@ -1,6 +1,6 @@
 // The route policy (CONTRACT 4): which scope a call to the scheduling API needs.
 // One table, read top to bottom; the first matching rule decides; no rule means no access.
-import { ALL_SCOPES } from '../oauth/scopes.ts';
+import { ALL_SCOPES } from '../scopes.ts';
 
 /** What a call needs: nothing (public), a scope, or it is refused outright. */
 export type Need = { kind: 'public' } | { kind: 'scope'; scope: string } | { kind: 'deny'; reason: string };
@@ -73,14 +73,26 @@ function matches(pattern: string[], segments: string[]): boolean {
 
 const COMPILED = RULES.map((rule) => ({ ...rule, parts: rule.pattern.split('/') }));
 
+// What a segment may hold once decoded: printable ASCII, without the characters that end or
+// split a path somewhere (`/ \ ; ? #`) and without `%` (a double encoding such as %252e). Every
+// other character is refused: look-alikes of `.` and `/` (fullwidth `．` `／`, `‥`, `∕`, `⁄`, `⧸`
+// …) are folded into the real ones by some servers (NFKC, best-fit code pages), and no route
+// needs anything outside ASCII.
+const SAFE_SEGMENT = /^[\x20-\x7e]+$/;
+const SPLITTING = /[/\\;?#%]/;
+
 /**
  * The path's segments after /v2, or undefined when it cannot be judged safely: anything a
- * server behind the gateway might resolve differently (dot segments, empty segments, encoded
- * slashes or dots, backslashes, malformed escapes) is refused rather than guessed at.
+ * server behind the gateway might resolve differently is refused rather than guessed at —
+ * dot segments, empty segments, matrix parameters (`;`: servlet containers drop `;…` from each
+ * segment, so `..;` is `..` to them), encoded slashes, dots, backslashes or semicolons, double
+ * encodings, malformed escapes (overlong UTF-8 too), and any character outside printable ASCII.
  */
 export function normalisePath(rawPath: string): string[] | undefined {
   const path = rawPath.split(/[?#]/, 1)[0]!;
   if (!path.startsWith('/v2/')) return undefined;
+  // A URI is printable ASCII; raw bytes beyond it are decoded differently by different servers.
+  if (!/^[\x21-\x7e]+$/.test(path) || path.includes(';')) return undefined;
   const raw = path.slice('/v2/'.length).split('/');
   if (raw.length > 1 && raw[raw.length - 1] === '') raw.pop(); // one trailing slash is harmless
   const segments: string[] = [];
@@ -91,8 +103,8 @@ export function normalisePath(rawPath: string): string[] | undefined {
     } catch {
       return undefined;
     }
-    if (segment === '' || segment === '.' || segment === '..' || /[/\\\0]/.test(segment)) return undefined;
-    if (segment !== part && /[.%]/.test(segment)) return undefined; // %2e, double encoding
+    if (!SAFE_SEGMENT.test(segment) || SPLITTING.test(segment) || /^\.+$/.test(segment)) return undefined;
+    if (segment !== part && segment.includes('.')) return undefined; // %2e
     segments.push(segment);
   }
   return segments;

@@ -1,14 +1,15 @@
 // Rules for what a client may be registered with (spec 2.1, 5.5, 8).
 import { InputError } from '../errors.ts';
-import { isKnownScope } from '../oauth/scopes.ts';
+import { isKnownScope } from '../scopes.ts';
+import { hasUnsafeText } from '../text.ts';
 
-export const MAX_REDIRECT_URIS = 10;
-export type ClientKind = 'confidential' | 'public';
+import { MAX_REDIRECT_URIS, type ClientKind } from './model.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** https anywhere; http only on loopback; a private-use scheme (RFC 8252 7.1) only for public clients. */
 export function validateRedirectUri(uri: string, kind: ClientKind): string {
+  if (kind === 'resource_server') throw new InputError('a resource server has no redirect URIs: it obtains no tokens, it only introspects them');
   let url: URL;
   try {
     url = new URL(uri);
@@ -16,6 +17,8 @@ export function validateRedirectUri(uri: string, kind: ClientKind): string {
     throw new InputError(`redirect URI must be an absolute URL: "${uri}"`);
   }
   if (uri.includes('#')) throw new InputError(`redirect URI must not have a fragment: "${uri}"`);
+  // `*` would only ever match itself: registering one misleads the developer into expecting a wildcard.
+  if (uri.includes('*')) throw new InputError(`redirect URIs are matched exactly, so "*" is not a wildcard: register each URI in full: "${uri}"`);
   if (url.username || url.password) throw new InputError(`redirect URI must not carry credentials: "${uri}"`);
   if (url.protocol === 'https:') return uri;
   if (url.protocol === 'http:') {
@@ -31,6 +34,10 @@ export function validateRedirectUri(uri: string, kind: ClientKind): string {
 }
 
 export function validateRedirectUris(uris: readonly string[], kind: ClientKind): string[] {
+  if (kind === 'resource_server') {
+    if (uris.length) throw new InputError('a resource server has no redirect URIs: it obtains no tokens, it only introspects them');
+    return [];
+  }
   const unique = [...new Set(uris)];
   if (unique.length === 0) throw new InputError('at least one redirect URI is required');
   if (unique.length > MAX_REDIRECT_URIS) throw new InputError(`at most ${MAX_REDIRECT_URIS} redirect URIs per client, got ${unique.length}`);
@@ -47,5 +54,7 @@ export function validateClientScopes(scopes: readonly string[], legacy: boolean)
 export function validateClientName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > 100) throw new InputError('the client name must be 1 to 100 characters');
+  // Shown on consent pages and printed by the scripts: it must not forge lines or reorder text.
+  if (hasUnsafeText(trimmed)) throw new InputError('the client name must not contain control or text-direction characters');
   return trimmed;
 }

@@ -1,27 +1,33 @@
-// Prometheus metrics (prom-client) at GET /metrics: requests and latency per endpoint, tokens
-// issued, authentication failures, rate-limit refusals, and the process's own metrics.
+// Prometheus metrics (prom-client): requests and latency per endpoint, tokens issued,
+// authentication failures, rate-limit refusals, and the process's own metrics. Served at
+// GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
+import http from 'node:http';
 import type { Context, Next } from 'koa';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).
-const ROUTES: Array<[RegExp, string]> = [
-  [/^\/v2\/auth\/oauth2\/token\/?$/, 'token'],
-  [/^\/v2\/auth\/oauth2\/revoke\/?$/, 'revocation'],
-  [/^\/v2\/auth\/oauth2\/introspect\/?$/, 'introspection'],
-  [/^\/(v2\/)?auth\/oauth2\/authorize\/?$/, 'authorization'],
-  [/^\/(v2\/)?auth\/oauth2\/authorize\/[^/]+\/?$/, 'authorization_resume'],
-  [/^\/auth\/oauth2\/interaction\/[^/]+\/login$/, 'sign_in'],
-  [/^\/auth\/oauth2\/interaction\/[^/]+\/(confirm|abort)$/, 'consent'],
-  [/^\/auth\/oauth2\/interaction\/[^/]+$/, 'interaction_page'],
-  [/\.well-known\//, 'discovery'],
-  [/^\/v2\/auth\/oauth2\/jwks$/, 'jwks'],
-  [/^\/v2\/auth\/check$/, 'gateway_check'],
-  [/^\/v2\/me$/, 'me'],
-  [/^\/(health|ready|metrics)$/, 'operations'],
-];
+const EXACT = new Map<string, string>([
+  [TOKEN_PATH, 'token'],
+  [REVOCATION_PATH, 'revocation'],
+  [INTROSPECTION_PATH, 'introspection'],
+  [`${PROVIDER_PATH}/authorize`, 'authorization'],
+  [APP_AUTHORIZE_PATH, 'authorization'],
+  [`${PROVIDER_PATH}/jwks`, 'jwks'],
+  [RFC8414_PATH, 'discovery'],
+  [`${PROVIDER_PATH}/.well-known/openid-configuration`, 'discovery'],
+  [CHECK_PATH, 'gateway_check'],
+  [ME_PATH, 'me'],
+  ['/health', 'operations'],
+  ['/ready', 'operations'],
+]);
 
 export function routeName(path: string): string {
-  return ROUTES.find(([re]) => re.test(path))?.[1] ?? 'other';
+  const exact = EXACT.get(path);
+  if (exact) return exact;
+  if (path.startsWith(`${INTERACTION_PATH}/`)) return path.endsWith('/login') ? 'sign_in' : /\/(confirm|abort|switch-account)$/.test(path) ? 'consent' : 'interaction_page';
+  if (path.startsWith(`${APP_AUTHORIZE_PATH}/`) || path.startsWith(`${PROVIDER_PATH}/authorize/`)) return 'authorization_resume';
+  return 'other';
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -65,9 +71,22 @@ export function createMetrics() {
         if (status === 429) securityEvents.inc({ event: 'rate_limited' });
       }
     },
-    async expose(ctx: Context) {
-      ctx.type = registry.contentType;
-      ctx.body = await registry.metrics();
-    },
   };
+}
+
+/**
+ * The metrics server (not yet listening): GET /metrics, 404 for anything else. Plain node:http,
+ * apart from the public app, so that no public route, proxy or middleware can ever reach it.
+ */
+export function metricsListener(metrics: Pick<Metrics, 'registry'>): http.Server {
+  return http.createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
+      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+    );
+  });
 }

@@ -5,8 +5,15 @@ import type { Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
+import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 
-const REPLAY = /already (used|consumed)/;
+// What oidc-provider 9 says when it finds a spent code or refresh token presented again (it then
+// revokes the grant); a race lost inside our adapters is ArtifactAlreadyConsumed instead.
+const LIBRARY_REPLAYS = new Set(['authorization code already consumed', 'refresh token already used']);
+
+function isReplay(err: Error & { error_detail?: string }): boolean {
+  return err instanceof ArtifactAlreadyConsumed || LIBRARY_REPLAYS.has(err.error_detail ?? '');
+}
 
 export function watchProviderEvents(provider: Provider, { db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }): void {
   const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
@@ -18,10 +25,9 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
   function onFailure(event: string) {
     return (ctx: KoaContextWithOIDC, err: Error & { error?: string; error_detail?: string }) => {
       if (err.error === 'invalid_client') metrics.authFailures.inc({ kind: 'client' });
-      const detail = `${err.error_detail ?? ''} ${err.message ?? ''}`;
-      if (event === 'grant.error' && err.error === 'invalid_grant' && REPLAY.test(detail)) {
+      if (event === 'grant.error' && err.error === 'invalid_grant' && isReplay(err)) {
         // RFC 6749 4.1.2 / RFC 9700 4.14.2: a spent code or refresh token came back; its grant is revoked.
-        const kind = /refresh/i.test(detail) ? 'refresh_token.reuse_detected' : 'authorization_code.replay_detected';
+        const kind = ctx.oidc.params?.grant_type === 'refresh_token' ? 'refresh_token.reuse_detected' : 'authorization_code.replay_detected';
         metrics.securityEvents.inc({ event: kind });
         void audit({ actor: `client:${ctx.oidc.client?.clientId ?? 'unknown'}`, action: kind, clientId: ctx.oidc.client?.clientId, details: { ip: ctx.ip } });
       }

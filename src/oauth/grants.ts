@@ -3,7 +3,7 @@
 import type Provider from 'oidc-provider';
 import type { Grant } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import { LEGACY_FULL_ACCESS } from './scopes.ts';
+import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 
 /** Revokes a grant with every code and token issued from it. */
 export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {

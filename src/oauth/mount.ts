@@ -1,17 +1,47 @@
-// Runs the provider (itself a Koa app) for requests under a path prefix.
+// Runs the provider (itself a Koa app) for the requests of its routes under a path prefix.
+// One spelling per path, as for every router of the app (src/http/router.ts): the provider's own
+// router folds case and decodes, so only the exact canonical paths are handed to it; any other
+// spelling under the prefix falls through to a 404.
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 
-export function mountProvider(provider: Provider, prefix: string, accepts: (ctx: Context) => boolean = () => true) {
+export function mountProvider(provider: Provider, prefix: string, routes: RegExp, accepts: (ctx: Context) => boolean = () => true) {
   const handle = provider.callback();
   return async function providerMount(ctx: Context, next: Next) {
-    const inside = ctx.path === prefix || ctx.path.startsWith(`${prefix}/`);
-    if (!inside || !accepts(ctx)) return next();
+    if (!ctx.path.startsWith(`${prefix}/`) || !routes.test(ctx.path.slice(prefix.length)) || !accepts(ctx)) return next();
+    // The provider sees the request as our app judged it (src/app.ts: trusted proxy hops, https
+    // APP_URL): it trusts these headers (provider.proxy) and nothing a client sent in them.
+    const { headers } = ctx.req;
+    headers['x-forwarded-proto'] = ctx.cookies.secure ? 'https' : ctx.protocol;
+    headers['x-forwarded-host'] = ctx.host;
+    headers['x-forwarded-for'] = ctx.ip;
     // The provider derives its mount path from originalUrl minus url (see OIDCContext.urlFor).
     const req = ctx.req as typeof ctx.req & { originalUrl?: string };
     req.originalUrl = ctx.req.url;
     ctx.req.url = ctx.req.url!.slice(prefix.length) || '/';
     ctx.respond = false;
-    await handle(ctx.req, ctx.res);
+    await handle(withBodyToRead(ctx.req), ctx.res);
   };
+}
+
+/**
+ * A body our app already read (src/oauth/request-shims.ts: the token endpoints' form or JSON) is
+ * handed to the provider as a stream to read again, as if untouched — not as a parsed `req.body`,
+ * which the provider reads only as a fallback, with a warning.
+ */
+function withBodyToRead(req: IncomingMessage): IncomingMessage {
+  const body = (req as IncomingMessage & { body?: unknown }).body;
+  if (typeof body !== 'string') return req;
+  const bytes = Buffer.from(body, 'utf8');
+  req.headers['content-length'] = String(bytes.length);
+  delete req.headers['transfer-encoding'];
+  return new Proxy(req, {
+    get(target, prop) {
+      if (prop === 'readable') return true;
+      if (prop === 'iterator') return () => [bytes].values();
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }

@@ -3,20 +3,20 @@
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { Config } from '../config.ts';
-import { ClientAdapter } from '../storage/client-adapter.ts';
+import { ClientAdapter } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
-import { markSecretUsed } from '../clients/store.ts';
+import { markSecretUsed } from '../clients/service.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
-import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from './scopes.ts';
+import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
-import { renderPage } from '../views.ts';
+import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
+import { describeError, errorPageHtml, UNAVAILABLE } from '../http/error-responses.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
+import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
+import type { TokenEndpointLimits } from './rate-limits.ts';
+import { refreshGrace } from './refresh-grace.ts';
 
-export const PROVIDER_PATH = '/v2/auth/oauth2';
-/** The authorization endpoint as the spec names it, on APP_URL. */
-export const APP_AUTHORIZE_PATH = '/auth/oauth2/authorize';
-export const INTERACTION_PATH = '/auth/oauth2/interaction';
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
 const AUTHORIZATION_CODE_TTL = 60;
@@ -29,6 +29,8 @@ export interface ProviderDeps {
   db: Db;
   artifacts: ArtifactStorage;
   jwks: { keys: object[] };
+  /** Counts and throttles client authentication at the token, revocation and introspection endpoints. */
+  tokenLimits: TokenEndpointLimits;
 }
 
 function adapterFactory({ db, artifacts }: ProviderDeps) {
@@ -51,7 +53,6 @@ export function createProvider(deps: ProviderDeps): Provider {
 
     // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
     scopes: [...ALL_SCOPES, LEGACY_FULL_ACCESS],
-    claims: { openid: ['sub'] },
     responseTypes: ['code'],
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     // Spec 4.1: redirect_uri is required even when a client has only one.
@@ -75,7 +76,10 @@ export function createProvider(deps: ProviderDeps): Provider {
           return true;
         },
       },
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      // A resource server (RFC 7662 2.1: an API or gateway with credentials of its own) may also
+      // introspect the access tokens of other clients — only those with one of its scopes, if it
+      // lists any — but never their refresh tokens.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId || resourceServerMayIntrospect(client, token) },
     },
 
     routes: {
@@ -96,7 +100,6 @@ export function createProvider(deps: ProviderDeps): Provider {
       Grant: REFRESH_TOKEN_MAX_AGE,
       Session: SESSION_TTL,
       Interaction: 3600,
-      IdToken: 3600,
     },
     // A refresh token with every code exchange, without the OpenID `offline_access` scope…
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -124,7 +127,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'resource_server', 'introspect_scopes'],
       validator() {},
     },
 
@@ -138,16 +141,26 @@ export function createProvider(deps: ProviderDeps): Provider {
       url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
     },
 
+    // The same error page as ours (src/http/error-responses.ts), for what cannot be redirected.
     async renderError(ctx, out, error) {
       ctx.type = 'html';
-      ctx.body = isStorageUnavailable(error)
-        ? await renderPage('error', { title: 'Briefly unavailable', error: 'temporarily_unavailable', description: 'Please try again in a few seconds.' })
-        : await renderPage('error', { title: 'This request cannot be completed', error: out.error, description: out.error_description });
+      const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out });
+      ctx.body = await errorPageHtml(view);
     },
   };
 
   const provider = new Provider(config.issuer, configuration);
-  provider.proxy = config.trustProxy;
+  // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
+  // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
+  provider.proxy = true;
+
+  // Around every request of the provider, outermost first (each runs its part after the provider answered).
+  provider.use(refreshGrace(provider, deps.artifacts, config.refreshGraceSeconds));
+  provider.use(deps.tokenLimits.clientAuthentication);
+  provider.use(keepPendingClientsFromRedirecting);
+  provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
+  provider.use(ourResponseShapes(config));
+  provider.use(storageOutagesAs503);
 
   // Two active secrets per client, stored as hashes (spec 5.7): the supported hook for this.
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: { secret_hashes?: StoredSecret[] }, presented: string) {
@@ -157,32 +170,39 @@ export function createProvider(deps: ProviderDeps): Provider {
     return true;
   };
 
-  // A storage outage inside the provider is a 503 with a retry hint, not a 500 (see server_error below).
+  // The provider answers its own errors; it reports a storage outage as server_error first.
   provider.on('server_error', (ctx, err) => {
     if (isStorageUnavailable(err)) ctx.state.storageUnavailable = true;
   });
 
-  provider.use(async (ctx, next) => {
+  return provider;
+}
+
+type Step = (ctx: KoaContextWithOIDC, next: () => Promise<void>) => Promise<void>;
+
+/** A storage outage inside the provider is our 503 with a retry hint, not its 500. */
+const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) {
+  await next();
+  if (!ctx.state.storageUnavailable || ctx.status !== 500) return;
+  ctx.status = UNAVAILABLE.status;
+  ctx.set('Retry-After', String(UNAVAILABLE.retryAfter));
+  const body = ctx.body as Record<string, unknown> | undefined;
+  if (body && typeof body === 'object' && 'error' in body) Object.assign(body, { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message });
+};
+
+/** Token and introspection answers as spec 2.2 wants them; discovery with our public addresses. */
+function ourResponseShapes(config: Config): Step {
+  return async function ourResponseShapes(ctx, next) {
     await next();
-    if (ctx.state.storageUnavailable && ctx.status === 500) {
-      ctx.status = 503;
-      ctx.set('Retry-After', '5');
-      const body = ctx.body as Record<string, unknown> | undefined;
-      if (body && typeof body === 'object' && 'error' in body) {
-        body.error = 'temporarily_unavailable';
-        body.error_description = 'the service is briefly unavailable; retry in a few seconds';
-      }
-    }
     const body = ctx.body as Record<string, unknown> | undefined;
-    if ((ctx.oidc?.route === 'token' || ctx.oidc?.route === 'introspection') && body) {
+    if (!body || typeof body !== 'object') return;
+    if (ctx.oidc?.route === 'token' || ctx.oidc?.route === 'introspection') {
       // Spec 2.2: token_type is exactly `bearer`; the provider hard-codes `Bearer`.
       if (body.token_type === 'Bearer') body.token_type = 'bearer';
       if (typeof body.scope === 'string') body.scope = visibleScope(body.scope);
     }
-    if (ctx.oidc?.route === 'discovery' && body) publishOurAddresses(body, config);
-  });
-
-  return provider;
+    if (ctx.oidc?.route === 'discovery') publishOurAddresses(body, config);
+  };
 }
 
 // Discovery builds URLs from the request's host; publish the configured public addresses, and the
@@ -210,6 +230,14 @@ const OPENID_ONLY_METADATA = [
   'request_uri_parameter_supported',
   'request_parameter_supported',
 ];
+
+function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {
+  const { resource_server: isResourceServer, introspect_scopes: wanted = [] } = client as { resource_server?: boolean; introspect_scopes?: string[] };
+  if (!isResourceServer || token.kind !== 'AccessToken') return false;
+  const scopes = (token.scope ?? '').split(' ');
+  // An unscoped legacy token may do everything its user can: it carries every scope.
+  return wanted.length === 0 || scopes.includes(LEGACY_FULL_ACCESS) || wanted.some((s) => scopes.includes(s));
+}
 
 // last_used_at is informational: write it at most once a minute per secret, not per request.
 const TOUCH_INTERVAL_MS = 60_000;

@@ -1,12 +1,23 @@
-// Abuse limits for the two places credentials are guessed: the token endpoint (client secrets)
-// and the sign-in form (passwords). Counters live in Redis when configured, so every instance
+// Abuse limits for the two places credentials are guessed: the token endpoints (client secrets)
+// and the sign-in forms (passwords). Counters live in Redis when configured, so every instance
 // sees the same ones; otherwise in this process.
+//
+// The rule: limits stop attackers and never legitimate users. Client secrets are 256-bit random
+// values, so guessing is hopeless, and a lockout that also refused the right secret would only
+// hand an attacker a switch that turns integrations off. So:
+// - a request whose client authenticates is never refused because of failures — anyone's, from
+//   any address — only when that client's own authenticated volume is over its budget;
+// - requests that do not authenticate are counted per (claimed client id, address) and per
+//   address; over the limit they are answered 429 with a growing Retry-After instead of 401;
+// - a sign-in's growing delays are keyed by (account, device cookie or address), so the right
+//   password from a browser that is not producing the failures still signs in.
 import type { Context, Next } from 'koa';
-import type { RedisClient } from '../storage/redis.ts';
+import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 
-type LimiterOptions = { keyPrefix: string; points: number; duration: number; blockDuration?: number };
+type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
 function limiterFactory(redis: RedisClient | undefined, prefix: string) {
   return (options: LimiterOptions): RateLimiterAbstract =>
@@ -15,33 +26,39 @@ function limiterFactory(redis: RedisClient | undefined, prefix: string) {
       : new RateLimiterMemory(options);
 }
 
+const UNLIMITED = Number.MAX_SAFE_INTEGER;
+
 /** Seconds until the key may try again, or 0 when it is not held back. */
 async function heldBackFor(limiter: RateLimiterAbstract, key: string, atMost = limiter.points): Promise<number> {
   const res = await limiter.get(key);
   return res && res.consumedPoints >= atMost && res.msBeforeNext > 0 ? Math.ceil(res.msBeforeNext / 1000) : 0;
 }
 
-/** Consumes a point; a refusal from the limiter is an answer, not an error. */
-async function consume(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes | number> {
+/** Consumes a point and says how many the key has used in its window (a refusal is an answer). */
+async function consume(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
   try {
     return await limiter.consume(key);
   } catch (err) {
-    if (err instanceof RateLimiterRes) return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+    if (err instanceof RateLimiterRes) return err;
     throw err;
   }
 }
 
-function tooManyTokenRequests(ctx: Context, retryAfter: number): void {
+/** 1, 2, 4 … seconds for each attempt past the free ones, up to the maximum. */
+const growingDelay = (over: number, max: number) => (over > 0 ? Math.min(2 ** (over - 1), max) : 0);
+
+function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: number): void {
   ctx.status = 429;
+  ctx.remove('WWW-Authenticate');
   ctx.set('Retry-After', String(retryAfter));
   ctx.set('Cache-Control', 'no-store');
   // `slow_down` is the registered token endpoint error for "too fast" (RFC 8628 3.5).
   ctx.body = { error: 'slow_down', error_description: `too many requests; retry after ${retryAfter} seconds` };
 }
 
-/** The client id of a token endpoint request: HTTP Basic user, or the client_id parameter. */
-function clientIdOf(ctx: Context): string | undefined {
-  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(ctx.get('Authorization'));
+/** The client id a token endpoint request claims: HTTP Basic user, or the client_id parameter. */
+export function claimedClientId(authorization: string, params: Record<string, unknown> | undefined): string | undefined {
+  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization);
   if (basic) {
     const user = Buffer.from(basic[1]!, 'base64').toString('utf8').split(':')[0] ?? '';
     try {
@@ -50,79 +67,129 @@ function clientIdOf(ctx: Context): string | undefined {
       return undefined;
     }
   }
-  const id = (ctx.state.oauthParams as Record<string, string> | undefined)?.client_id;
+  const id = params?.client_id;
   return typeof id === 'string' && id.length <= 200 ? id : undefined;
 }
 
 export interface SignInLimits {
-  /** Seconds the next attempt for this account or from this IP must wait (0: go ahead). */
-  waitFor(email: string, ip: string): Promise<number>;
-  failed(email: string, ip: string): Promise<void>;
-  succeeded(email: string): Promise<void>;
+  /** Seconds the next attempt for this account from this source, or from this IP, must wait (0: go ahead). */
+  waitFor(email: string, source: string, ip: string): Promise<number>;
+  failed(email: string, source: string, ip: string): Promise<void>;
+  succeeded(email: string, source: string): Promise<void>;
+}
+
+/** The provider's routes that are limited, as the provider sees its own paths. */
+const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
+
+type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
+
+export interface TokenEndpointLimits {
+  /** In our app, before the provider: a client over its own authenticated budget waits. */
+  clientBudget(ctx: Context, next: Next): Promise<void>;
+  /** Inside the provider (provider.use): counts what authenticated, throttles what did not. */
+  clientAuthentication(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void>;
 }
 
 export interface RateLimits {
-  /** Koa middleware for POST token, revocation and introspection (after the body is read). */
-  tokenEndpoint(ctx: Context, next: Next): Promise<void>;
+  token: TokenEndpointLimits;
   signIn: SignInLimits;
 }
 
 const NO_LIMITS: RateLimits = {
-  tokenEndpoint: (_ctx, next) => next(),
+  token: { clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
   signIn: { waitFor: async () => 0, failed: async () => {}, succeeded: async () => {} },
 };
 
 export function createRateLimits(config: RateLimitConfig, redis?: RedisClient, prefix = 'oauth:'): RateLimits {
   if (!config.enabled) return NO_LIMITS;
-  const limiter = limiterFactory(redis, prefix);
+  return { token: tokenEndpointLimits(config, limiterFactory(redis, prefix)), signIn: signInLimits(config, limiterFactory(redis, prefix)) };
+}
 
-  const tokenPerIp = limiter({ keyPrefix: 'tok-ip', points: config.tokenPerMinutePerIp, duration: 60 });
-  const tokenPerClient = limiter({ keyPrefix: 'tok-client', points: config.tokenPerMinutePerClient, duration: 60 });
-  // Failed client authentication locks out that IP for that client id (not the client for
-  // everyone: client ids are public, and a lockout per client would let anyone lock an app out),
-  // and an IP that fails across many client ids.
-  const lockout = { duration: config.authLockoutSeconds, blockDuration: config.authLockoutSeconds };
-  const authFailuresPerClientIp = limiter({ keyPrefix: 'authfail-client-ip', points: config.authFailures, ...lockout });
-  const authFailuresPerIp = limiter({ keyPrefix: 'authfail-ip', points: config.authFailures * 3, ...lockout });
+function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>): TokenEndpointLimits {
+  const window = { points: UNLIMITED, duration: config.authWindowSeconds };
+  const failuresPerClientIp = limiter({ keyPrefix: 'authfail-client-ip', ...window });
+  const failuresPerIp = limiter({ keyPrefix: 'authfail-ip', ...window });
+  // One limiter per budget value (an operator can set a client's own): a key counts a minute.
+  const budgets = new Map<number, RateLimiterAbstract>();
+  const budgetLimiter = (points: number) => {
+    if (!budgets.has(points)) budgets.set(points, limiter({ keyPrefix: `client-budget-${points}`, points, duration: 60 }));
+    return budgets.get(points)!;
+  };
 
-  const signInFailures = limiter({ keyPrefix: 'signin-fail', points: Number.MAX_SAFE_INTEGER, duration: 24 * 3600 });
-  const signInDelay = limiter({ keyPrefix: 'signin-delay', points: 1, duration: 1 });
-  const signInFailuresPerIp = limiter({ keyPrefix: 'signin-ip', points: config.signInFailuresPerHourPerIp, duration: 3600, blockDuration: 3600 });
+  // A client found over its budget waits here until its minute ends, without a store round trip
+  // per request. Each instance learns it from its own count of the shared counter, so a client
+  // may overshoot its budget by at most one request per instance.
+  const overBudgetUntil = new Map<string, number>();
+  const budgetKey = (client: ClientWithBudget, ip: string) =>
+    // A public client has no secret: anyone can speak for it, so its budget is per address.
+    client.clientAuthMethod === 'none' ? `${client.clientId}|${ip}` : client.clientId;
+  function waitOf(key: string): number {
+    const until = overBudgetUntil.get(key);
+    if (until === undefined) return 0;
+    if (until > Date.now()) return Math.ceil((until - Date.now()) / 1000);
+    overBudgetUntil.delete(key);
+    return 0;
+  }
+
+  async function spendBudget(client: ClientWithBudget, ip: string): Promise<void> {
+    const points = client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
+    const key = budgetKey(client, ip);
+    const res = await consume(budgetLimiter(points), key);
+    if (res.consumedPoints >= points) overBudgetUntil.set(key, Date.now() + res.msBeforeNext);
+  }
+
+  /** Seconds to hold back a request that did not authenticate, or 0 while under the limit. */
+  async function failedAuthentication(claimed: string, ip: string): Promise<number> {
+    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${claimed}|${ip}`), consume(failuresPerIp, ip)]);
+    const over = Math.max(perClient.consumedPoints - config.authFailures, perIp.consumedPoints - config.authFailuresPerIp);
+    return growingDelay(over, config.authMaxDelaySeconds);
+  }
 
   return {
-    async tokenEndpoint(ctx, next) {
-      const ip = ctx.ip;
-      const clientId = clientIdOf(ctx) ?? '-';
-      const lockedFor = Math.max(await heldBackFor(authFailuresPerClientIp, `${clientId}|${ip}`), await heldBackFor(authFailuresPerIp, ip));
-      if (lockedFor) return tooManyTokenRequests(ctx, lockedFor);
-      for (const [l, key] of [[tokenPerIp, ip], [tokenPerClient, clientId]] as const) {
-        const res = await consume(l, key);
-        if (typeof res === 'number') return tooManyTokenRequests(ctx, res);
-      }
+    async clientBudget(ctx, next) {
+      const claimed = claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams);
+      const wait = claimed ? Math.max(waitOf(claimed), waitOf(`${claimed}|${ctx.ip}`)) : 0;
+      return wait ? tooManyTokenRequests(ctx, wait) : next();
+    },
+
+    async clientAuthentication(ctx, next) {
+      if (ctx.method !== 'POST' || !LIMITED_PROVIDER_PATHS.has(ctx.path)) return next();
       await next();
-      if (ctx.res.statusCode === 401) {
-        await Promise.all([consume(authFailuresPerClientIp, `${clientId}|${ip}`), consume(authFailuresPerIp, ip)]);
+      try {
+        // The provider sets the client once it is found; a 401 means its authentication failed.
+        const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
+        if (client && ctx.status !== 401) return await spendBudget(client, ctx.ip);
+        // The same answer whether the claimed client exists or not: nothing tells them apart.
+        const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined) ?? '-';
+        const wait = await failedAuthentication(claimed, ctx.ip);
+        if (wait) tooManyTokenRequests(ctx, wait);
+      } catch {
+        // The counters' store is down: the provider's own answer stands (a 503 if it needed the
+        // store too). Counting is not worth failing a request that was answered.
       }
     },
-    signIn: {
-      async waitFor(email, ip) {
-        return Math.max(await heldBackFor(signInDelay, email.toLowerCase(), 2), await heldBackFor(signInFailuresPerIp, ip));
-      },
-      async failed(email, ip) {
-        const key = email.toLowerCase();
-        const res = await consume(signInFailures, key);
-        await consume(signInFailuresPerIp, ip);
-        const failures = typeof res === 'number' ? config.signInFreeFailures + 10 : res.consumedPoints;
-        if (failures >= config.signInFreeFailures) {
-          // Growing delays: 1, 2, 4, 8 … seconds, up to the maximum.
-          const delay = Math.min(2 ** (failures - config.signInFreeFailures), config.signInMaxDelaySeconds);
-          await signInDelay.block(key, delay);
-        }
-      },
-      async succeeded(email) {
-        const key = email.toLowerCase();
-        await Promise.all([signInFailures.delete(key), signInDelay.delete(key)]);
-      },
+  };
+}
+
+function signInLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>): SignInLimits {
+  const failures = limiter({ keyPrefix: 'signin-fail', points: UNLIMITED, duration: 24 * 3600 });
+  const delay = limiter({ keyPrefix: 'signin-delay', points: 1, duration: 1 });
+  const failuresPerIp = limiter({ keyPrefix: 'signin-ip', points: config.signInFailuresPerHourPerIp, duration: 3600 });
+  const keyOf = (email: string, source: string) => `${email.toLowerCase()}|${source}`;
+
+  return {
+    async waitFor(email, source, ip) {
+      return Math.max(await heldBackFor(delay, keyOf(email, source), 2), await heldBackFor(failuresPerIp, ip));
+    },
+    async failed(email, source, ip) {
+      const key = keyOf(email, source);
+      const [res] = await Promise.all([consume(failures, key), consume(failuresPerIp, ip)]);
+      const wait = growingDelay(res.consumedPoints - config.signInFreeFailures + 1, config.signInMaxDelaySeconds);
+      if (wait) await delay.block(key, wait);
+    },
+    async succeeded(email, source) {
+      const key = keyOf(email, source);
+      await Promise.all([failures.delete(key), delay.delete(key)]);
     },
   };
 }

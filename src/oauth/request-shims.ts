@@ -2,7 +2,7 @@
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
-import { parseScopeList } from './scopes.ts';
+import { parseScopeList } from '../scopes.ts';
 
 /** Spec 4.1 allows commas between scope names; the provider only splits on spaces. */
 export async function normaliseScopeParam(ctx: Context, next: Next) {
@@ -13,11 +13,24 @@ export async function normaliseScopeParam(ctx: Context, next: Next) {
   return next();
 }
 
+declare module 'koa' {
+  interface DefaultState {
+    /** The token, revocation or introspection request's parameters, read once (form or JSON). */
+    oauthParams?: Record<string, string>;
+  }
+}
+
 export const TOKEN_BODY_LIMIT = 16 * 1024;
+
+/** Token responses, success and error, must not be cached (RFC 6749 5.1). */
+function noCache(ctx: Context) {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
+}
 
 function oauthError(ctx: Context, err: { status: number; error: string; error_description?: string }) {
   ctx.status = err.status;
-  ctx.set('Cache-Control', 'no-store');
+  noCache(ctx);
   ctx.body = { error: err.error, error_description: err.error_description };
 }
 
@@ -41,12 +54,19 @@ function formFromJson(text: string): URLSearchParams | string {
 /**
  * Reads the body of a token, revocation or introspection request once, with a size limit, so the
  * rate limiter can see the client id. CONTRACT 3: JSON bodies are accepted too; a flat JSON
- * object of strings is turned into the form the provider reads. Other content types are left to
- * the provider, which refuses them with invalid_request.
+ * object of strings is turned into the form the provider reads. A body of any other type is
+ * refused here, at once and without reading it. Every answer of these endpoints, ours or the
+ * provider's, carries the no-cache headers.
  */
 export async function readTokenRequestBody(ctx: Context, next: Next) {
-  const json = ctx.is('application/json');
-  if (ctx.method !== 'POST' || (!json && !ctx.is('application/x-www-form-urlencoded'))) return next();
+  noCache(ctx);
+  if (ctx.method !== 'POST') return next();
+  // null: no body at all (the provider then names the missing parameters).
+  const type = ctx.is('application/x-www-form-urlencoded', 'application/json');
+  if (type === null) return next();
+  if (type === false) {
+    return oauthError(ctx, { status: 400, error: 'invalid_request', error_description: 'the request body must be application/x-www-form-urlencoded or application/json' });
+  }
   let text: string;
   try {
     text = await getRawBody(ctx.req, { limit: TOKEN_BODY_LIMIT, encoding: 'utf8' });
@@ -54,7 +74,7 @@ export async function readTokenRequestBody(ctx: Context, next: Next) {
     const tooLarge = (err as { type?: string }).type === 'entity.too.large';
     return oauthError(ctx, { status: tooLarge ? 413 : 400, error: 'invalid_request', error_description: tooLarge ? 'the request body is too large' : 'the request body could not be read' });
   }
-  const form = json ? formFromJson(text) : new URLSearchParams(text);
+  const form = type === 'application/json' ? formFromJson(text) : new URLSearchParams(text);
   if (typeof form === 'string') return oauthError(ctx, new errors.InvalidRequest(form));
   ctx.state.oauthParams = Object.fromEntries(form);
   // The provider's body reader falls back to an already read req.body (lib/shared/selective_body.js).

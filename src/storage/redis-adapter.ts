@@ -3,7 +3,8 @@
 // artifact. On a cluster every command and script touches one key, so no two keys ever need to
 // share a hash slot; on a single node a save is one script.
 import type { RedisClient } from './redis.ts';
-import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 import { deleteIndexed } from './client-artifacts.ts';
 import { clientIndexKey } from './redis-keys.ts';
@@ -66,8 +67,8 @@ export class RedisAdapter implements Adapter {
     return `${this.prefix}${this.model}:grant:${grantId}`;
   }
 
-  private lookupKey(kind: 'uid' | 'userCode', value: string): string {
-    return `${this.prefix}${this.model}:${kind}:${artifactKey(value)}`;
+  private uidKey(uid: string): string {
+    return `${this.prefix}${this.model}:uid:${artifactKey(uid)}`;
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn = 0): Promise<void> {
@@ -76,7 +77,7 @@ export class RedisAdapter implements Adapter {
     const indexes = [payload.grantId && this.grantKey(payload.grantId), payload.clientId && clientIndexKey(this.prefix, payload.clientId)].filter(
       (index): index is string => Boolean(index),
     );
-    const lookups = (['uid', 'userCode'] as const).filter((kind) => payload[kind]).map((kind) => this.lookupKey(kind, payload[kind] as string));
+    const lookups = payload.uid ? [this.uidKey(payload.uid)] : [];
 
     if (!this.redis.isCluster) {
       // One node (or Sentinel's master): one script, one command — a token save is on the path of
@@ -104,17 +105,14 @@ export class RedisAdapter implements Adapter {
     return payload;
   }
 
-  private async findBy(kind: 'uid' | 'userCode', value: string): Promise<AdapterPayload | undefined> {
-    const id = await this.redis.get(this.lookupKey(kind, value));
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const id = await this.redis.get(this.uidKey(uid));
     return id ? this.find(id) : undefined;
   }
 
-  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    return this.findBy('uid', uid);
-  }
-
-  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-    return this.findBy('userCode', userCode);
+  /** The device flow is off; the Adapter interface still names this method. */
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
   }
 
   // Atomic, so two concurrent redemptions of one code or refresh token cannot both pass:
@@ -122,7 +120,7 @@ export class RedisAdapter implements Adapter {
   async consume(id: string): Promise<void> {
     const marked = await this.redis.eval(CONSUME_SCRIPT, 1, this.key(id), Math.floor(Date.now() / 1000));
     if (marked !== 1 && CONSUMABLE.has(this.model)) {
-      throw new errors.InvalidGrant(`${this.model} already consumed`);
+      throw new ArtifactAlreadyConsumed(this.model);
     }
   }
 

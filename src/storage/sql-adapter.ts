@@ -1,5 +1,6 @@
 // oidc-provider adapter on the SQL database (PostgreSQL or PGlite), used when REDIS_URL is unset.
-import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
 import type { Db } from './db.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 
@@ -33,11 +34,10 @@ export class SqlAdapter implements Adapter {
         grant_id: payload.grantId ?? null,
         client_id: payload.clientId ?? null,
         uid: payload.uid ?? null,
-        user_code: payload.userCode ?? null,
         expires_at: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
       })
       .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'client_id', 'uid', 'user_code', 'expires_at']);
+      .merge(['payload', 'grant_id', 'client_id', 'uid', 'expires_at']);
   }
 
   private toPayload(id: string, row: Row | undefined): AdapterPayload | undefined {
@@ -57,9 +57,9 @@ export class SqlAdapter implements Adapter {
     return row ? this.toPayload(row.payload.jti as string, row) : undefined;
   }
 
-  async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-    const row = await this.live().where('user_code', userCode).first<Row | undefined>('payload', 'consumed_at');
-    return row ? this.toPayload(row.payload.jti as string, row) : undefined;
+  /** The device flow is off; the Adapter interface still names this method. */
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
   }
 
   // Conditional, so two concurrent redemptions of one code or refresh token cannot both pass:
@@ -70,7 +70,7 @@ export class SqlAdapter implements Adapter {
       .whereNull('consumed_at')
       .update({ consumed_at: this.db.fn.now() });
     if (updated === 0 && CONSUMABLE.has(this.model)) {
-      throw new errors.InvalidGrant(`${this.model} already consumed`);
+      throw new ArtifactAlreadyConsumed(this.model);
     }
   }
 

@@ -1,43 +1,69 @@
 // Sign-in and sign-out of the web application pages, and the guards of signed-in pages.
-import Router from '@koa/router';
+// Every page route names its guard itself (no prefix-wide middleware): see pageGuards.
 import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import { authenticateUser } from '../accounts/store.ts';
 import type { SignInLimits } from '../oauth/rate-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { endSession, startSession } from './session.ts';
+import { newRouter } from '../http/router.ts';
+import { ForbiddenError } from '../errors.ts';
+import { endAuthorizationSession } from '../oauth/sessions.ts';
+import { endSession, loadUser, rememberDevice, startSession } from './session.ts';
+import { checkSignIn } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
+import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 
-export const HOME = '/settings/connected-apps';
+export const HOME = CONNECTED_APPS_PATH;
 
 /** Only a local path may be a `next` target: never another site (no open redirect). */
 function safeNext(value: unknown): string {
   return typeof value === 'string' && /^\/(?![/\\])/.test(value) ? value : HOME;
 }
 
-export async function requireUser(ctx: Context, next: Next) {
+async function requireUser(ctx: Context, next: Next) {
   if (ctx.state.user) return next();
   if (ctx.method === 'GET') {
     ctx.status = 303;
-    return ctx.redirect(`/login?${new URLSearchParams({ next: ctx.url })}`);
+    return ctx.redirect(`${LOGIN_PATH}?${new URLSearchParams({ next: ctx.url })}`);
   }
   ctx.status = 401;
   return page(ctx, 'error', { title: 'Please sign in', description: 'Your session has ended. Sign in and try again.' });
 }
 
-export async function requireAdmin(ctx: Context, next: Next) {
-  if (ctx.state.user?.isAdmin) return next();
+function refuseNonAdmin(ctx: Context) {
   ctx.status = 403;
   return page(ctx, 'error', { title: 'Administrators only', description: 'This page is for administrators of the platform.' });
 }
 
-export function accountRoutes({ db, limits, metrics }: { db: Db; limits: SignInLimits; metrics: Metrics }): Router {
-  const router = new Router();
+async function requireAdmin(ctx: Context, next: Next) {
+  return ctx.state.user?.isAdmin ? next() : refuseNonAdmin(ctx);
+}
 
-  const showLogin = (ctx: Context, error = '', email = '') =>
-    page(ctx, 'web-login', { title: 'Sign in', error, email, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
+export type Guard = Array<(ctx: Context, next: Next) => Promise<unknown>>;
 
-  router.get('/login', async (ctx) => {
+/** The guards a page route starts with: who may reach it. */
+export function pageGuards(db: Db): { anyone: Guard; signedIn: Guard; admin: Guard } {
+  const user = loadUser(db);
+  return { anyone: [user], signedIn: [user, requireUser], admin: [user, requireUser, requireAdmin] };
+}
+
+/** The signed-in administrator: checked again inside each admin handler, whatever guarded the route. */
+export function adminOf(ctx: Context) {
+  const user = ctx.state.user;
+  if (!user?.isAdmin) throw new ForbiddenError('this page is for administrators of the platform');
+  return user;
+}
+
+export function accountRoutes({ db, provider, limits, metrics }: { db: Db; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
+  const router = newRouter();
+  const { anyone } = pageGuards(db);
+
+  const showLogin = (ctx: Context, error = '', email = '') => {
+    rememberDevice(ctx);
+    return page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
+  };
+
+  router.get(LOGIN_PATH, ...anyone, async (ctx) => {
     if (ctx.state.user) {
       ctx.status = 303;
       return ctx.redirect(safeNext(ctx.query.next));
@@ -45,30 +71,20 @@ export function accountRoutes({ db, limits, metrics }: { db: Db; limits: SignInL
     return showLogin(ctx);
   });
 
-  router.post('/login', formBody, requireCsrf, async (ctx) => {
+  router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
     const email = field(ctx, 'email').trim();
-    const wait = await limits.waitFor(email, ctx.ip);
-    if (wait) {
-      ctx.status = 429;
-      ctx.set('Retry-After', String(wait));
-      return showLogin(ctx, `Too many sign-in attempts. Please wait ${wait} seconds and try again.`, email);
-    }
-    const user = email ? await authenticateUser(db, email, field(ctx, 'password')) : undefined;
-    if (!user) {
-      metrics.authFailures.inc({ kind: 'user' });
-      await limits.failed(email, ctx.ip);
-      ctx.status = 401;
-      return showLogin(ctx, 'The email or password is not correct.', email);
-    }
-    await limits.succeeded(email);
-    await startSession(ctx, db, user.id);
+    const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
+    if ('refused' in user) return showLogin(ctx, user.refused, email);
+    await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
     ctx.status = 303;
     ctx.redirect(safeNext(field(ctx, 'next')));
   });
 
-  router.post('/logout', formBody, requireCsrf, async (ctx) => {
+  // Sign-out ends both sessions: the pages' and the authorization session of the OAuth flow.
+  router.post(LOGOUT_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
     await endSession(ctx, db);
-    redirectWithFlash(ctx, '/login', { type: 'ok', text: 'You are signed out.' });
+    await endAuthorizationSession(ctx, provider);
+    redirectWithFlash(ctx, LOGIN_PATH, { type: 'ok', text: 'You are signed out.' });
   });
 
   return router;

@@ -1,67 +1,65 @@
 // Admin review of clients: pending clients and pending changes first; approve, reject (with a
 // reason), suspend, reinstate. Administrators only (users set-admin).
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
-import type { ClientDeps } from '../clients/lifecycle.ts';
-import { setClientStatus } from '../clients/lifecycle.ts';
-import { listClients, type ClientStatus } from '../clients/store.ts';
+import { listClients, setClientStatus, type ClientDeps } from '../clients/service.ts';
+import { CLIENT_STATUSES, clientVersion, decisionsFor, DECISIONS, type DecisionName } from '../clients/model.ts';
 import { decideChange, pendingChanges } from '../clients/changes.ts';
-import { InputError, NotFoundError } from '../errors.ts';
-import { describeScope } from '../oauth/scopes.ts';
+import { AppError, NotFoundError } from '../errors.ts';
+import { describeScope } from '../scopes.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
-import { requireAdmin, requireUser } from './account.ts';
+import { adminOf, pageGuards } from './account.ts';
+import { newRouter, numericParam } from '../http/router.ts';
+import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 
-const BASE = '/admin/oauth-clients';
+const BASE = ADMIN_CLIENTS_PATH;
 
-const ACTIONS: Record<string, { to: ClientStatus; done: string }> = {
-  approve: { to: 'approved', done: 'approved' },
-  reject: { to: 'rejected', done: 'rejected' },
-  suspend: { to: 'suspended', done: 'suspended: its tokens stopped working' },
-  reinstate: { to: 'approved', done: 'reinstated' },
-};
 
-export function adminReviewRoutes(deps: ClientDeps & { db: Db }): Router {
-  const router = new Router({ prefix: BASE });
-  router.use(requireUser, requireAdmin);
-  const by = (ctx: Context) => ({ actor: `user:${ctx.state.user!.id}`, reason: field(ctx, 'reason').trim() || undefined });
+export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
+  const router = newRouter();
+  const { admin } = pageGuards(deps.db);
+  const by = (ctx: Context) => ({ actor: `user:${adminOf(ctx).id}`, reason: field(ctx, 'reason').trim() || undefined });
 
-  router.get('/', async (ctx) => {
+  router.get(BASE, ...admin, async (ctx) => {
+    adminOf(ctx);
     const clients = await listClients(deps.db);
     const changes = await pendingChanges(deps.db);
-    const order: ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
-    clients.sort((a, b) => order.indexOf(a.status) - order.indexOf(b.status));
+    clients.sort((a, b) => CLIENT_STATUSES.indexOf(a.status) - CLIENT_STATUSES.indexOf(b.status));
     const names = new Map(clients.map((c) => [c.clientId, c.name]));
     return page(ctx, 'admin-clients', {
       title: 'Review OAuth clients',
-      clients: clients.map((c) => ({ ...c, scopeInfo: c.scopes.map(describeScope) })),
+      clients: clients.map((c) => ({ ...c, version: clientVersion(c), decisions: decisionsFor(c.status), scopeInfo: c.scopes.map(describeScope) })),
       changes: changes.map((c) => ({ ...c, clientName: names.get(c.clientId) ?? c.clientId, scopeInfo: c.addScopes.map(describeScope) })),
     });
   });
 
-  router.post('/:id/status', formBody, requireCsrf, async (ctx) => {
-    const action = ACTIONS[field(ctx, 'action')];
+  router.post(`${BASE}/:id/status`, ...admin, formBody, requireCsrf, async (ctx) => {
+    const name = field(ctx, 'action');
+    const action = Object.hasOwn(DECISIONS, name) ? DECISIONS[name as DecisionName] : undefined;
     if (!action) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Unknown action.' });
     const decision = by(ctx);
     if (action.to === 'rejected' && !decision.reason) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Give a reason for the rejection.' });
     try {
-      const client = await setClientStatus(deps, ctx.params.id!, action.to, decision);
+      // The form carries the version of the client the administrator saw: approve what was reviewed.
+      const client = await setClientStatus(deps, ctx.params.id!, action.to, decision, { version: field(ctx, 'version') });
       redirectWithFlash(ctx, BASE, { type: 'ok', text: `${client.name}: ${action.done}.` });
     } catch (err) {
-      if (!(err instanceof InputError || err instanceof NotFoundError)) throw err;
+      if (!(err instanceof AppError) || err.status >= 500) throw err;
       redirectWithFlash(ctx, BASE, { type: 'error', text: `${err.message}.` });
     }
   });
 
-  router.post('/changes/:changeId', formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/changes/:changeId`, ...admin, formBody, requireCsrf, async (ctx) => {
+    const changeId = numericParam(ctx.params.changeId);
+    if (changeId === undefined) throw new NotFoundError('no such change');
     const approve = field(ctx, 'decision') === 'approve';
     const decision = by(ctx);
     if (!approve && !decision.reason) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Give a reason for the rejection.' });
     try {
-      const client = await decideChange(deps.db, Number(ctx.params.changeId), approve, decision);
+      const client = await decideChange(deps.db, changeId, approve, decision);
       redirectWithFlash(ctx, BASE, { type: 'ok', text: `${client.name}: change ${approve ? 'approved' : 'rejected'}.` });
     } catch (err) {
-      if (!(err instanceof InputError || err instanceof NotFoundError)) throw err;
+      if (!(err instanceof AppError) || err.status >= 500) throw err;
       redirectWithFlash(ctx, BASE, { type: 'error', text: `${err.message}.` });
     }
   });

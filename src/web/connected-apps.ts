@@ -1,24 +1,26 @@
 // "Apps with access to your account": every client the user authorized, and Revoke access.
-import Router from '@koa/router';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { appsWithAccess, revokeAppAccess } from '../oauth/grants.ts';
-import { describeScope } from '../oauth/scopes.ts';
+import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
 import { formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
-import { requireUser } from './account.ts';
+import { pageGuards } from './account.ts';
+import { newRouter } from '../http/router.ts';
+import { CONNECTED_APPS_PATH } from '../http/paths.ts';
 
-const PATH = '/settings/connected-apps';
+const PATH = CONNECTED_APPS_PATH;
 
-export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provider }): Router {
-  const router = new Router();
+export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provider }) {
+  const router = newRouter();
+  const { signedIn } = pageGuards(db);
 
-  router.get(PATH, requireUser, async (ctx) => {
+  router.get(PATH, ...signedIn, async (ctx) => {
     const apps = await appsWithAccess(db, provider, String(ctx.state.user!.id));
     return page(ctx, 'connected-apps', { title: 'Apps with access to your account', apps: apps.map((a) => ({ ...a, scopes: a.scopes.map(describeScope) })) });
   });
 
-  router.post(`${PATH}/:clientId/revoke`, requireUser, formBody, requireCsrf, async (ctx) => {
+  router.post(`${PATH}/:clientId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const user = ctx.state.user!;
     const revoked = await revokeAppAccess(db, provider, String(user.id), ctx.params.clientId!);
     if (revoked === 0) return redirectWithFlash(ctx, PATH, { type: 'error', text: 'That app has no access to your account.' });

@@ -1,32 +1,39 @@
 // Developer settings: register clients, see and edit them, rotate their secrets. The same service
 // layer as the operator scripts (src/clients/), with the signed-in user as owner and actor.
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { InputError, NotFoundError } from '../errors.ts';
-import { createClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret, type Actor, type ClientRecord } from '../clients/store.ts';
+import { createClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret } from '../clients/service.ts';
+import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf } from '../clients/changes.ts';
 import { migrationStatus } from '../clients/legacy.ts';
-import { MAX_REDIRECT_URIS } from '../clients/validate.ts';
-import { MAX_ACTIVE_SECRETS } from '../clients/store.ts';
-import { SCOPE_CATALOGUE } from '../oauth/scopes.ts';
+import { SCOPE_CATALOGUE } from '../scopes.ts';
 import { field, fields, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
-import { requireUser } from './account.ts';
+import { pageGuards } from './account.ts';
+import { newRouter, numericParam } from '../http/router.ts';
+import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
 
-const BASE = '/settings/developer/oauth-clients';
+const BASE = DEVELOPER_CLIENTS_PATH;
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });
 const uriLines = (text: string) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
 
-export function developerRoutes({ db }: { db: Db }): Router {
-  const router = new Router({ prefix: BASE });
-  router.use(requireUser);
+export function developerRoutes({ db }: { db: Db }) {
+  const router = newRouter();
+  const { signedIn } = pageGuards(db);
 
   /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
   async function ownClient(ctx: Context): Promise<ClientRecord> {
     const client = await findClient(db, ctx.params.id!);
-    if (!client || client.ownerUserId !== ctx.state.user!.id) throw Object.assign(new NotFoundError('no such client'), { status: 404 });
+    if (!client || client.ownerUserId !== ctx.state.user!.id) throw new NotFoundError('no such client');
     return client;
+  }
+
+  /** The secret id in the path: a number, or this is a 404 (never a database error). */
+  function secretIdOf(ctx: Context): number {
+    const id = numericParam(ctx.params.secretId);
+    if (id === undefined) throw new NotFoundError('no such secret');
+    return id;
   }
 
   async function showClient(ctx: Context, client: ClientRecord, extra: Record<string, unknown> = {}) {
@@ -34,7 +41,7 @@ export function developerRoutes({ db }: { db: Db }): Router {
       title: client.name,
       client,
       catalogue: SCOPE_CATALOGUE,
-      secrets: client.kind === 'confidential' ? await listActiveSecrets(db, client.clientId) : [],
+      secrets: hasSecrets(client.kind) ? await listActiveSecrets(db, client.clientId) : [],
       maxSecrets: MAX_ACTIVE_SECRETS,
       pending: await pendingChangeOf(db, client.clientId),
       migration: await migrationStatus(db, client),
@@ -48,7 +55,7 @@ export function developerRoutes({ db }: { db: Db }): Router {
   const showSecret = (ctx: Context, client: ClientRecord, secret: { id: number; value: string }) =>
     page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
 
-  router.get('/', async (ctx) => {
+  router.get(BASE, ...signedIn, async (ctx) => {
     const clients = await listClients(db, { ownerUserId: ctx.state.user!.id });
     return page(ctx, 'developer-clients', { title: 'Developer settings', clients });
   });
@@ -56,9 +63,9 @@ export function developerRoutes({ db }: { db: Db }): Router {
   const showNew = (ctx: Context, error = '', form: Record<string, unknown> = {}) =>
     page(ctx, 'developer-new', { title: 'Register an OAuth client', catalogue: SCOPE_CATALOGUE, maxRedirectUris: MAX_REDIRECT_URIS, error, form: { name: '', kind: 'confidential', redirectUris: '', scopes: [], ...form } });
 
-  router.get('/new', (ctx) => showNew(ctx));
+  router.get(`${BASE}/new`, ...signedIn, (ctx) => showNew(ctx));
 
-  router.post('/', formBody, requireCsrf, async (ctx) => {
+  router.post(BASE, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const form = { name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope') };
     try {
       if (form.kind !== 'confidential' && form.kind !== 'public') throw new InputError('choose the kind of client');
@@ -76,9 +83,9 @@ export function developerRoutes({ db }: { db: Db }): Router {
     }
   });
 
-  router.get('/:id', async (ctx) => showClient(ctx, await ownClient(ctx)));
+  router.get(`${BASE}/:id`, ...signedIn, async (ctx) => showClient(ctx, await ownClient(ctx)));
 
-  router.post('/:id', formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     const form = { scopes: fields(ctx, 'scope'), redirectUris: field(ctx, 'redirect_uris') };
     try {
@@ -94,7 +101,7 @@ export function developerRoutes({ db }: { db: Db }): Router {
     }
   });
 
-  router.post('/:id/secrets', formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     try {
       return showSecret(ctx, client, await generateSecret(db, client.clientId, actor(ctx)));
@@ -104,17 +111,19 @@ export function developerRoutes({ db }: { db: Db }): Router {
     }
   });
 
-  router.get('/:id/secrets/:secretId/revoke', async (ctx) => {
+  router.get(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, async (ctx) => {
     const client = await ownClient(ctx);
-    const secret = (await listActiveSecrets(db, client.clientId)).find((s) => String(s.id) === ctx.params.secretId);
+    const secretId = secretIdOf(ctx);
+    const secret = (await listActiveSecrets(db, client.clientId)).find((s) => s.id === secretId);
     if (!secret) return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'error', text: 'That secret is not active.' });
     return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret });
   });
 
-  router.post('/:id/secrets/:secretId/revoke', formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
+    const secretId = secretIdOf(ctx);
     try {
-      await revokeSecret(db, client.clientId, Number(ctx.params.secretId), actor(ctx));
+      await revokeSecret(db, client.clientId, secretId, actor(ctx));
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
       return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'error', text: 'That secret is not active.' });

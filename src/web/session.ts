@@ -1,11 +1,14 @@
 // Sign-in sessions of the web application's pages: a random id in a signed, HttpOnly, SameSite=Lax
-// cookie; only its hash is stored (table web_sessions).
+// cookie; only its hash is stored (table web_sessions). The pages' CSRF tokens are bound to it.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { findUserById, isAdmin, type User } from '../accounts/store.ts';
+import { cookieName, cookieOptions } from '../http/cookies.ts';
 
-export const SESSION_COOKIE = 'web_session';
+const SESSION_COOKIE = 'web_session';
+/** Binds the CSRF tokens of a visitor who is not signed in (the sign-in form). */
+const VISITOR_COOKIE = 'web_visitor';
 const SESSION_HOURS = 12;
 
 export interface WebUser extends User {
@@ -15,34 +18,73 @@ export interface WebUser extends User {
 declare module 'koa' {
   interface DefaultState {
     user?: WebUser;
+    /** Hash of the web session cookie, while signed in. */
+    webSessionId?: string;
   }
 }
 
 const hash = (value: string) => createHash('sha256').update(value).digest('base64url');
-const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, signed: true, overwrite: true };
 
-export async function startSession(ctx: Context, db: Db, userId: number): Promise<void> {
+/** A session of SESSION_HOURS; its cookie outlives the browser only when the user asked ("Keep me signed in"). */
+export async function startSession(ctx: Context, db: Db, userId: number, { remember = false } = {}): Promise<void> {
   const value = randomBytes(32).toString('base64url');
   const expires = new Date(Date.now() + SESSION_HOURS * 3600_000);
   await db('web_sessions').insert({ id: hash(value), user_id: userId, expires_at: expires });
-  ctx.cookies.set(SESSION_COOKIE, value, { ...cookieOptions, expires, secure: ctx.secure });
+  ctx.cookies.set(cookieName(ctx, SESSION_COOKIE), value, cookieOptions(ctx, remember ? { expires } : {}));
+  // Tokens minted before sign-in die with the visitor cookie.
+  ctx.cookies.set(cookieName(ctx, VISITOR_COOKIE), null, cookieOptions(ctx));
 }
 
 export async function endSession(ctx: Context, db: Db): Promise<void> {
-  const value = ctx.cookies.get(SESSION_COOKIE, { signed: true });
+  const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
   if (value) await db('web_sessions').where('id', hash(value)).delete();
-  ctx.cookies.set(SESSION_COOKIE, null, { ...cookieOptions, secure: ctx.secure });
+  for (const name of [SESSION_COOKIE, VISITOR_COOKIE]) ctx.cookies.set(cookieName(ctx, name), null, cookieOptions(ctx));
+  ctx.state.user = undefined;
+  ctx.state.webSessionId = undefined;
 }
 
-/** Puts the signed-in user, if any, in ctx.state.user. */
-export function loadWebUser(db: Db) {
+/** Puts the signed-in user, if any, in ctx.state.user: the first step of every page route. */
+export function loadUser(db: Db) {
   return async function webUser(ctx: Context, next: Next) {
-    const value = ctx.cookies.get(SESSION_COOKIE, { signed: true });
-    if (value) {
-      const row = await db('web_sessions').where('id', hash(value)).where('expires_at', '>', db.fn.now()).first('user_id');
-      const user = row ? await findUserById(db, row.user_id) : undefined;
-      if (user) ctx.state.user = { ...user, isAdmin: await isAdmin(db, user.id) };
+    const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
+    const row = value ? await db('web_sessions').where('id', hash(value)).where('expires_at', '>', db.fn.now()).first('user_id') : undefined;
+    const user = row ? await findUserById(db, row.user_id) : undefined;
+    if (user) {
+      ctx.state.user = { ...user, isAdmin: await isAdmin(db, user.id) };
+      ctx.state.webSessionId = hash(value!);
     }
     return next();
   };
+}
+
+/** What this request's page CSRF tokens are bound to: the web session, else the visitor cookie. */
+export function csrfBinding(ctx: Context): string {
+  if (ctx.state.webSessionId) return `session:${ctx.state.webSessionId}`;
+  const name = cookieName(ctx, VISITOR_COOKIE);
+  let visitor = ctx.cookies.get(name, { signed: true });
+  if (!visitor) {
+    visitor = randomBytes(24).toString('base64url');
+    ctx.cookies.set(name, visitor, cookieOptions(ctx));
+  }
+  return `visitor:${visitor}`;
+}
+
+/** A long-lived random id of this browser, so that sign-in delays can tell devices apart. */
+const DEVICE_COOKIE = 'device';
+const DEVICE_DAYS = 400;
+
+/** Gives this browser a device id when a sign-in form is shown (once; kept for DEVICE_DAYS). */
+export function rememberDevice(ctx: Context): void {
+  const name = cookieName(ctx, DEVICE_COOKIE);
+  if (ctx.cookies.get(name, { signed: true })) return;
+  ctx.cookies.set(name, randomBytes(16).toString('base64url'), cookieOptions(ctx, { expires: new Date(Date.now() + DEVICE_DAYS * 86_400_000) }));
+}
+
+/**
+ * Where a sign-in attempt comes from, for its growing delays: the browser's device cookie, else its
+ * address. Failures from another browser (an attacker's) never delay this one.
+ */
+export function signInSource(ctx: Context): string {
+  const device = ctx.cookies.get(cookieName(ctx, DEVICE_COOKIE), { signed: true });
+  return device ? `device:${device}` : `ip:${ctx.ip}`;
 }

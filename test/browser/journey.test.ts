@@ -1,7 +1,8 @@
 // The whole journey in a real browser (Debian's Chromium, driven by playwright-core): a developer
 // registers a client, an administrator approves it, a user authorizes it through sign-in and
 // consent, sees it under apps with access and revokes it; the token then fails. Screenshots of
-// every page go to test/artifacts/ for review.
+// every page, at a desktop and a phone size, go to test/artifacts/ for review; at the phone size each page
+// must fit the screen's width and keep its heading visible.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,8 @@ import { usersSetAdmin } from '../../src/admin/commands.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(ROOT, 'test/artifacts');
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
 // Outside CI a machine without Chromium skips this file (say so); in CI it must run (.ci/run installs it).
 const available = fs.existsSync(CHROMIUM);
 if (!available && process.env.CI !== 'true') console.warn(`browser journey skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
@@ -36,13 +39,46 @@ describe.runIf(available || process.env.CI === 'true')('the journey in a browser
     await server?.close();
   });
 
+  /** Screenshots at both sizes; at the phone size, also what a person would meet: overflow or a covered heading. */
   async function screenshot(page: Page, name: string) {
     shot += 1;
-    await page.screenshot({ path: path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+    const file = path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}`);
+    await page.screenshot({ path: `${file}.png`, fullPage: true });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: `${file}-phone.png`, fullPage: true });
+    expect.soft(await layoutProblems(page), `${name} at ${PHONE.width}px`).toEqual([]);
+    await page.setViewportSize(DESKTOP);
+  }
+
+  function layoutProblems(page: Page): Promise<string[]> {
+    return page.evaluate(() => {
+      window.scrollTo(0, 0);
+      const problems: string[] = [];
+      const { scrollWidth } = document.documentElement;
+      if (scrollWidth > window.innerWidth) problems.push(`page is ${scrollWidth}px wide in a ${window.innerWidth}px window`);
+      const h1 = document.querySelector('h1');
+      if (!h1) return [...problems, 'no h1'];
+      const box = h1.getBoundingClientRect();
+      const header = document.querySelector('header');
+      if (header && header.getBoundingClientRect().bottom > box.top) problems.push('the header reaches below the top of the h1');
+      const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+      if (!hit || !h1.contains(hit)) problems.push(`the h1 is covered by <${hit?.tagName.toLowerCase()} class="${hit?.className}">`);
+      return problems;
+    });
+  }
+
+  /** WCAG contrast ratio of two computed colours (rgb()/rgba(), opaque). */
+  function contrast(a: string, b: string): number {
+    const luminance = (css: string) => {
+      const linear = css.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+      return [0.2126, 0.7152, 0.0722].reduce((sum, weight, i) => sum + weight * linear[i]!, 0);
+    };
+    const [x, y] = [luminance(a), luminance(b)];
+    return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
   }
 
   async function person(): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const context = await browser.newContext({ viewport: DESKTOP });
     // The client's redirect URI is not a real site: answer it here and keep the URL.
     await context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back at the app</p>' }));
     return { context, page: await context.newPage() };
@@ -64,7 +100,24 @@ describe.runIf(available || process.env.CI === 'true')('the journey in a browser
     const devSide = await person();
     await devSide.page.goto(`${server.url}/login`);
     await screenshot(devSide.page, 'web-sign-in');
+    // A wrong password: the form comes back with the email kept and the focus on the password.
+    await devSide.page.getByLabel('Email').fill(dev.email);
+    await devSide.page.getByLabel('Password').fill('not the password');
+    await devSide.page.getByRole('button', { name: 'Sign in' }).click();
+    await devSide.page.locator('.alert').waitFor();
+    const focus = await devSide.page.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      const style = getComputedStyle(el);
+      return { id: el.id, outline: style.outlineColor, border: style.borderTopColor, around: getComputedStyle(el.closest('.card')!).backgroundColor };
+    });
+    expect(focus.id).toBe('password');
+    // Non-text contrast (WCAG 1.4.11): the focus ring and the input's border against the card.
+    expect.soft(contrast(focus.outline, focus.around)).toBeGreaterThanOrEqual(3);
+    expect.soft(contrast(focus.border, focus.around)).toBeGreaterThanOrEqual(3);
+    await screenshot(devSide.page, 'web-sign-in-failed');
     await signIn(devSide.page, dev, '/settings/developer/oauth-clients');
+    expect.soft(await devSide.page.getByRole('navigation').getByRole('link', { name: 'Developer settings' }).getAttribute('aria-current')).toBe('page');
+    await screenshot(devSide.page, 'developer-clients-empty');
     await devSide.page.getByRole('link', { name: 'Register a client' }).click();
     await devSide.page.getByLabel('Name').fill('Calendar Sync Pro');
     await devSide.page.getByLabel(/Redirect URIs/).fill(REDIRECT);
@@ -79,10 +132,13 @@ describe.runIf(available || process.env.CI === 'true')('the journey in a browser
     await devSide.page.getByRole('link', { name: 'I have stored it safely' }).click();
     const clientId = (await devSide.page.locator('dd code').first().textContent())!.trim();
     await screenshot(devSide.page, 'developer-client-page');
+    await devSide.page.getByRole('link', { name: 'Developer settings' }).click();
+    await screenshot(devSide.page, 'developer-clients');
 
     // 2. The administrator approves it.
     const adminSide = await person();
     await signIn(adminSide.page, admin, '/admin/oauth-clients');
+    expect.soft(await adminSide.page.getByRole('navigation').getByRole('link', { name: 'Review clients' }).getAttribute('aria-current')).toBe('page');
     await screenshot(adminSide.page, 'admin-review-pending');
     const item = adminSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
     await item.getByRole('button', { name: 'Approve' }).click();

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, migrateLatest } from '../../src/storage/db.ts';
 import { migrationSource } from '../../migrations/index.ts';
-import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
+import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
 import { clientArtifacts } from '../../src/storage/client-artifacts.ts';
 import { createTestDatabase, type TestDatabase } from '../support/services.ts';
 import { Browser, type Page } from '../support/browser.ts';
@@ -29,7 +29,7 @@ function startClusterInstance(publicUrl?: string): Promise<AppInstance> {
     DATABASE_URL: pg.url,
     REDIS_CLUSTER_NODES: cluster.env,
     RATE_LIMIT_AUTH_FAILURES: '3',
-    RATE_LIMIT_AUTH_LOCKOUT_SECONDS: '60',
+    RATE_LIMIT_AUTH_WINDOW_SECONDS: '60',
     COOKIE_KEYS: 'scale-out-cookie-key-shared-by-every-instance',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   });
@@ -99,13 +99,17 @@ describe('many instances on a Redis Cluster and PostgreSQL', () => {
     expect((await getMe(instances[2]!.url, first.body.access_token as string)).status).toBe(401);
   });
 
-  it('detects refresh token reuse across instances and revokes the grant', async () => {
+  it('answers a retried refresh on another instance the same, and detects reuse across instances once the successor was used', async () => {
     const tokens = (await exchange(0, await hoppingCode())).body;
-    const rotated = await refresh(1, tokens.refresh_token as string);
-    expect(rotated.status).toBe(200);
+    const results = await Promise.all([0, 1, 2].map((i) => refresh(i, tokens.refresh_token as string)));
+    const answered = results.filter((r) => r.status === 200);
+    expect(new Set(answered.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    const rotated = answered[0]!;
+    const successor = await refresh(1, rotated.body.refresh_token as string);
+    expect(successor.status).toBe(200);
     expect((await refresh(2, tokens.refresh_token as string)).body.error).toBe('invalid_grant');
-    expect((await getMe(instances[0]!.url, rotated.body.access_token as string)).status).toBe(401);
-    expect((await refresh(0, rotated.body.refresh_token as string)).body.error).toBe('invalid_grant');
+    expect((await getMe(instances[0]!.url, successor.body.access_token as string)).status).toBe(401);
+    expect((await refresh(0, successor.body.refresh_token as string)).body.error).toBe('invalid_grant');
   });
 
   it('refuses a secret revoked through one instance on every other at once', async () => {
@@ -119,16 +123,30 @@ describe('many instances on a Redis Cluster and PostgreSQL', () => {
     }
   });
 
-  it('shares rate limits: failures on A and B lock out the same caller on C', async () => {
+  it('shares rate limits: failures on A and B hold back the same caller on C, whose right secret still works', async () => {
     const fresh = await clientsCreate(ops, { name: 'Limited App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
     await clientsSetStatus(ops, fresh.client_id, 'approved');
-    const wrong = (i: number) => tokenRequest(instances[i]!.url, { grant_type: 'refresh_token', refresh_token: 'x', client_id: fresh.client_id, client_secret: 'wrong' });
-    expect((await wrong(0)).status).toBe(401);
-    expect((await wrong(1)).status).toBe(401);
-    expect((await wrong(0)).status).toBe(401);
-    const locked = await wrong(2);
-    expect(locked.status).toBe(429);
-    expect(locked.body.error).toBe('slow_down');
+    const refresh = (i: number, secret: string) => tokenRequest(instances[i]!.url, { grant_type: 'refresh_token', refresh_token: 'x', client_id: fresh.client_id, client_secret: secret });
+    expect((await refresh(0, 'wrong')).status).toBe(401);
+    expect((await refresh(1, 'wrong')).status).toBe(401);
+    expect((await refresh(0, 'wrong')).status).toBe(401);
+    const held = await refresh(2, 'wrong');
+    expect(held.status).toBe(429);
+    expect(held.body.error).toBe('slow_down');
+    // Authenticated (the refresh token itself is junk): never held back by failures.
+    expect((await refresh(2, fresh.client_secret!)).body.error).toBe('invalid_grant');
+  });
+
+  it("shares a client's own budget: over it on every instance after at most one extra request each", async () => {
+    const fresh = await clientsCreate(ops, { name: 'Budget App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(ops, fresh.client_id, 'approved');
+    await clientsSetRateLimit(ops, fresh.client_id, '3');
+    const refresh = (i: number) => tokenRequest(instances[i]!.url, { grant_type: 'refresh_token', refresh_token: 'x', client_id: fresh.client_id, client_secret: fresh.client_secret! });
+    const statuses = [];
+    for (const i of [0, 1, 2, 0, 1, 2, 0, 1, 2]) statuses.push((await refresh(i)).status);
+    expect(statuses.slice(0, 3)).toEqual([400, 400, 400]);
+    expect(statuses.filter((s) => s === 400).length).toBeLessThanOrEqual(3 + instances.length);
+    expect(statuses.slice(-3)).toEqual([429, 429, 429]);
   });
 });
 

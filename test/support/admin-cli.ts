@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect } from 'vitest';
 import { admin as runAdmin, type CliResult } from './processes.ts';
 import { createTestDatabase, type TestDatabase } from './services.ts';
+import { escapeUnsafeText } from '../../src/text.ts';
 
 export interface AdminCli {
   /** The test database (available inside tests). */
@@ -30,11 +31,18 @@ export function useAdminCli(): AdminCli {
   };
 }
 
-/** A refusal: non-zero exit, nothing on stdout, one line on stderr giving the reason. */
+/**
+ * A refusal: non-zero exit, one line on stderr giving the reason and, with --json, the same
+ * reason as the one document on stdout ({"error": {"message"}}); without --json, nothing there.
+ */
 export function expectRefusal(result: CliResult, reason: RegExp): void {
   expect(result.code).not.toBe(0);
-  expect(result.stdout).toBe('');
   const lines = result.stderr.trim().split('\n');
   expect(lines, result.stderr).toHaveLength(1);
   expect(lines[0]).toMatch(reason);
+  if (result.stdout !== '') {
+    const { message } = JSON.parse(result.stdout).error;
+    expect(JSON.parse(result.stdout)).toEqual({ error: { message: expect.any(String) } });
+    expect(lines[0]).toBe(`error: ${escapeUnsafeText(message)}`);
+  }
 }

@@ -46,6 +46,8 @@ export class Browser {
     const body = new URLSearchParams();
     form.find('input[name]').each((_, el) => {
       const input = page.$(el);
+      // As a browser does: an unticked checkbox or radio button sends nothing.
+      if (input.is('[type=checkbox], [type=radio]') && input.attr('checked') === undefined) return;
       body.set(input.attr('name')!, input.attr('value') ?? '');
     });
     if (target.is('button') && target.attr('name')) body.set(target.attr('name')!, target.attr('value') ?? '');

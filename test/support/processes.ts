@@ -19,7 +19,7 @@ export interface CliResult {
 }
 
 /** The operator scripts as a separate process, exactly as `npm run --silent admin --` runs them. */
-export function spawnAdmin(args: string[], env: Record<string, string>): Promise<CliResult> {
+export function spawnAdmin(args: string[], env: Record<string, string>, stdin = ''): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(TSX, ['src/admin/cli.ts', ...args], { cwd: ROOT, env: envWith(env) });
     let stdout = '';
@@ -28,6 +28,7 @@ export function spawnAdmin(args: string[], env: Record<string, string>): Promise
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin);
   });
 }
 

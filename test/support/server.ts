@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
+import { metricsListener } from '../../src/http/metrics.ts';
 import { buildSystem, type System, type SystemOverrides } from '../../src/system.ts';
 import type { Logger } from '../../src/log.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
@@ -10,6 +11,8 @@ export type Storage = 'redis' | 'sql';
 
 export interface TestServer {
   url: string;
+  /** The separate metrics listener (as METRICS_PORT in main.ts): `${metricsUrl}/metrics`. */
+  metricsUrl: string;
   system: System;
   pg: TestDatabase;
   redis?: TestRedis;
@@ -18,6 +21,7 @@ export interface TestServer {
 
 export interface AppInstance {
   url: string;
+  metricsUrl: string;
   system: System;
   close(): Promise<void>;
 }
@@ -32,12 +36,16 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...env }), overrides);
   listener.on('request', system.app.callback());
+  const metrics = metricsListener(system.metrics);
+  await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
   return {
     url,
+    metricsUrl: `http://127.0.0.1:${(metrics.address() as AddressInfo).port}`,
     system,
     async close() {
       listener.closeAllConnections();
-      await new Promise((resolve) => listener.close(resolve));
+      metrics.closeAllConnections();
+      await Promise.all([new Promise((resolve) => listener.close(resolve)), new Promise((resolve) => metrics.close(resolve))]);
       await system.close();
     },
   };

@@ -1,8 +1,8 @@
 // The route policy of CONTRACT 4, row by row, and the scope rules it relies on.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { neededFor, type Need } from '../src/api/route-policy.ts';
-import { ALL_SCOPES, isKnownScope, parseScopeList, scopeSatisfies } from '../src/oauth/scopes.ts';
+import { neededFor, type Need } from '../../src/api/route-policy.ts';
+import { ALL_SCOPES, isKnownScope, parseScopeList, scopeSatisfies } from '../../src/scopes.ts';
 
 const READS = ['GET', 'HEAD'];
 const WRITES = ['POST', 'PUT', 'PATCH', 'DELETE'];
@@ -133,7 +133,79 @@ describe('route policy, row by row', () => {
       expect(neededFor('POST', path).kind, path).toBe('deny');
     }
   });
+});
 
+// A corpus of paths that a server behind the gateway may resolve to another route than the one
+// they read as (CONTRACT 4 says a path no rule covers is refused): matrix parameters (servlet
+// containers drop `;…` from each segment, so `..;` is `..`), encoded and double-encoded dots,
+// slashes, backslashes and semicolons, overlong UTF-8, and Unicode look-alikes of `.`, `/`, `\`
+// and `;`, some found by NFKC (what many servers fold text with), some only by their looks.
+describe('route policy: paths that may resolve differently are never allowed', () => {
+  const utf8 = (char: string) => encodeURIComponent(char);
+  const bmp = Array.from({ length: 0xffff - 0x7f }, (_, i) => String.fromCharCode(0x80 + i)).filter((c) => !/[\ud800-\udfff]/.test(c));
+  const foldsTo = (chars: string) => bmp.filter((c) => [...c.normalize('NFKC')].some((k) => chars.includes(k)));
+  const VISUAL = {
+    dot: ['\u0660', '\u06f0', '\u0701', '\u0702', '\u2024', '\u3002', '\u30fb', '\ua4f8', '\ua60e', '\uff0e', '\uff61', '\ufe52', '\u00b7', '\u2027', '\u2219', '\u22c5'],
+    slash: ['\u2044', '\u2215', '\u2571', '\u27cb', '\u29f8', '\u1735', '\u2f03', '\u3033', '\u30ce', '\u4e3f', '\u31d3', '\uff0f'],
+    backslash: ['\u2216', '\u27cd', '\u29f5', '\u29f9', '\u2f02', '\u31d4', '\u4e36', '\ufe68', '\uff3c', '\u00a5', '\u20a9'],
+    semicolon: ['\u037e', '\ufe54', '\uff1b'],
+  };
+  const unicode = (visual: string[], ascii: string) => [...new Set([...visual, ...foldsTo(ascii)])].flatMap((c) => [c, utf8(c)]);
+  const DOT = ['%2e', '%2E', '%252e', '%25252e', '%u002e', '%c0%ae', '%C0%AE', '%e0%80%ae', '%f0%80%80%ae', '%c0.', ...unicode(VISUAL.dot, '.')];
+  const DOTDOT = ['..', '...', '%2e%2e', '%2e.', '.%2e', '%252e%252e', '%c0%ae%c0%ae', '\u2025', utf8('\u2025'), '\u2026', utf8('\u2026'), '\ufe30', utf8('\ufe30'), ...DOT.map((d) => `${d}${d}`)];
+  const SLASH = ['%2f', '%2F', '%252f', '%5c', '%5C', '%255c', '\\', '%c0%af', '%e0%80%af', '%c1%9c', '%c1%1c', ...unicode([...VISUAL.slash, ...VISUAL.backslash], '/\\')];
+  const SEMI = [';', ';x=1', ';jsessionid=0', '%3b', '%3B', '%253b', ...unicode(VISUAL.semicolon, ';')];
+  const PARENT = [...DOTDOT.flatMap((dd) => [dd, ...SEMI.map((s) => `${dd}${s}`)]), ...SEMI.map((s) => `..${s}`)];
+
+  const corpus = [
+    ...PARENT.flatMap((p) => [
+      `/v2/organizations/o1/teams/t1/bookings/${p}/${p}/${p}/bookings/123`,
+      `/v2/bookings/${p}/organizations/o1/bookings`,
+      `/v2/me/${p}/teams/1`,
+      `/v2/bookings/1/${p}/${p}/me/cancel`,
+    ]),
+    ...SLASH.flatMap((sl) => [
+      `/v2/teams/1/bookings/x${sl}..${sl}..${sl}..${sl}organizations${sl}1${sl}bookings`,
+      `/v2/bookings/x${sl}..${sl}..${sl}teams${sl}1`,
+      `/v2/bookings${sl}1${sl}cancel`,
+    ]),
+    ...SLASH.flatMap((sl) => PARENT.slice(0, 40).map((p) => `/v2/bookings/x${sl}${p}${sl}${p}${sl}organizations${sl}1${sl}bookings`)),
+    // Matrix parameters on any segment of a legitimate path.
+    ...ROWS.flatMap(([path]) => path.split('/').slice(2).flatMap((_, i, parts) => SEMI.map((s) => `/v2/${parts.map((p, j) => (j === i ? `${p}${s}` : p)).join('/')}`))),
+  ];
+
+  it('refuses every path of the generated corpus, for every method', () => {
+    expect(corpus.length).toBeGreaterThan(5_000);
+    for (const path of corpus) {
+      for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+        expect(neededFor(method, path).kind, `${method} ${path}`).toBe('deny');
+      }
+    }
+  });
+
+  it('refuses every non-ASCII character in a path, raw or percent-encoded', () => {
+    for (const char of bmp) {
+      expect(neededFor('GET', `/v2/bookings/${char}`).kind, `U+${char.charCodeAt(0).toString(16)}`).toBe('deny');
+      expect(neededFor('GET', `/v2/bookings/a${utf8(char)}b`).kind, `U+${char.charCodeAt(0).toString(16)} encoded`).toBe('deny');
+    }
+    for (const char of ['\u{1d16d}', '\u{10a50}', '\u{1f4c1}']) expect(neededFor('GET', `/v2/bookings/${utf8(char)}`).kind).toBe('deny');
+  });
+
+  it('refuses any hostile token inserted anywhere in a legitimate path (property)', () => {
+    // Raw `..` inside a segment (`uid..1`) is an ordinary character; every other token is hostile anywhere.
+    const hostile = fc.constantFrom(...DOT, ...DOTDOT.filter((t) => !/^\.+$/.test(t)), ...SLASH, ...SEMI, '%00', '%0a', '%09', '%3f', '%23', '%25', ' ', '\t');
+    fc.assert(
+      fc.property(fc.constantFrom(...ROWS.map(([path]) => path)), hostile, fc.nat(), fc.constantFrom('GET', 'POST', 'DELETE'), (path, token, at, method) => {
+        const cut = '/v2/'.length + (at % (path.length - '/v2/'.length + 1));
+        const spliced = `${path.slice(0, cut)}${token}${path.slice(cut)}`;
+        expect(neededFor(method, spliced).kind, spliced).toBe('deny');
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
+
+describe('route policy: random input', () => {
   it('never grants a random path to a token without scopes, and never crashes', () => {
     const segment = fc.oneof(fc.constantFrom('v2', 'me', 'teams', 'bookings', 'cancel', '..', '.', '', '%2e', '%2F', '1'), fc.string());
     fc.assert(
@@ -162,13 +234,19 @@ describe('scope parsing', () => {
     );
   });
 
-  it('never crashes on random input, and only catalogue names pass as known', () => {
+  it('never crashes on random input and never yields an empty name or one with a separator', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), (value) => {
-        for (const name of parseScopeList(value)) {
-          expect(name).not.toMatch(/[\s,]/);
-          expect(isKnownScope(name)).toBe(ALL_SCOPES.includes(name));
-        }
+        for (const name of parseScopeList(value)) expect(name).toMatch(/^[^\s,]+$/);
+      }),
+    );
+  });
+
+  it('knows no near miss of a catalogue name: another case, a prefix, a suffix, padding', () => {
+    fc.assert(
+      fc.property(scopeNames, fc.string({ minLength: 1, maxLength: 5 }), (name, extra) => {
+        expect(isKnownScope(name)).toBe(true);
+        for (const miss of [name.toLowerCase(), `${name}${extra}`, `${extra}${name}`, ` ${name}`, `${name}\u0000`]) expect(isKnownScope(miss), miss).toBe(false);
       }),
     );
   });

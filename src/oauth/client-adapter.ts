@@ -2,9 +2,9 @@
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { Db } from './db.ts';
-import { findUsableClient } from '../clients/store.ts';
-import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../oauth/scopes.ts';
+import type { Db } from '../storage/db.ts';
+import { findUsableClient } from '../clients/service.ts';
+import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
@@ -17,6 +17,26 @@ function isNativeRedirect(uri: string): boolean {
   return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
 }
 
+/**
+ * A resource server as the provider sees it: it authenticates with its secrets, has no redirect
+ * URIs and may use no grant — only introspection (see its policy in src/oauth/provider.ts).
+ */
+function resourceServer(clientId: string, name: string, introspectScopes: string[], secrets: unknown): AdapterPayload {
+  return {
+    client_id: clientId,
+    client_name: name,
+    redirect_uris: [],
+    response_types: [],
+    grant_types: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    client_secret: placeholderSecret(clientId),
+    secret_hashes: secrets,
+    resource_server: true,
+    // It may introspect only tokens with at least one of these scopes; none listed: any token.
+    introspect_scopes: introspectScopes,
+  };
+}
+
 export class ClientAdapter implements Adapter {
   constructor(private readonly db: Db) {}
 
@@ -24,6 +44,7 @@ export class ClientAdapter implements Adapter {
     const usable = await findUsableClient(this.db, clientId);
     if (!usable) return undefined;
     const { client, secrets } = usable;
+    if (client.kind === 'resource_server') return resourceServer(client.clientId, client.name, client.scopes, secrets);
     const confidential = client.kind === 'confidential';
     return {
       client_id: client.clientId,
@@ -46,6 +67,8 @@ export class ClientAdapter implements Adapter {
       legacy: client.legacy && client.scopes.length === 0,
       // A pending client is usable only by its owner, for testing before review.
       pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
+      // The operator's budget for this client (clients set-rate-limit); null: the server's default.
+      token_requests_per_minute: client.tokenRequestsPerMinute,
     };
   }
 

@@ -1,0 +1,88 @@
+// What a client is: its kinds and statuses, the administrators' decisions that move it between
+// statuses, and its limits. Spelled once here; the pages, the scripts and the service read them.
+import { createHash } from 'node:crypto';
+
+/**
+ * confidential: a server-side app with a secret; public: a native or browser app (PKCE, no secret);
+ * resource_server: an API or gateway that introspects others' tokens and obtains none itself.
+ */
+export type ClientKind = 'confidential' | 'public' | 'resource_server';
+
+/** Kinds that authenticate with a secret (and rotate two of them). */
+export const hasSecrets = (kind: ClientKind) => kind !== 'public';
+export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
+
+/** Every status, in the order the review page lists clients. */
+export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
+
+export const MAX_REDIRECT_URIS = 10;
+export const MAX_ACTIVE_SECRETS = 2; // spec 5.7
+export const MAX_TOKEN_REQUESTS_PER_MINUTE = 1_000_000;
+
+/** The decisions on a client: from which statuses each is possible, where it leads, what it did. */
+export const DECISIONS = {
+  approve: { from: ['pending'], to: 'approved', done: 'approved' },
+  reject: { from: ['pending'], to: 'rejected', done: 'rejected' },
+  suspend: { from: ['approved'], to: 'suspended', done: 'suspended: its tokens stopped working' },
+  reinstate: { from: ['suspended'], to: 'approved', done: 'reinstated' },
+} as const satisfies Record<string, { from: readonly ClientStatus[]; to: ClientStatus; done: string }>;
+
+export type DecisionName = keyof typeof DECISIONS;
+
+export function decisionsFor(status: ClientStatus): DecisionName[] {
+  return (Object.keys(DECISIONS) as DecisionName[]).filter((name) => (DECISIONS[name].from as readonly ClientStatus[]).includes(status));
+}
+
+/** Whether some decision moves a client from one status to the other. */
+export function canMove(from: ClientStatus, to: ClientStatus): boolean {
+  return decisionsFor(from).some((name) => DECISIONS[name].to === to);
+}
+
+/** Who makes a change, and why: recorded in the audit trail. */
+export interface Actor {
+  actor: string;
+  reason?: string | undefined;
+}
+
+export interface ClientRecord {
+  clientId: string;
+  name: string;
+  kind: ClientKind;
+  status: ClientStatus;
+  legacy: boolean;
+  scopes: string[];
+  redirectUris: string[];
+  /** The user who registered it in the developer settings; null when an operator did. */
+  ownerUserId: number | null;
+  /** Its own budget of token requests per minute (clients set-rate-limit); null: the default. */
+  tokenRequestsPerMinute: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A legacy client that has not selected scopes yet: it still has full access (spec 5.6). */
+export const isUnscopedLegacy = (client: Pick<ClientRecord, 'legacy' | 'scopes'>) => client.legacy && client.scopes.length === 0;
+
+export interface SecretInfo {
+  id: number;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export interface PendingChange {
+  id: number;
+  clientId: string;
+  addScopes: string[];
+  addRedirectUris: string[];
+  requestedBy: string;
+  requestedAt: Date;
+}
+
+/**
+ * What a reviewer sees of a client, as a short digest: a review form carries it, and a decision on
+ * a client that changed since (a redirect URI replaced while the page was open) is refused.
+ */
+export function clientVersion(client: ClientRecord): string {
+  const seen = [client.name, client.kind, client.status, client.legacy, client.scopes, client.redirectUris, client.ownerUserId];
+  return createHash('sha256').update(JSON.stringify(seen)).digest('base64url').slice(0, 22);
+}

@@ -1,0 +1,230 @@
+// The client registry's SQL, and nothing else: rows in, records out. Every function takes the
+// database or the transaction it runs in; the use cases (service.ts, changes.ts) own the
+// transactions and the audit trail.
+import type { Knex } from 'knex';
+import type { Db } from '../storage/db.ts';
+import { preparedRead } from '../storage/prepared.ts';
+import { announceChange, cachedRead } from '../storage/record-cache.ts';
+import { NotFoundError } from '../errors.ts';
+import type { StoredSecret } from './secrets.ts';
+import type { ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
+
+type Q = Db | Knex.Transaction;
+
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'created_at', 'updated_at'] as const;
+
+interface ClientRow {
+  id: string;
+  name: string;
+  kind: ClientKind;
+  status: ClientStatus;
+  legacy: boolean;
+  scopes: string[];
+  owner_user_id: number | null;
+  token_requests_per_minute: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+// Client ids are printable ASCII; anything else (a NUL byte, which PostgreSQL text cannot hold,
+// control characters, huge values) names no client and must not reach the database.
+const PLAUSIBLE_CLIENT_ID = /^[\x21-\x7e]{1,200}$/;
+
+function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
+  return {
+    clientId: row.id,
+    name: row.name,
+    kind: row.kind,
+    status: row.status,
+    legacy: row.legacy,
+    scopes: row.scopes,
+    redirectUris,
+    ownerUserId: row.owner_user_id,
+    tokenRequestsPerMinute: row.token_requests_per_minute,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+async function redirectUrisOf(q: Q, clientId: string): Promise<string[]> {
+  return q('oauth_client_redirect_uris').where('client_id', clientId).orderBy('position').pluck('uri');
+}
+
+export async function readClient(q: Q, clientId: string): Promise<ClientRecord | undefined> {
+  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
+  const row: ClientRow | undefined = await q('oauth_clients').where('id', clientId).first(CLIENT_COLUMNS);
+  return row ? toRecord(row, await redirectUrisOf(q, clientId)) : undefined;
+}
+
+/**
+ * Reads the client and locks its row until the transaction ends: changes to one client take turns.
+ * Every change of a client starts here, so the cached copies everywhere drop it at commit.
+ */
+export async function lockClient(trx: Knex.Transaction, clientId: string): Promise<ClientRecord> {
+  const row: ClientRow | undefined = PLAUSIBLE_CLIENT_ID.test(clientId) ? await trx('oauth_clients').where('id', clientId).forUpdate().first(CLIENT_COLUMNS) : undefined;
+  if (!row) throw new NotFoundError(`no client with id ${clientId}`);
+  await announceChange(trx, 'client', clientId);
+  return toRecord(row, await redirectUrisOf(trx, clientId));
+}
+
+export async function listClientRecords(q: Q, filter: { status?: ClientStatus; ownerUserId?: number } = {}): Promise<ClientRecord[]> {
+  const rows: ClientRow[] = await q('oauth_clients')
+    .modify((query) => {
+      if (filter.status) query.where('status', filter.status);
+      if (filter.ownerUserId !== undefined) query.where('owner_user_id', filter.ownerUserId);
+    })
+    .orderBy('created_at')
+    .select(CLIENT_COLUMNS);
+  const uris: Array<{ client_id: string; uri: string }> = await q('oauth_client_redirect_uris')
+    .whereIn('client_id', rows.map((r) => r.id))
+    .orderBy('position')
+    .select('client_id', 'uri');
+  return rows.map((row) => toRecord(row, uris.filter((u) => u.client_id === row.id).map((u) => u.uri)));
+}
+
+export interface ClientFields {
+  name: string;
+  kind: ClientKind;
+  legacy: boolean;
+  scopes: string[];
+  ownerUserId: number | null;
+}
+
+export async function insertClient(trx: Knex.Transaction, clientId: string, fields: ClientFields, redirectUris: string[]): Promise<ClientRecord> {
+  const [row] = await trx('oauth_clients')
+    .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId })
+    .returning(CLIENT_COLUMNS);
+  await replaceRedirectUris(trx, clientId, redirectUris);
+  await announceChange(trx, 'client', clientId); // an earlier "no such client" may be cached
+  return toRecord(row, redirectUris);
+}
+
+/** Changes columns of a locked client (see lockClient). */
+export async function updateClient(
+  trx: Knex.Transaction,
+  clientId: string,
+  changes: Partial<{ status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null }>,
+): Promise<void> {
+  await trx('oauth_clients')
+    .where('id', clientId)
+    .update({
+      ...(changes.status !== undefined ? { status: changes.status } : {}),
+      ...(changes.scopes !== undefined ? { scopes: JSON.stringify(changes.scopes) } : {}),
+      ...(changes.tokenRequestsPerMinute !== undefined ? { token_requests_per_minute: changes.tokenRequestsPerMinute } : {}),
+      updated_at: trx.fn.now(),
+    });
+}
+
+/** The client's redirect URIs become exactly this list, in this order. */
+export async function replaceRedirectUris(trx: Knex.Transaction, clientId: string, uris: string[]): Promise<void> {
+  await trx('oauth_client_redirect_uris').where('client_id', clientId).delete();
+  if (uris.length) await trx('oauth_client_redirect_uris').insert(uris.map((uri, position) => ({ client_id: clientId, uri, position })));
+}
+
+export async function activeSecrets(q: Q, clientId: string): Promise<SecretInfo[]> {
+  const rows = await q('oauth_client_secrets').where('client_id', clientId).whereNull('revoked_at').orderBy('id').select('id', 'created_at', 'last_used_at');
+  return rows.map((r) => ({ id: r.id, createdAt: r.created_at, lastUsedAt: r.last_used_at }));
+}
+
+export async function insertSecret(trx: Knex.Transaction, clientId: string, hash: string): Promise<number> {
+  const [row] = await trx('oauth_client_secrets').insert({ client_id: clientId, secret_hash: hash }).returning('id');
+  return row.id as number;
+}
+
+/** Marks an active secret revoked; false when the client has no such active secret. */
+export async function revokeSecretRow(trx: Knex.Transaction, clientId: string, secretId: number): Promise<boolean> {
+  const updated = await trx('oauth_client_secrets').where({ id: secretId, client_id: clientId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+  return updated > 0;
+}
+
+export async function markSecretUsed(db: Db, secretId: number): Promise<void> {
+  await db('oauth_client_secrets').where('id', secretId).update({ last_used_at: db.fn.now() });
+}
+
+export interface UsableClient {
+  client: ClientRecord;
+  secrets: StoredSecret[];
+}
+
+// One round trip, prepared, and cached while the change feed runs: this is on every token request.
+const usableClientById = preparedRead<ClientRow & { redirect_uris: string[]; secrets: StoredSecret[] }, [string]>('usable_client_by_id', (db, clientId) =>
+  db('oauth_clients as c')
+    .where('c.id', clientId)
+    .where((q) => q.where('c.status', 'approved').orWhere((p) => p.where('c.status', 'pending').whereNotNull('c.owner_user_id')))
+    .first(
+      ...CLIENT_COLUMNS.map((column) => `c.${column}`),
+      db.raw(`coalesce((select json_agg(u.uri order by u.position) from oauth_client_redirect_uris u where u.client_id = c.id), '[]') as redirect_uris`),
+      db.raw(
+        `coalesce((select json_agg(json_build_object('id', s.id, 'hash', s.secret_hash) order by s.id)
+           from oauth_client_secrets s where s.client_id = c.id and s.revoked_at is null), '[]') as secrets`,
+      ),
+    ),
+);
+
+/**
+ * A client the provider may use, with its active secret hashes: an approved one, or a pending one
+ * that has an owner (the owner may try it before review; src/oauth/authorization-outcomes.ts and
+ * the consent step keep everyone else out). Undefined otherwise.
+ */
+export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
+  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
+  return cachedRead(db, 'client', clientId, async () => {
+    const [row] = await usableClientById(db, clientId);
+    return row ? { client: toRecord(row, row.redirect_uris), secrets: row.secrets } : undefined;
+  });
+}
+
+// Pending changes of approved clients (table oauth_client_changes).
+
+interface ChangeRow {
+  id: number;
+  client_id: string;
+  add_scopes: string[];
+  add_redirect_uris: string[];
+  requested_by: string;
+  requested_at: Date;
+  state: 'pending' | 'approved' | 'rejected' | 'withdrawn';
+}
+
+const toChange = (row: ChangeRow): PendingChange => ({
+  id: row.id,
+  clientId: row.client_id,
+  addScopes: row.add_scopes,
+  addRedirectUris: row.add_redirect_uris,
+  requestedBy: row.requested_by,
+  requestedAt: row.requested_at,
+});
+
+export async function pendingChangeOf(q: Q, clientId: string): Promise<PendingChange | undefined> {
+  const row: ChangeRow | undefined = await q('oauth_client_changes').where({ client_id: clientId, state: 'pending' }).first();
+  return row ? toChange(row) : undefined;
+}
+
+export async function pendingChanges(q: Q): Promise<PendingChange[]> {
+  const rows: ChangeRow[] = await q('oauth_client_changes').where('state', 'pending').orderBy('requested_at');
+  return rows.map(toChange);
+}
+
+/** A pending change, locked until the transaction ends; undefined when it is not pending. */
+export async function lockPendingChange(trx: Knex.Transaction, changeId: number): Promise<PendingChange | undefined> {
+  const row: ChangeRow | undefined = await trx('oauth_client_changes').where('id', changeId).forUpdate().first();
+  return row?.state === 'pending' ? toChange(row) : undefined;
+}
+
+export async function insertChange(trx: Knex.Transaction, clientId: string, change: { addScopes: string[]; addRedirectUris: string[] }, requestedBy: string): Promise<PendingChange> {
+  const [row] = await trx('oauth_client_changes')
+    .insert({ client_id: clientId, add_scopes: JSON.stringify(change.addScopes), add_redirect_uris: JSON.stringify(change.addRedirectUris), requested_by: requestedBy })
+    .returning('*');
+  return toChange(row);
+}
+
+/** Ends the client's pending change, if any, as withdrawn (replaced by a newer edit). */
+export async function withdrawPendingChange(trx: Knex.Transaction, clientId: string, by: string): Promise<void> {
+  await trx('oauth_client_changes').where({ client_id: clientId, state: 'pending' }).update({ state: 'withdrawn', decided_by: by, decided_at: trx.fn.now() });
+}
+
+export async function decidePendingChange(trx: Knex.Transaction, changeId: number, approved: boolean, by: string, reason: string | undefined): Promise<void> {
+  await trx('oauth_client_changes')
+    .where('id', changeId)
+    .update({ state: approved ? 'approved' : 'rejected', decided_by: by, decided_at: trx.fn.now(), reason: reason ?? null });
+}

@@ -1,0 +1,205 @@
+// The client registry's use cases, for the operator scripts, the pages and the provider. Each
+// change is one transaction that locks the client, writes it and its audit row: nothing is ever
+// half-written. Owners' edits and pending changes are in changes.ts.
+import type { Knex } from 'knex';
+import type { Db } from '../storage/db.ts';
+import type { ClientArtifacts } from '../storage/client-artifacts.ts';
+import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import { recordAudit } from '../audit.ts';
+import { assertSafeToSetScopes } from './legacy.ts';
+import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
+import { validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
+import {
+  canMove,
+  hasSecrets,
+  clientVersion,
+  MAX_ACTIVE_SECRETS,
+  MAX_REDIRECT_URIS,
+  MAX_TOKEN_REQUESTS_PER_MINUTE,
+  type Actor,
+  type ClientKind,
+  type ClientRecord,
+  type ClientStatus,
+  type SecretInfo,
+} from './model.ts';
+import * as repo from './repository.ts';
+
+export { findUsableClient, markSecretUsed, type UsableClient } from './repository.ts';
+
+export interface ClientDeps {
+  db: Db;
+  artifacts: ClientArtifacts;
+}
+
+export interface NewClient {
+  name: string;
+  redirectUris: string[];
+  scopes: string[];
+  kind: ClientKind;
+  legacy: boolean;
+  ownerUserId?: number;
+}
+
+export interface CreatedClient {
+  client: ClientRecord;
+  /** Present for confidential clients: the only time the secret is ever available. */
+  secret?: { id: number; value: string };
+}
+
+function auditDetails(by: Actor, details: Record<string, unknown> = {}) {
+  return { ...details, ...(by.reason ? { reason: by.reason } : {}) };
+}
+
+/** Locks the client, runs the change and records it: one transaction. */
+export async function changeClient<T>(
+  db: Db,
+  clientId: string,
+  by: Actor,
+  change: (trx: Knex.Transaction, client: ClientRecord) => Promise<{ result: T; action: string; details: Record<string, unknown> }>,
+): Promise<T> {
+  return db.transaction(async (trx) => {
+    const client = await repo.lockClient(trx, clientId);
+    const { result, action, details } = await change(trx, client);
+    await recordAudit(trx, { actor: by.actor, action, clientId, details: auditDetails(by, details) });
+    return result;
+  });
+}
+
+const reread = async (trx: Knex.Transaction, clientId: string) => (await repo.readClient(trx, clientId))!;
+
+export async function createClient(db: Db, input: NewClient, by: Actor): Promise<CreatedClient> {
+  const name = validateClientName(input.name);
+  const redirectUris = validateRedirectUris(input.redirectUris, input.kind);
+  // A resource server's scopes are optional: the tokens it may introspect (none listed: any).
+  const scopes = validateClientScopes(input.scopes, input.legacy || input.kind === 'resource_server');
+  const clientId = generateClientId();
+  const secretValue = hasSecrets(input.kind) ? generateClientSecret() : undefined;
+  if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
+  return db.transaction(async (trx) => {
+    const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null };
+    const client = await repo.insertClient(trx, clientId, fields, redirectUris);
+    const secret = secretValue ? { id: await repo.insertSecret(trx, clientId, hashClientSecret(secretValue)), value: secretValue } : undefined;
+    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris }) });
+    return { client, ...(secret ? { secret } : {}) };
+  });
+}
+
+export const findClient = (db: Db, clientId: string) => repo.readClient(db, clientId);
+export const listClients = (db: Db, filter: { status?: ClientStatus; ownerUserId?: number } = {}) => repo.listClientRecords(db, filter);
+export const listActiveSecrets = (db: Db, clientId: string): Promise<SecretInfo[]> => repo.activeSecrets(db, clientId);
+
+export async function getClient(db: Db, clientId: string): Promise<ClientRecord> {
+  const client = await repo.readClient(db, clientId);
+  if (!client) throw new NotFoundError(`no client with id ${clientId}`);
+  return client;
+}
+
+// A token request that read the client as approved just before the change may still save its
+// tokens just after the first sweep; a second sweep shortly after catches those.
+const SECOND_SWEEP_MS = 1000;
+
+/**
+ * Moves a client to another status. A client that stops being approved loses every code, token
+ * and grant at once (bearer verification then needs only the token lookup); reinstating does not
+ * bring them back. With `expected.version`, the client must still be what the reviewer saw.
+ */
+export async function setClientStatus(
+  { db, artifacts }: ClientDeps,
+  clientId: string,
+  to: ClientStatus,
+  by: Actor,
+  expected: { version?: string } = {},
+): Promise<ClientRecord> {
+  const client = await changeClient(db, clientId, by, async (trx, current) => {
+    if (expected.version !== undefined && expected.version !== clientVersion(current)) {
+      throw new ConflictError('this client changed since you opened the page; review it again');
+    }
+    if (!canMove(current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
+    await repo.updateClient(trx, clientId, { status: to });
+    return { result: await reread(trx, clientId), action: `client.${to}`, details: { from: current.status } };
+  });
+  if (to !== 'approved') {
+    await artifacts.revokeClient(clientId);
+    await new Promise((resolve) => setTimeout(resolve, SECOND_SWEEP_MS));
+    await artifacts.revokeClient(clientId);
+  }
+  return client;
+}
+
+/**
+ * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
+ * migration step (b) of spec 5.6, refused by the order guard unless forced.
+ */
+export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
+  const valid = validateClientScopes(scopes, false);
+  return changeClient(db, clientId, by, async (trx, current) => {
+    if (!force) await assertSafeToSetScopes(trx, current);
+    await repo.updateClient(trx, clientId, { scopes: valid });
+    return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...(force ? { forced: true } : {}) } };
+  });
+}
+
+export async function addRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return changeClient(db, clientId, by, async (trx, current) => {
+    const valid = validateRedirectUri(uri, current.kind);
+    if (current.redirectUris.includes(valid)) throw new InputError(`the client already has the redirect URI ${valid}`);
+    if (current.redirectUris.length >= MAX_REDIRECT_URIS) throw new InputError(`at most ${MAX_REDIRECT_URIS} redirect URIs per client`);
+    await repo.replaceRedirectUris(trx, clientId, [...current.redirectUris, valid]);
+    await repo.updateClient(trx, clientId, {});
+    return { result: await reread(trx, clientId), action: 'client.redirect_uri_added', details: { uri: valid } };
+  });
+}
+
+export async function removeRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return changeClient(db, clientId, by, async (trx, current) => {
+    if (!current.redirectUris.includes(uri)) throw new InputError(`the client has no redirect URI ${uri}`);
+    if (current.redirectUris.length === 1) throw new InputError('a client needs at least one redirect URI; add another before removing this one');
+    await repo.replaceRedirectUris(trx, clientId, current.redirectUris.filter((u) => u !== uri));
+    await repo.updateClient(trx, clientId, {});
+    return { result: await reread(trx, clientId), action: 'client.redirect_uri_removed', details: { uri } };
+  });
+}
+
+/**
+ * A new secret for a confidential client, refused while it has MAX_ACTIVE_SECRETS active. The
+ * client row lock makes concurrent calls take turns, so they can never exceed the limit.
+ */
+export async function generateSecret(db: Db, clientId: string, by: Actor): Promise<{ id: number; value: string }> {
+  const value = generateClientSecret();
+  return changeClient(db, clientId, by, async (trx, current) => {
+    if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
+    if ((await repo.activeSecrets(trx, clientId)).length >= MAX_ACTIVE_SECRETS) {
+      throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
+    }
+    const id = await repo.insertSecret(trx, clientId, hashClientSecret(value));
+    return { result: { id, value }, action: 'secret.generated', details: { secret_id: id } };
+  });
+}
+
+/** Revokes a secret; the next token request with it is refused, on every instance. */
+export async function revokeSecret(db: Db, clientId: string, secretId: number, by: Actor): Promise<void> {
+  await changeClient(db, clientId, by, async (trx) => {
+    if (!(await repo.revokeSecretRow(trx, clientId, secretId))) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
+    return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId } };
+  });
+}
+
+/** The client's own budget of token requests per minute, or null for the server's default. */
+export async function setClientRateLimit(db: Db, clientId: string, perMinute: number | null, by: Actor): Promise<ClientRecord> {
+  if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1 || perMinute > MAX_TOKEN_REQUESTS_PER_MINUTE)) {
+    throw new InputError(`the rate limit must be a whole number of requests per minute from 1 to ${MAX_TOKEN_REQUESTS_PER_MINUTE}, or "default"`);
+  }
+  return changeClient(db, clientId, by, async (trx, current) => {
+    await repo.updateClient(trx, clientId, { tokenRequestsPerMinute: perMinute });
+    return { result: await reread(trx, clientId), action: 'client.rate_limit_set', details: { from: current.tokenRequestsPerMinute, to: perMinute } };
+  });
+}
+
+/** Renames the client; the same rule as at registration (the name is shown on consent pages). */
+export async function renameClient(db: Db, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
+  const valid = validateClientName(name);
+  return changeClient(db, clientId, by, async (trx, current) => {
+    await trx('oauth_clients').where('id', clientId).update({ name: valid, updated_at: trx.fn.now() });
+    return { result: await reread(trx, clientId), action: 'client.renamed', details: { from: current.name, to: valid } };
+  });
+}

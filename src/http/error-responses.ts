@@ -1,0 +1,84 @@
+// The one place errors become answers. Whatever failed — our code, a library, the provider, a
+// storage outage — the answer has the shape of its route family: RFC 6749 JSON on the token,
+// revocation and introspection endpoints, CONTRACT 3.2 JSON on the /v2 API, an HTML page
+// elsewhere. A storage outage is 503 with Retry-After; anything unexpected is a 500 that says
+// nothing about our insides (it is logged).
+import type { Context } from 'koa';
+import { isStorageUnavailable } from '../storage/unavailable.ts';
+import { renderPage } from '../views.ts';
+import type { Logger } from '../log.ts';
+import { OAUTH_ENDPOINTS } from './paths.ts';
+
+export interface ErrorView {
+  status: number;
+  code: string;
+  message: string;
+  retryAfter?: number;
+}
+
+const RETRY_AFTER_SECONDS = 5;
+export const UNAVAILABLE: ErrorView = {
+  status: 503,
+  code: 'temporarily_unavailable',
+  message: 'The service is briefly unavailable. Please try again in a few seconds.',
+  retryAfter: RETRY_AFTER_SECONDS,
+};
+
+type ErrorLike = { status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
+
+/** What to tell the client about an error, whoever raised it. */
+export function describeError(err: unknown): ErrorView {
+  if (isStorageUnavailable(err)) return UNAVAILABLE;
+  const e = (err ?? {}) as ErrorLike;
+  const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.status === 'number' ? e.status : 500;
+  if (status >= 500 || status < 400) return { status: 500, code: 'server_error', message: 'Something went wrong on our side. Please try again.' };
+  // oidc-provider: `error` and `error_description`; ours: `code` and the message; Koa's HttpError: the message when exposed.
+  const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' && /^[a-z_]+$/.test(e.code) ? e.code : 'invalid_request';
+  const message = typeof e.error_description === 'string' ? e.error_description : e.expose !== false && typeof e.message === 'string' ? e.message : code;
+  return { status, code, message };
+}
+
+const TITLES: Record<string, string> = {
+  session_not_found: 'This sign-in link has expired',
+  temporarily_unavailable: 'Briefly unavailable',
+  not_found: 'Not found',
+};
+
+/** The error page's HTML for a view (also the provider's renderError). */
+export function errorPageHtml(view: ErrorView, user?: unknown): Promise<string> {
+  return renderPage('error', {
+    user,
+    title: TITLES[view.code] ?? (view.status === 403 ? 'Not allowed' : 'This request cannot be completed'),
+    error: view.code,
+    description: view.code === 'session_not_found' ? 'Please start again from the application.' : view.message,
+  });
+}
+
+/** Answers the request with the error, in its route family's shape. */
+export async function respondWithError(ctx: Context, view: ErrorView): Promise<void> {
+  ctx.status = view.status;
+  if (view.retryAfter) ctx.set('Retry-After', String(view.retryAfter));
+  if (OAUTH_ENDPOINTS.has(ctx.path)) {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { error: view.code, error_description: view.message };
+  } else if (ctx.path.startsWith('/v2/')) {
+    ctx.body = { status: 'error', error: { code: view.code, message: view.message } };
+  } else {
+    ctx.type = 'html';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await errorPageHtml(view, ctx.state.user);
+  }
+}
+
+/** Koa middleware: every error thrown below it is answered here, and 5xx are logged. */
+export function handleErrors(log: Logger) {
+  return async function errorResponses(ctx: Context, next: () => Promise<unknown>) {
+    try {
+      await next();
+    } catch (caught) {
+      const view = describeError(caught);
+      if (view.status >= 500) log.error({ err: caught, path: ctx.path }, view.status === 503 ? 'storage unavailable' : 'request failed');
+      await respondWithError(ctx, view);
+    }
+  };
+}

@@ -1,0 +1,25 @@
+// Every path the app answers, spelled once: routers, the provider mount, limits, metrics and
+// pages name them from here. A leaf module: it imports nothing.
+
+/** The provider's mount on BASE_URL; the issuer is `$BASE_URL` + this. */
+export const PROVIDER_PATH = '/v2/auth/oauth2';
+/** The authorization endpoint as the spec names it, on APP_URL (the same provider). */
+export const APP_AUTHORIZE_PATH = '/auth/oauth2/authorize';
+export const INTERACTION_PATH = '/auth/oauth2/interaction';
+/** RFC 8414 puts the metadata of an issuer with a path at /.well-known/…/<path>. */
+export const RFC8414_PATH = `/.well-known/oauth-authorization-server${PROVIDER_PATH}`;
+
+export const TOKEN_PATH = `${PROVIDER_PATH}/token`;
+export const REVOCATION_PATH = `${PROVIDER_PATH}/revoke`;
+export const INTROSPECTION_PATH = `${PROVIDER_PATH}/introspect`;
+/** The endpoints that authenticate clients and answer in RFC 6749 JSON. */
+export const OAUTH_ENDPOINTS: ReadonlySet<string> = new Set([TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH]);
+
+export const ME_PATH = '/v2/me';
+export const CHECK_PATH = '/v2/auth/check';
+
+export const LOGIN_PATH = '/login';
+export const LOGOUT_PATH = '/logout';
+export const CONNECTED_APPS_PATH = '/settings/connected-apps';
+export const DEVELOPER_CLIENTS_PATH = '/settings/developer/oauth-clients';
+export const ADMIN_CLIENTS_PATH = '/admin/oauth-clients';

@@ -1,0 +1,13 @@
+// Every router of the app matches paths exactly as written: case-sensitive, and a trailing slash
+// is another path. A path has one spelling; any other spelling is a 404 before a guard or a
+// handler runs (the provider mount applies the same rule: src/oauth/mount.ts).
+import Router from '@koa/router';
+
+export function newRouter(): Router {
+  return new Router({ sensitive: true, strict: true });
+}
+
+/** A numeric id from the path (a secret id, a change id), or undefined when it is not one. */
+export function numericParam(value: string | undefined): number | undefined {
+  return value !== undefined && /^[1-9][0-9]{0,14}$/.test(value) ? Number(value) : undefined;
+}

@@ -1,0 +1,45 @@
+// The provider's endpoints in our app: the steps our app runs in front of the provider, route by
+// route, then the provider itself (its own steps follow: client authentication, the grant, …, as
+// oidc-provider's lib/actions/token.js lists them). One spelling per path: only the exact
+// canonical paths reach the provider (src/oauth/mount.ts).
+import compose from 'koa-compose';
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { APP_AUTHORIZE_PATH, OAUTH_ENDPOINTS, PROVIDER_PATH, RFC8414_PATH } from '../http/paths.ts';
+import { mountProvider } from './mount.ts';
+import { normaliseScopeParam, readTokenRequestBody } from './request-shims.ts';
+import type { TokenEndpointLimits } from './rate-limits.ts';
+
+type Step = (ctx: Context, next: Next) => Promise<unknown>;
+
+const only = (applies: (ctx: Context) => boolean, steps: Step[]): Step => {
+  const run = compose(steps);
+  return (ctx, next) => (applies(ctx) ? run(ctx, next) : next());
+};
+
+// The provider's routes under its mount, exactly as spelled (resume uids are nanoids).
+const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|token|revoke|introspect|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
+const AUTHORIZE_ROUTES = /^\/authorize(\/[A-Za-z0-9_-]+)?$/;
+const AUTHORIZE_PATHS = new Set([`${PROVIDER_PATH}/authorize`, APP_AUTHORIZE_PATH]);
+
+/** RFC 8414 puts an issuer's metadata at /.well-known/oauth-authorization-server/<its path>. */
+async function rfc8414Alias(ctx: Context, next: Next) {
+  ctx.path = `${PROVIDER_PATH}/.well-known/oauth-authorization-server`;
+  return next();
+}
+
+export function providerEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
+  const appAuthorizeMount = APP_AUTHORIZE_PATH.slice(0, -'/authorize'.length);
+  return compose([
+    only((ctx) => ctx.path === RFC8414_PATH && ctx.method === 'GET', [rfc8414Alias]),
+    // Token, revocation, introspection: read the body once (form or JSON), then a client over
+    // its own budget waits; the failures are counted inside the provider (rate-limits.ts).
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
+    // Authorization: commas between scope names (spec 4.1).
+    only((ctx) => AUTHORIZE_PATHS.has(ctx.path), [normaliseScopeParam]),
+    mountProvider(provider, PROVIDER_PATH, PROVIDER_ROUTES),
+    // The spec's authorization endpoint on APP_URL: the same provider, only its authorization
+    // request and the resume step after sign-in and consent.
+    mountProvider(provider, appAuthorizeMount, AUTHORIZE_ROUTES, (ctx) => ctx.method === 'GET'),
+  ]);
+}

@@ -1,0 +1,128 @@
+// A refresh retried or raced within seconds gets the same answer. When two workers of one app
+// refresh the same token at once, or an app retries a refresh whose answer was lost, the second
+// presentation of the (now spent) refresh token would count as reuse and revoke the grant: the
+// user silently disconnected. Within a short window, the same client presenting the same spent
+// token instead receives the very same token response — same access token, same new refresh
+// token — as long as that new refresh token has not been used. Outside the window, after the new
+// token was used, or from another client: reuse detection as before (the grant is revoked).
+//
+// Nothing usable at rest: the remembered answer is stored only encrypted (AES-256-GCM) under a
+// key derived from the presented refresh token, whose value the server never stores, and it
+// expires with the window.
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import type Provider from 'oidc-provider';
+import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
+import type { ArtifactStorage } from '../storage/artifacts.ts';
+import { claimedClientId } from './rate-limits.ts';
+
+type Next = () => Promise<void>;
+
+/** How long a concurrent twin may wait for the first presentation's answer. */
+const WAIT_FOR_FIRST_MS = 3000;
+const POLL_MS = 25;
+
+interface Remembered {
+  clientId: string;
+  body: Record<string, unknown>;
+}
+
+const idOf = (token: string) => createHmac('sha256', 'refresh-grace:id').update(token).digest('base64url');
+const keyOf = (token: string) => Buffer.from(hkdfSync('sha256', token, Buffer.alloc(0), 'refresh-grace:key', 32));
+
+function seal(token: string, remembered: Remembered): { sealed: string } {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', keyOf(token), iv);
+  const data = Buffer.concat([cipher.update(JSON.stringify(remembered), 'utf8'), cipher.final()]);
+  return { sealed: Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64url') };
+}
+
+function open(token: string, sealed: string): Remembered | undefined {
+  try {
+    const raw = Buffer.from(sealed, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', keyOf(token), raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as Remembered;
+  } catch {
+    return undefined;
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The refresh token a token request presents, when it is a refresh (the body as our app read it). */
+function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params: URLSearchParams } | undefined {
+  if (ctx.method !== 'POST' || ctx.path !== '/token') return undefined;
+  const body = (ctx.req as { body?: unknown }).body;
+  const params = new URLSearchParams(typeof body === 'string' ? body : '');
+  const token = params.get('refresh_token');
+  return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
+}
+
+export function refreshGrace(provider: Provider, artifacts: ArtifactStorage, windowSeconds: number) {
+  const store: Adapter = artifacts.adapterFor('RefreshGrace');
+  /** The same client, authenticated as the provider would (its secret, unless it is public). */
+  async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string): Promise<boolean> {
+    const authorization = ctx.get('Authorization');
+    if (claimedClientId(authorization, Object.fromEntries(params)) !== clientId) return false;
+    const client = await provider.Client.find(clientId);
+    if (!client) return false;
+    if (client.clientAuthMethod === 'none') return true;
+    const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization);
+    const fromBasic = basic ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined;
+    const secret = fromBasic !== undefined ? decodeURIComponent(fromBasic.replace(/\+/g, ' ')) : params.get('client_secret');
+    return typeof secret === 'string' && (await client.compareClientSecret(secret));
+  }
+
+  /**
+   * The first presentation's answer, waited for while it is on its way. A first presentation
+   * that failed (a wrong secret, say) leaves a mark that ends the wait at once.
+   */
+  async function rememberedAnswer(token: string): Promise<Remembered | undefined> {
+    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    for (;;) {
+      const stored = (await store.find(idOf(token))) as { sealed?: string; failed?: boolean } | undefined;
+      if (stored?.sealed) return open(token, stored.sealed);
+      if (stored?.failed || Date.now() > deadline) return undefined;
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Answers with the remembered response if it may be given again; false when reuse detection must run. */
+  async function answerAgain(ctx: KoaContextWithOIDC, token: string, params: URLSearchParams): Promise<boolean> {
+    const remembered = await rememberedAnswer(token);
+    if (!remembered || !(await sameClient(ctx, params, remembered.clientId))) return false;
+    // Only while the new refresh token is unused (and so the grant alive): otherwise it is reuse.
+    const next = await provider.RefreshToken.find(String(remembered.body.refresh_token));
+    if (!next || next.consumed) return false;
+    ctx.status = 200;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
+    ctx.body = remembered.body;
+    return true;
+  }
+
+  return async function refreshRetriesGetTheSameAnswer(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
+    const presented = windowSeconds > 0 ? presentedRefreshToken(ctx) : undefined;
+    if (!presented) return next();
+    const { token, params } = presented;
+    // Single flight: the first presentation in the window goes to the provider; a retry or a twin
+    // gets its answer (or, when that may not be given again, reuse detection by the provider).
+    // Only for a real refresh token: junk goes straight to the provider's invalid_grant. A store
+    // that fails here is the provider's to report (503), not ours.
+    let first = false;
+    try {
+      if (await provider.RefreshToken.find(token, { ignoreExpiration: true })) {
+        first = await artifacts.claimOnce(`refresh-grace:${idOf(token)}`, windowSeconds);
+        if (!first && (await answerAgain(ctx, token, params))) return;
+      }
+    } catch {
+      first = false;
+    }
+    await next();
+    if (!first) return;
+    const body = ctx.body as Record<string, unknown> | undefined;
+    const answered = ctx.status === 200 && body && typeof body.refresh_token === 'string' && ctx.oidc?.client;
+    const remembered = answered ? seal(token, { clientId: ctx.oidc.client!.clientId, body: body! }) : { failed: true };
+    await store.upsert(idOf(token), remembered, windowSeconds).catch(() => {});
+  };
+}

@@ -1,0 +1,162 @@
+// Client and user records are read on every token request and /v2/me, and change rarely: while a
+// change feed runs for the database, those reads are served from memory and dropped the moment
+// the record changes — by this process at once, and by every other instance (and the operator
+// scripts' process) through PostgreSQL LISTEN/NOTIFY, which delivers at commit. While the feed is
+// down, nothing is served from memory. Without a feed (the operator scripts, tests on a bare
+// database) every read goes to the database.
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import type { Knex } from 'knex';
+import type { Db } from './db.ts';
+
+export type RecordKind = 'client' | 'user';
+
+const CHANNEL = 'oauth_record_changes';
+const MAX_ENTRIES = 50_000;
+/** A safety net only: changes drop entries at once. */
+const TTL_MS = 10 * 60_000;
+
+interface Entry {
+  value: Promise<unknown>;
+  at: number;
+}
+
+class Feed {
+  live = false;
+  users = 1;
+  readonly entries = new Map<string, Entry>();
+  readonly changes = new EventEmitter();
+
+  drop(kind: RecordKind, id: string): void {
+    this.entries.delete(`${kind}:${id}`);
+    this.changes.emit('change', kind, id);
+  }
+
+  reset(): void {
+    this.entries.clear();
+  }
+}
+
+// Keyed by the knex client's configuration, which a transaction shares with its database.
+const feeds = new WeakMap<object, Feed>();
+const feedOf = (db: Db | Knex.Transaction) => feeds.get(db.client.config as object);
+
+/**
+ * Says that a record changed, inside the transaction that changes it (or right after the change).
+ * This process drops its copy now and again at commit; other processes when PostgreSQL delivers
+ * the notification, at commit.
+ */
+export async function announceChange(db: Db | Knex.Transaction, kind: RecordKind, id: string | number): Promise<void> {
+  const feed = feedOf(db);
+  feed?.drop(kind, String(id));
+  // A read between now and the commit may cache the old row again: drop it once more at commit.
+  const committed = (db as { executionPromise?: Promise<unknown> }).executionPromise;
+  void committed?.then(() => feed?.drop(kind, String(id)), () => {});
+  if (db.client.config.client === 'pg') await db.raw('select pg_notify(?, ?)', [CHANNEL, `${kind}:${id}`]);
+}
+
+/** A record read through the cache when the database has a live feed, else straight from it. */
+export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => Promise<T>): Promise<T> {
+  const feed = feedOf(db);
+  if (!feed?.live) return load();
+  const key = `${kind}:${id}`;
+  const hit = feed.entries.get(key);
+  if (hit && Date.now() - hit.at < TTL_MS) return hit.value as Promise<T>;
+  const value = load();
+  feed.entries.set(key, { value, at: Date.now() });
+  value.catch(() => feed.entries.get(key)?.value === value && feed.entries.delete(key));
+  // Map keeps insertion order: the first key is the oldest entry.
+  if (feed.entries.size > MAX_ENTRIES) feed.entries.delete(feed.entries.keys().next().value!);
+  return value;
+}
+
+export interface ChangeFeed {
+  /** True while changes made elsewhere reach this process (the cache serves only then). */
+  readonly live: boolean;
+  /** Called for each change (for tests and metrics). */
+  onChange(listener: (kind: RecordKind, id: string) => void): void;
+  close(): Promise<void>;
+}
+
+const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
+
+/**
+ * Starts listening for record changes on the database. On PostgreSQL: a dedicated connection
+ * LISTENs, and reconnects after a failure (the cache is emptied and bypassed meanwhile). On the
+ * embedded PGlite this process is the only writer, so its own announcements are enough.
+ */
+export async function startChangeFeed(db: Db, databaseUrl: string | undefined, onProblem: (message: string) => void = () => {}): Promise<ChangeFeed> {
+  const existing = feedOf(db);
+  if (existing) {
+    existing.users += 1;
+    return handle(db, existing, async () => {});
+  }
+  const feed = new Feed();
+  feeds.set(db.client.config as object, feed);
+  if (!databaseUrl) {
+    feed.live = true;
+    return handle(db, feed, async () => {});
+  }
+
+  let client: pg.Client | undefined;
+  let closed = false;
+  let attempt = 0;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 2000 });
+    next.on('notification', (message) => {
+      const [kind, id] = (message.payload ?? '').split(/:(.*)/s);
+      if ((kind === 'client' || kind === 'user') && id !== undefined) feed.drop(kind, id);
+    });
+    next.on('error', () => lost('the change feed connection failed'));
+    next.on('end', () => lost('the change feed connection ended'));
+    await next.connect();
+    await next.query(`LISTEN ${CHANNEL}`);
+    client = next;
+    attempt = 0;
+    // Changes made while we were not listening are unknown: start from an empty cache.
+    feed.reset();
+    feed.live = true;
+  };
+  const lost = (why: string) => {
+    if (closed || !feed.live) return;
+    feed.live = false;
+    feed.reset();
+    onProblem(why);
+    client?.removeAllListeners();
+    void client?.end().catch(() => {});
+    client = undefined;
+    retry();
+  };
+  const retry = () => {
+    const delay = RECONNECT_MS[Math.min(attempt++, RECONNECT_MS.length - 1)]!;
+    setTimeout(() => {
+      if (!closed) connect().catch(() => retry());
+    }, delay).unref();
+  };
+  await connect().catch((err: Error) => {
+    onProblem(`the change feed could not connect: ${err.message}`);
+    retry();
+  });
+  return handle(db, feed, async () => {
+    closed = true;
+    feed.live = false;
+    await client?.end().catch(() => {});
+  });
+}
+
+function handle(db: Db, feed: Feed, stop: () => Promise<void>): ChangeFeed {
+  return {
+    get live() {
+      return feed.live;
+    },
+    onChange(listener) {
+      feed.changes.on('change', listener);
+    },
+    async close() {
+      feed.users -= 1;
+      if (feed.users > 0) return;
+      feeds.delete(db.client.config as object);
+      await stop();
+    },
+  };
+}

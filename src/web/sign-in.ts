@@ -1,0 +1,34 @@
+// The one sign-in step of the sign-in forms (the pages' /login and the authorization flow's):
+// growing delays keyed by (account, device or address), the password check, the failure count.
+import type { Context } from 'koa';
+import type { Db } from '../storage/db.ts';
+import { authenticateUser, type User } from '../accounts/store.ts';
+import type { SignInLimits } from '../oauth/rate-limits.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { signInSource } from './session.ts';
+
+export interface SignInDeps {
+  db: Db;
+  limits: SignInLimits;
+  metrics: Metrics;
+}
+
+/** The user whose email and password the form carries, or why not (status and message set on ctx). */
+export async function checkSignIn(ctx: Context, { db, limits, metrics }: SignInDeps, email: string, password: string): Promise<User | { refused: string }> {
+  const source = signInSource(ctx);
+  const wait = await limits.waitFor(email, source, ctx.ip);
+  if (wait) {
+    ctx.status = 429;
+    ctx.set('Retry-After', String(wait));
+    return { refused: `Too many sign-in attempts. Please wait ${wait} ${wait === 1 ? 'second' : 'seconds'} and try again.` };
+  }
+  const user = email ? await authenticateUser(db, email, password) : undefined;
+  if (!user) {
+    metrics.authFailures.inc({ kind: 'user' });
+    await limits.failed(email, source, ctx.ip);
+    ctx.status = 401;
+    return { refused: 'The email or password is not correct.' };
+  }
+  await limits.succeeded(email, source);
+  return user;
+}

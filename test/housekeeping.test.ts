@@ -1,0 +1,42 @@
+// What runs behind the requests: expired artifacts purged from SQL storage, and a secret's
+// last_used_at written at most once a minute (not on every token request).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { approvedClient } from './support/fixtures.ts';
+import { tokenRequest } from './support/oauth.ts';
+import { SqlAdapter, purgeExpiredArtifacts } from '../src/storage/sql-adapter.ts';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer('sql');
+});
+afterAll(() => server?.close());
+
+describe('housekeeping', () => {
+  it('purges expired artifacts from SQL storage and keeps live ones', async () => {
+    const adapter = new SqlAdapter(server.system.db, 'AccessToken');
+    await adapter.upsert('expiring-token', { jti: 'expiring-token', kind: 'AccessToken' }, 1);
+    await adapter.upsert('live-token', { jti: 'live-token', kind: 'AccessToken' }, 3600);
+    await new Promise((r) => setTimeout(r, 1100));
+    const count = () => server.pg.db('oidc_models').where('model', 'AccessToken').count<{ count: string }[]>('* as count');
+    expect(Number((await count())[0]!.count)).toBeGreaterThanOrEqual(2);
+    expect(await purgeExpiredArtifacts(server.system.db)).toBeGreaterThanOrEqual(1);
+    expect(await adapter.find('expiring-token')).toBeUndefined();
+    expect(await adapter.find('live-token')).toMatchObject({ jti: 'live-token' });
+    expect(await purgeExpiredArtifacts(server.system.db)).toBe(0);
+  });
+
+  it("writes a secret's last_used_at on its first use, then at most once a minute", async () => {
+    const client = await approvedClient(server, ['PROFILE_READ']);
+    const lastUsed = async () => (await server.pg.db('oauth_client_secrets').where('client_id', client.client_id).first('last_used_at')).last_used_at as Date | null;
+    expect(await lastUsed()).toBeNull();
+    const authenticate = async () => expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: 'junk', ...client })).body.error).toBe('invalid_grant');
+    await authenticate();
+    const first = await lastUsed();
+    expect(first).toBeInstanceOf(Date);
+    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 3; i++) await authenticate();
+    expect((await lastUsed())!.getTime()).toBe(first!.getTime());
+  });
+});

@@ -1,0 +1,114 @@
+// Startup as `npm start` runs it: the port opens before migrations and storage are ready, and a
+// request in that time (a load balancer's health check, an early client) is answered at once with
+// 503 and Retry-After — never left hanging. PostgreSQL is made slow by a proxy that holds its
+// connections.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './support/services.ts';
+import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
+import { ROOT } from './support/processes.ts';
+import { answerStarting } from '../src/http/starting.ts';
+
+let pg: TestDatabase;
+let proxy: TcpProxy;
+let child: ChildProcessWithoutNullStreams | undefined;
+
+beforeAll(async () => {
+  pg = await createTestDatabase({ migrate: false });
+  proxy = await startTcpProxy(Number(new URL(pg.url).port || 5432));
+});
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+  await proxy?.close();
+  await pg?.drop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A port free right now (the process needs a known one: it prints its address only when ready). */
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** Resolves once the port accepts connections. */
+async function listening(port: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => resolve(true)).on('error', () => resolve(false));
+      socket.once('connect', () => socket.destroy());
+    });
+    if (open) return;
+    await sleep(50);
+  }
+  throw new Error(`port ${port} never opened`);
+}
+
+/** An answer within 1 s, with how long it took (the old server left such requests hanging). */
+async function timed(url: string, init: RequestInit = {}): Promise<{ res: Response; ms: number }> {
+  const start = Date.now();
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(1_000) });
+  return { res, ms: Date.now() - start };
+}
+
+describe('startup', () => {
+  it('answers every request 503 with Retry-After at once until the app is ready, then serves', async () => {
+    proxy.hold(); // PostgreSQL answers nothing: migrations cannot run
+    const port = await freePort();
+    const dbUrl = new URL(pg.url);
+    dbUrl.port = String(proxy.port);
+    const tsx = path.join(ROOT, 'node_modules/.bin/tsx');
+    child = spawn(tsx, ['src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: dbUrl.toString() },
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const base = `http://127.0.0.1:${port}`;
+
+    await listening(port);
+    const health = await timed(`${base}/health`);
+    expect(health.res.status, output).toBe(503);
+    expect(health.ms).toBeLessThan(1_000);
+    expect(Number(health.res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await health.res.text()).toMatch(/starting/);
+
+    const { res: me } = await timed(`${base}/v2/me`);
+    expect(me.status).toBe(503);
+    expect(me.headers.get('retry-after')).toBeTruthy();
+    expect(await me.json()).toEqual({ status: 'error', error: { code: 'temporarily_unavailable', message: expect.any(String) } });
+    const { res: token } = await timed(`${base}/v2/auth/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token' }) });
+    expect(token.status).toBe(503);
+    expect(await token.json()).toMatchObject({ error: 'temporarily_unavailable' });
+    expect(output).not.toMatch(/Listening on/); // still starting: the 503s were not luck of timing
+
+    proxy.release();
+    const deadline = Date.now() + 30_000;
+    while (!/Listening on/.test(output) && Date.now() < deadline) await sleep(100);
+    expect(output).toMatch(/Listening on/);
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    expect((await fetch(`${base}/v2/me`)).status).toBe(401);
+  });
+
+  it('answers plain text outside the API', () => {
+    const headers: Record<string, string> = {};
+    let body = '';
+    const res = {
+      writeHead: (status: number, h: Record<string, string>) => Object.assign(headers, h, { status: String(status) }),
+      end: (text: string) => (body = text),
+    };
+    answerStarting({ url: '/login?next=/' } as never, res as never);
+    expect(headers).toMatchObject({ status: '503', 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': expect.any(String) });
+    expect(body).toMatch(/starting/);
+  });
+});

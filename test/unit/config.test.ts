@@ -1,0 +1,63 @@
+// Configuration: defaults, validation, and production's refusal of development defaults.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+describe('configuration', () => {
+  it('defaults to the embedded database on localhost:3000', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      appUrl: 'http://localhost:3000',
+      baseUrl: 'http://localhost:3000',
+      issuer: 'http://localhost:3000/v2/auth/oauth2',
+      databaseUrl: undefined,
+      redis: undefined,
+      usingDevCookieKeys: true,
+    });
+    expect(config.dataDir).toMatch(/\.data$/);
+  });
+
+  it('derives the issuer from BASE_URL and keeps APP_URL apart', () => {
+    const config = loadConfig({ APP_URL: 'https://app.example.com/', BASE_URL: 'https://api.example.com', COOKIE_KEYS: 'a,b' });
+    expect(config.appUrl).toBe('https://app.example.com');
+    expect(config.issuer).toBe('https://api.example.com/v2/auth/oauth2');
+    expect(config.cookieKeys).toEqual(['a', 'b']);
+  });
+
+  it('refuses malformed values with a message naming the variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => loadConfig({ APP_URL: 'not a url' })).toThrow(/APP_URL/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+    expect(() => loadConfig({ REDIS_URL: 'http://x' })).toThrow(/REDIS_URL/);
+  });
+
+  it('refuses development defaults in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/DATABASE_URL.*COOKIE_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x' })).toThrow(/COOKIE_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'short' })).toThrow(/32 characters/);
+    const ok = loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32) });
+    expect(ok.usingDevCookieKeys).toBe(false);
+  });
+
+
+  it('reads the metrics listener: none by default, on HOST unless METRICS_HOST', () => {
+    expect(loadConfig({ HOST: '0.0.0.0' })).toMatchObject({ metricsPort: undefined, metricsHost: '0.0.0.0' });
+    expect(loadConfig({ METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5' })).toMatchObject({ metricsPort: 9464, metricsHost: '10.0.0.5' });
+    expect(loadConfig({ METRICS_PORT: '0' }).metricsPort).toBe(0);
+    for (const bad of ['x', '-1', '65536', '1.5']) expect(() => loadConfig({ METRICS_PORT: bad })).toThrow(/^METRICS_PORT must be an integer from 0 to 65535/);
+    expect(() => loadConfig({ PORT: '3000', METRICS_PORT: '3000' })).toThrow(/METRICS_PORT must differ from PORT/);
+    expect(loadConfig({ PORT: '3000', METRICS_PORT: '3000', METRICS_HOST: '10.0.0.5' }).metricsPort).toBe(3000);
+  });
+
+  it('refuses malformed rate limit settings', () => {
+    expect(() => loadConfig({ RATE_LIMITS: 'maybe' })).toThrow(/RATE_LIMITS/);
+    expect(() => loadConfig({ RATE_LIMIT_AUTH_FAILURES: '0' })).toThrow(/RATE_LIMIT_AUTH_FAILURES/);
+    expect(loadConfig({ RATE_LIMITS: 'off' }).rateLimits.enabled).toBe(false);
+    // The old lockout's settings are refused with a reason, not silently ignored.
+    expect(() => loadConfig({ RATE_LIMIT_AUTH_LOCKOUT_SECONDS: '900' })).toThrow(/no lockout any more/);
+    expect(() => loadConfig({ RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: '600' })).toThrow(/no longer supported/);
+    expect(loadConfig({}).rateLimits.tokenPerMinutePerClient).toBeGreaterThanOrEqual(4000);
+  });
+});
