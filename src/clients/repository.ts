@@ -141,6 +141,19 @@ export async function markSecretUsed(db: Db, secretId: number): Promise<void> {
   await db('oauth_client_secrets').where('id', secretId).update({ last_used_at: db.fn.now() });
 }
 
+const activeSecretById = preparedRead<{ id: number }, [string]>('active_secret_by_id', (db, secretId) =>
+  db('oauth_client_secrets').where('id', secretId).whereNull('revoked_at').select('id'),
+);
+
+/**
+ * Whether a secret is still active, read from the database itself. A cached client record learns
+ * of a revocation made by another process only when the change notification arrives; the spec
+ * wants a revoked secret refused at once (5.7), so authentication asks the database.
+ */
+export async function isSecretActive(db: Db, secretId: number): Promise<boolean> {
+  return (await activeSecretById(db, String(secretId))).length > 0;
+}
+
 export interface UsableClient {
   client: ClientRecord;
   secrets: StoredSecret[];

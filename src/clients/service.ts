@@ -24,7 +24,7 @@ import {
 } from './model.ts';
 import * as repo from './repository.ts';
 
-export { findUsableClient, markSecretUsed, type UsableClient } from './repository.ts';
+export { findUsableClient, isSecretActive, markSecretUsed, type UsableClient } from './repository.ts';
 
 export interface ClientDeps {
   db: Db;

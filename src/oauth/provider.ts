@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ClientAdapter } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
-import { markSecretUsed } from '../clients/service.ts';
+import { isSecretActive, markSecretUsed } from '../clients/service.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
@@ -162,10 +162,12 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(ourResponseShapes(config));
   provider.use(storageOutagesAs503);
 
-  // Two active secrets per client, stored as hashes (spec 5.7): the supported hook for this.
+  // Two active secrets per client, stored as hashes (spec 5.7): the supported hook for this. The
+  // hashes come from the (cached) client record; whether the matched one is still active, from the
+  // database, so a revocation made by any process is refused at once.
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: { secret_hashes?: StoredSecret[] }, presented: string) {
     const secretId = matchClientSecret(presented, this.secret_hashes ?? []);
-    if (secretId === undefined) return false;
+    if (secretId === undefined || !(await isSecretActive(db, secretId))) return false;
     await touchSecret(db, secretId);
     return true;
   };

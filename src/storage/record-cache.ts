@@ -3,7 +3,8 @@
 // the record changes — by this process at once, and by every other instance (and the operator
 // scripts' process) through PostgreSQL LISTEN/NOTIFY, which delivers at commit. While the feed is
 // down, nothing is served from memory. Without a feed (the operator scripts, tests on a bare
-// database) every read goes to the database.
+// database) every read goes to the database. What must never be stale is checked at the source:
+// a revoked secret (spec 5.7: at once) is asked of the database, a revoked token of Redis.
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Knex } from 'knex';

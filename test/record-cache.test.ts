@@ -1,0 +1,150 @@
+// Client and user records cached in memory, on two instances with their own database pools: the
+// cache is really used, every change made anywhere reaches both within 50 ms (PostgreSQL
+// LISTEN/NOTIFY), token and secret revocations are immediate everywhere, and while the change feed is down
+// nothing is served from memory.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
+import { startInstance, type AppInstance } from './support/server.ts';
+import { authorize, getMe, tokenRequest } from './support/oauth.ts';
+import { Browser } from './support/browser.ts';
+import { REDIRECT } from './support/fixtures.ts';
+import { clientArtifacts } from '../src/storage/client-artifacts.ts';
+import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
+
+let pg: TestDatabase;
+let redis: TestRedis;
+let a: AppInstance;
+let b: AppInstance;
+let ops: AdminContext; // the operator's own pool: its changes reach the instances only by NOTIFY
+const user = { email: 'cache@example.com', password: 'cache-test-password' };
+let userId: number;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PROPAGATION_MS = 50;
+
+beforeAll(async () => {
+  [pg, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const env = { DATABASE_URL: pg.url, REDIS_URL: redis.url, COOKIE_KEYS: 'record-cache-cookie-key-shared-by-instances' };
+  const shared = { redis: redis.redis, redisPrefix: redis.prefix };
+  a = await startInstance(env, shared);
+  b = await startInstance({ ...env, APP_URL: a.url }, shared);
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), by: { actor: 'operator:test' } };
+  userId = (await usersCreate(pg.db, user)).id;
+});
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+  await Promise.all([pg?.drop(), redis?.cleanup()]);
+});
+
+async function newClient(name: string) {
+  const created = await clientsCreate(ops, { name, redirectUri: [REDIRECT], scope: ['PROFILE_READ', 'PROFILE_WRITE'] });
+  await clientsSetStatus(ops, created.client_id, 'approved');
+  return { client_id: created.client_id, client_secret: created.client_secret! };
+}
+
+async function tokens(client: { client_id: string; client_secret: string }) {
+  const back = await authorize(new Browser(), a.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ PROFILE_WRITE', state: 's' }, user);
+  const res = await tokenRequest(b.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, ...client });
+  expect(res.status).toBe(200);
+  return res.body as { access_token: string; refresh_token: string };
+}
+
+/** A token request that authenticates the client and fails only on the junk refresh token. */
+const authenticates = async (base: string, client: { client_id: string }, secret: string) =>
+  (await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: 'junk', client_id: client.client_id, client_secret: secret })).status === 400;
+
+const check = async (base: string, token: string) =>
+  (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' } })).status;
+
+describe('the record cache', () => {
+  it('serves clients and users from memory: a change behind its back is not seen', async () => {
+    const client = await newClient('Cached App');
+    const { access_token } = await tokens(client);
+    for (const base of [a.url, b.url]) {
+      expect(await authenticates(base, client, client.client_secret)).toBe(true);
+      expect((await getMe(base, access_token)).body.data.name).not.toBe('Changed Behind Its Back');
+    }
+    // Written straight into the tables, with no announcement: the instances keep their copies.
+    await pg.db('oauth_clients').where('id', client.client_id).update({ status: 'suspended' });
+    await pg.db('users').where('id', userId).update({ name: 'Changed Behind Its Back' });
+    for (const base of [a.url, b.url]) {
+      expect(await authenticates(base, client, client.client_secret)).toBe(true);
+      expect((await getMe(base, access_token)).body.data.name).not.toBe('Changed Behind Its Back');
+    }
+  });
+
+  it('refuses a revoked secret everywhere at once, before any change notification arrives', async () => {
+    const client = await newClient('Rotating App');
+    const second = await secretsGenerate(ops, client.client_id);
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    // Revoked with no announcement: the cached records still list the secret, and are not used for it.
+    await pg.db('oauth_client_secrets').where('client_id', client.client_id).whereNot('id', second.secret_id).update({ revoked_at: pg.db.fn.now() });
+    for (const base of [a.url, b.url]) {
+      expect(await authenticates(base, client, client.client_secret)).toBe(false);
+      expect(await authenticates(base, client, second.client_secret)).toBe(true);
+    }
+    // Through the operator script, with no wait at all.
+    await secretsRevoke(ops, client.client_id, String(second.secret_id));
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, second.client_secret)).toBe(false);
+  });
+
+  it('shows a profile change made on one instance on the other within 50 ms', async () => {
+    const { access_token } = await tokens(await newClient('Profile App'));
+    expect((await getMe(b.url, access_token)).status).toBe(200); // cached on b
+    const patched = await fetch(`${a.url}/v2/me`, { method: 'PATCH', headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Renamed On A' }) });
+    expect(patched.status).toBe(200);
+    expect((await getMe(a.url, access_token)).body.data.name).toBe('Renamed On A');
+    await sleep(PROPAGATION_MS);
+    expect((await getMe(b.url, access_token)).body.data.name).toBe('Renamed On A');
+  });
+
+  it('stops a suspended client everywhere: its tokens at once, new tokens within 50 ms', async () => {
+    const client = await newClient('Suspended App');
+    const { access_token } = await tokens(client);
+    for (const base of [a.url, b.url]) {
+      expect(await check(base, access_token)).toBe(200);
+      expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    }
+    await clientsSetStatus(ops, client.client_id, 'suspended');
+    for (const base of [a.url, b.url]) expect(await check(base, access_token)).toBe(401);
+    await sleep(PROPAGATION_MS);
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(false);
+  });
+
+  it('refuses a token revoked on one instance on both at once (revocation endpoint, refresh reuse)', async () => {
+    const client = await newClient('Revoking App');
+    const first = await tokens(client);
+    const revoked = await fetch(`${a.url}/v2/auth/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: first.access_token, ...client }) });
+    expect(revoked.status).toBe(200);
+    expect([await check(a.url, first.access_token), await check(b.url, first.access_token)]).toEqual([401, 401]);
+
+    const second = await tokens(client);
+    const rotated = await tokenRequest(a.url, { grant_type: 'refresh_token', refresh_token: second.refresh_token, ...client });
+    expect(rotated.status).toBe(200);
+    // Its successor used (on b), the spent one presented again: reuse, the grant revoked.
+    const third = await tokenRequest(b.url, { grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token as string, ...client });
+    expect(third.status).toBe(200);
+    const reuse = await tokenRequest(b.url, { grant_type: 'refresh_token', refresh_token: second.refresh_token, ...client });
+    expect(reuse.body.error).toBe('invalid_grant');
+    const fresh = third.body.access_token as string;
+    expect([await check(a.url, fresh), await check(b.url, fresh)]).toEqual([401, 401]);
+  });
+
+  it('serves nothing from memory while the change feed is down, and caches again once it is back', async () => {
+    const client = await newClient('Feed App');
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    // Cut every instance's LISTEN connection, then change a secret behind the cache's back.
+    await pg.db.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
+    await sleep(50);
+    await pg.db('oauth_client_secrets').where('client_id', client.client_id).update({ revoked_at: pg.db.fn.now() });
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(false);
+    // Back after a reconnect: a new secret works, and the cache serves again.
+    const renewed = await secretsGenerate(ops, client.client_id);
+    for (let t = 0; t < 50; t++) {
+      const listening = await pg.db('pg_stat_activity').whereRaw(`datname = current_database() and query like 'LISTEN %'`).count<{ count: string }[]>('* as count');
+      if (Number(listening[0]!.count) >= 2) break;
+      await sleep(100);
+    }
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, renewed.client_secret)).toBe(true);
+  });
+});
