@@ -15,7 +15,7 @@ const USER_SCOPES: ScopeInfo[] = [
   { name: 'SCHEDULE_WRITE', description: 'Create, change and delete your schedules and out-of-office entries' },
   { name: 'APPS_READ', description: 'See your connected calendars and conferencing apps, and check your busy times and calendar feeds' },
   { name: 'APPS_WRITE', description: 'Connect and disconnect your calendars and conferencing apps, and manage where events are read and written' },
-  { name: 'PROFILE_READ', description: 'See your profile' },
+  { name: 'PROFILE_READ', description: 'See your profile, including your e-mail address' },
   { name: 'PROFILE_WRITE', description: 'Change your profile' },
 ];
 
@@ -61,6 +61,76 @@ export function isKnownScope(name: string): boolean {
 
 export function describeScope(name: string): ScopeInfo {
   return BY_NAME.get(name) ?? { name, description: name };
+}
+
+/** Whose data a scope reaches: the user's own, their teams', or everyone's in their organization. */
+export type ScopeAudience = 'you' | 'team' | 'org';
+export type ScopeAccess = 'view' | 'change';
+
+export const AUDIENCE_TITLES: Record<ScopeAudience, string> = {
+  you: 'Your account',
+  team: 'Your teams',
+  org: 'Everyone in your organization',
+};
+
+const RESOURCE_TITLES: Record<string, string> = {
+  EVENT_TYPE: 'Event types',
+  BOOKING: 'Bookings',
+  SCHEDULE: 'Schedules',
+  APPS: 'Connected apps',
+  PROFILE: 'Profile',
+  MEMBERSHIP: 'Memberships',
+};
+
+/** What the scope name says about itself: EVENT_TYPE_READ, TEAM_BOOKING_WRITE, ORG_PROFILE_READ… */
+export interface ScopeShape {
+  name: string;
+  audience: ScopeAudience;
+  /** The resource's title ("Bookings"); for teams and organizations, PROFILE means their teams. */
+  resource: string;
+  access: ScopeAccess;
+}
+
+export function scopeShape(name: string): ScopeShape {
+  const audience: ScopeAudience = name.startsWith('ORG_') ? 'org' : name.startsWith('TEAM_') ? 'team' : 'you';
+  const rest = audience === 'you' ? name : name.slice(name.indexOf('_') + 1);
+  const access: ScopeAccess = rest.endsWith('_WRITE') ? 'change' : 'view';
+  const key = rest.replace(/_(READ|WRITE)$/, '');
+  const resource = audience !== 'you' && key === 'PROFILE' ? 'Teams' : (RESOURCE_TITLES[key] ?? key);
+  return { name, audience, resource, access };
+}
+
+/**
+ * The catalogue as a grid for choosing scopes: per audience, one row per resource, with the view
+ * and change scope of that row (the developer settings page).
+ */
+export function scopeGrid(): { audience: ScopeAudience; title: string; rows: { resource: string; view?: ScopeInfo; change?: ScopeInfo }[] }[] {
+  return (Object.keys(AUDIENCE_TITLES) as ScopeAudience[]).map((audience) => {
+    const rows = new Map<string, { resource: string; view?: ScopeInfo; change?: ScopeInfo }>();
+    for (const info of SCOPE_CATALOGUE) {
+      const shape = scopeShape(info.name);
+      if (shape.audience !== audience) continue;
+      const row = rows.get(shape.resource) ?? { resource: shape.resource };
+      row[shape.access] = info;
+      rows.set(shape.resource, row);
+    }
+    return { audience, title: AUDIENCE_TITLES[audience], rows: [...rows.values()] };
+  });
+}
+
+/**
+ * Granted scopes grouped as a person reads them (the consent page): by audience, viewing before
+ * changing. Unknown names are left out.
+ */
+export function groupScopes(names: readonly string[]): { audience: ScopeAudience; title: string; scopes: (ScopeInfo & ScopeShape)[] }[] {
+  const known = names.filter(isKnownScope).map((name) => ({ ...describeScope(name), ...scopeShape(name) }));
+  return (Object.keys(AUDIENCE_TITLES) as ScopeAudience[])
+    .map((audience) => ({
+      audience,
+      title: AUDIENCE_TITLES[audience],
+      scopes: known.filter((s) => s.audience === audience).sort((a, b) => (a.access === b.access ? 0 : a.access === 'view' ? -1 : 1)),
+    }))
+    .filter((group) => group.scopes.length > 0);
 }
 
 /** The scope value as clients see it: the legacy marker left out. */
