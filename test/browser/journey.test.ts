@@ -1,96 +1,31 @@
-// The whole journey in a real browser (Debian's Chromium, driven by playwright-core): a developer
-// registers a client, an administrator approves it, a user authorizes it through sign-in and
-// consent, sees it under apps with access and revokes it; the token then fails. Screenshots of
-// every page, at a desktop and a phone size, go to test/artifacts/ for review; at the phone size each page
-// must fit the screen's width and keep its heading visible.
-import fs from 'node:fs';
-import path from 'node:path';
+// The whole journey in a real browser: a developer registers a client, an administrator approves
+// it, a user authorizes it through sign-in and consent, sees it under apps with access and revokes
+// it; the token then fails. Screenshots of every page, at a desktop and a phone size, go to
+// test/artifacts/ for review (see test/support/chromium.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { getMe, tokenRequest } from '../support/oauth.ts';
 import { newUser, operator, REDIRECT } from '../support/fixtures.ts';
-import { ROOT } from '../support/processes.ts';
+import { browserTestsEnabled, contrast, launchChromium, person as newPerson, screenshots, signIn as signInAt } from '../support/chromium.ts';
 import { usersSetAdmin } from '../../src/admin/commands.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = path.join(ROOT, 'test/artifacts');
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-// Outside CI a machine without Chromium skips this file (say so); in CI it must run (.ci/run installs it).
-const available = fs.existsSync(CHROMIUM);
-if (!available && process.env.CI !== 'true') console.warn(`browser journey skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
-
-describe.runIf(available || process.env.CI === 'true')('the journey in a browser', () => {
+describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser', () => {
   let server: TestServer;
   let browser: Browser;
-  let shot = 0;
+  const screenshot = screenshots('journey');
 
   beforeAll(async () => {
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
     server = await startTestServer('redis');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
     await server?.close();
   });
 
-  /** Screenshots at both sizes; at the phone size, also what a person would meet: overflow or a covered heading. */
-  async function screenshot(page: Page, name: string) {
-    shot += 1;
-    const file = path.join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}`);
-    await page.screenshot({ path: `${file}.png`, fullPage: true });
-    await page.setViewportSize(PHONE);
-    await page.screenshot({ path: `${file}-phone.png`, fullPage: true });
-    expect.soft(await layoutProblems(page), `${name} at ${PHONE.width}px`).toEqual([]);
-    await page.setViewportSize(DESKTOP);
-  }
-
-  function layoutProblems(page: Page): Promise<string[]> {
-    return page.evaluate(() => {
-      window.scrollTo(0, 0);
-      const problems: string[] = [];
-      const { scrollWidth } = document.documentElement;
-      if (scrollWidth > window.innerWidth) problems.push(`page is ${scrollWidth}px wide in a ${window.innerWidth}px window`);
-      const h1 = document.querySelector('h1');
-      if (!h1) return [...problems, 'no h1'];
-      const box = h1.getBoundingClientRect();
-      const header = document.querySelector('header');
-      if (header && header.getBoundingClientRect().bottom > box.top) problems.push('the header reaches below the top of the h1');
-      const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
-      if (!hit || !h1.contains(hit)) problems.push(`the h1 is covered by <${hit?.tagName.toLowerCase()} class="${hit?.className}">`);
-      return problems;
-    });
-  }
-
-  /** WCAG contrast ratio of two computed colours (rgb()/rgba(), opaque). */
-  function contrast(a: string, b: string): number {
-    const luminance = (css: string) => {
-      const linear = css.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
-      return [0.2126, 0.7152, 0.0722].reduce((sum, weight, i) => sum + weight * linear[i]!, 0);
-    };
-    const [x, y] = [luminance(a), luminance(b)];
-    return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
-  }
-
-  async function person(): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: DESKTOP });
-    // The client's redirect URI is not a real site: answer it here and keep the URL.
-    await context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back at the app</p>' }));
-    return { context, page: await context.newPage() };
-  }
-
-  async function signIn(page: Page, user: { email: string; password: string }, next: string) {
-    await page.goto(`${server.url}/login?next=${encodeURIComponent(next)}`);
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${server.url}${next}`);
-  }
+  const person = () => newPerson(browser);
+  const signIn = (page: Parameters<typeof signInAt>[0], user: { email: string; password: string }, next: string) => signInAt(page, server.url, user, next);
 
   it('registers, approves, authorizes, shows and revokes an app', async () => {
     const [dev, admin, user] = await Promise.all([newUser(server, 'Dana Developer'), newUser(server, 'Ari Admin'), newUser(server, 'Uma User')]);

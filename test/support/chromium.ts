@@ -1,0 +1,91 @@
+// Pages in a real browser (Debian's Chromium, driven by playwright-core): launch, people with their
+// own cookie jars, and screenshots at a desktop and a phone size that also check, at the phone
+// size, what a person would meet (a page wider than the screen, a covered heading).
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { ROOT } from './processes.ts';
+import { REDIRECT } from './fixtures.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const ARTIFACTS = path.join(ROOT, 'test/artifacts');
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+/** Outside CI a machine without Chromium skips browser files (and says so); in CI they must run. */
+export function browserTestsEnabled(what: string): boolean {
+  const available = fs.existsSync(CHROMIUM);
+  if (!available && process.env.CI !== 'true') console.warn(`${what} skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+  return available || process.env.CI === 'true';
+}
+
+export function launchChromium(): Promise<Browser> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A person with their own browser context; the test client's redirect URI answers with a stub page. */
+export async function person(browser: Browser): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: DESKTOP });
+  await context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back at the app</p>' }));
+  return { context, page: await context.newPage() };
+}
+
+/** Signs in on the pages' own form and waits for `next`. */
+export async function signIn(page: Page, baseUrl: string, user: { email: string; password: string }, next: string): Promise<void> {
+  await page.goto(`${baseUrl}/login?next=${encodeURIComponent(next)}`);
+  await page.getByLabel('Email').fill(user.email);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${baseUrl}${next}`);
+}
+
+/**
+ * Screenshots named `<series>-NN-<name>.png` and `…-phone.png` in test/artifacts/; at the phone
+ * size the page must fit the width and keep its h1 visible (soft assertions).
+ */
+export function screenshots(series: string): (page: Page, name: string) => Promise<void> {
+  let shot = 0;
+  return async (page, name) => {
+    shot += 1;
+    const file = path.join(ARTIFACTS, `${series}-${String(shot).padStart(2, '0')}-${name}`);
+    const size = page.viewportSize() ?? DESKTOP;
+    await page.setViewportSize(DESKTOP);
+    await page.screenshot({ path: `${file}.png`, fullPage: true });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: `${file}-phone.png`, fullPage: true });
+    expect.soft(await layoutProblems(page), `${name} at ${PHONE.width}px`).toEqual([]);
+    await page.setViewportSize(size);
+  };
+}
+
+export function layoutProblems(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    window.scrollTo(0, 0);
+    const problems: string[] = [];
+    const { scrollWidth } = document.documentElement;
+    if (scrollWidth > window.innerWidth) problems.push(`page is ${scrollWidth}px wide in a ${window.innerWidth}px window`);
+    const h1 = document.querySelector('h1');
+    if (!h1) return [...problems, 'no h1'];
+    const box = h1.getBoundingClientRect();
+    const header = document.querySelector('header');
+    if (header && header.getBoundingClientRect().bottom > box.top) problems.push('the header reaches below the top of the h1');
+    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    if (!hit || !h1.contains(hit)) problems.push(`the h1 is covered by <${hit?.tagName.toLowerCase()} class="${hit?.className}">`);
+    return problems;
+  });
+}
+
+/** WCAG contrast ratio of two computed colours (rgb()/rgba(), opaque). */
+export function contrast(a: string, b: string): number {
+  const luminance = (css: string) => {
+    const linear = css.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+    return [0.2126, 0.7152, 0.0722].reduce((sum, weight, i) => sum + weight * linear[i]!, 0);
+  };
+  const [x, y] = [luminance(a), luminance(b)];
+  return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+}
