@@ -75,7 +75,7 @@ describe.each<Storage>(['redis', 'sql'])('refresh grace window (%s storage)', (s
       storage === 'redis'
         ? (await Promise.all((await server.redis!.redis.keys(`${server.redis!.prefix}*`)).map(async (k) => `${k} ${JSON.stringify(await server.redis!.redis.type(k) === 'hash' ? await server.redis!.redis.hgetall(k) : await server.redis!.redis.get(k).catch(() => ''))}`))).join('\n')
         : JSON.stringify(await server.pg.db('oidc_models').select('*'));
-    expect(dump).toContain('RefreshGrace');
+    expect(dump).toContain('refresh-grace:');
     for (const value of secrets) expect(dump).not.toContain(value);
   });
 });

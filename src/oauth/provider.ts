@@ -155,7 +155,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.proxy = true;
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, deps.artifacts, config.refreshGraceSeconds));
+  provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds));
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));

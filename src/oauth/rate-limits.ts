@@ -11,6 +11,7 @@
 //   address; over the limit they are answered 429 with a growing Retry-After instead of 401;
 // - a sign-in's growing delays are keyed by (account, device cookie or address), so the right
 //   password from a browser that is not producing the failures still signs in.
+import { claimedClientId } from './client-credentials.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -54,21 +55,6 @@ function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: num
   ctx.set('Cache-Control', 'no-store');
   // `slow_down` is the registered token endpoint error for "too fast" (RFC 8628 3.5).
   ctx.body = { error: 'slow_down', error_description: `too many requests; retry after ${retryAfter} seconds` };
-}
-
-/** The client id a token endpoint request claims: HTTP Basic user, or the client_id parameter. */
-export function claimedClientId(authorization: string, params: Record<string, unknown> | undefined): string | undefined {
-  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization);
-  if (basic) {
-    const user = Buffer.from(basic[1]!, 'base64').toString('utf8').split(':')[0] ?? '';
-    try {
-      return decodeURIComponent(user.replace(/\+/g, ' ')) || undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  const id = params?.client_id;
-  return typeof id === 'string' && id.length <= 200 ? id : undefined;
 }
 
 export interface SignInLimits {

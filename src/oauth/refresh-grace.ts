@@ -11,9 +11,9 @@
 // expires with the window.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type Provider from 'oidc-provider';
-import type { Adapter, KoaContextWithOIDC } from 'oidc-provider';
-import type { ArtifactStorage } from '../storage/artifacts.ts';
-import { claimedClientId } from './rate-limits.ts';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { SingleFlights } from '../storage/artifacts.ts';
+import { presentedCredentials } from './client-credentials.ts';
 
 type Next = () => Promise<void>;
 
@@ -29,11 +29,13 @@ interface Remembered {
 const idOf = (token: string) => createHmac('sha256', 'refresh-grace:id').update(token).digest('base64url');
 const keyOf = (token: string) => Buffer.from(hkdfSync('sha256', token, Buffer.alloc(0), 'refresh-grace:key', 32));
 
-function seal(token: string, remembered: Remembered): { sealed: string } {
+const FAILED = 'failed';
+
+function seal(token: string, remembered: Remembered): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyOf(token), iv);
   const data = Buffer.concat([cipher.update(JSON.stringify(remembered), 'utf8'), cipher.final()]);
-  return { sealed: Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64url') };
+  return Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64url');
 }
 
 function open(token: string, sealed: string): Remembered | undefined {
@@ -58,19 +60,16 @@ function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params
   return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
 }
 
-export function refreshGrace(provider: Provider, artifacts: ArtifactStorage, windowSeconds: number) {
-  const store: Adapter = artifacts.adapterFor('RefreshGrace');
+export function refreshGrace(provider: Provider, flights: SingleFlights, windowSeconds: number) {
+  const flightOf = (token: string) => `refresh-grace:${idOf(token)}`;
   /** The same client, authenticated as the provider would (its secret, unless it is public). */
   async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string): Promise<boolean> {
-    const authorization = ctx.get('Authorization');
-    if (claimedClientId(authorization, Object.fromEntries(params)) !== clientId) return false;
+    const presented = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
+    if (presented.clientId !== clientId) return false;
     const client = await provider.Client.find(clientId);
     if (!client) return false;
     if (client.clientAuthMethod === 'none') return true;
-    const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization);
-    const fromBasic = basic ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined;
-    const secret = fromBasic !== undefined ? decodeURIComponent(fromBasic.replace(/\+/g, ' ')) : params.get('client_secret');
-    return typeof secret === 'string' && (await client.compareClientSecret(secret));
+    return presented.secret !== undefined && (await client.compareClientSecret(presented.secret));
   }
 
   /**
@@ -80,9 +79,9 @@ export function refreshGrace(provider: Provider, artifacts: ArtifactStorage, win
   async function rememberedAnswer(token: string): Promise<Remembered | undefined> {
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
-      const stored = (await store.find(idOf(token))) as { sealed?: string; failed?: boolean } | undefined;
-      if (stored?.sealed) return open(token, stored.sealed);
-      if (stored?.failed || Date.now() > deadline) return undefined;
+      const stored = await flights.read(flightOf(token));
+      if (stored === undefined || stored === FAILED || Date.now() > deadline) return undefined;
+      if (stored !== '') return open(token, stored);
       await sleep(POLL_MS);
     }
   }
@@ -107,14 +106,13 @@ export function refreshGrace(provider: Provider, artifacts: ArtifactStorage, win
     const { token, params } = presented;
     // Single flight: the first presentation in the window goes to the provider; a retry or a twin
     // gets its answer (or, when that may not be given again, reuse detection by the provider).
-    // Only for a real refresh token: junk goes straight to the provider's invalid_grant. A store
-    // that fails here is the provider's to report (503), not ours.
+    // Junk is claimed too, and marked failed after the provider's invalid_grant: one key for the
+    // window, cheaper than looking every token up first. A store that fails here is the
+    // provider's to report (503), not ours.
     let first = false;
     try {
-      if (await provider.RefreshToken.find(token, { ignoreExpiration: true })) {
-        first = await artifacts.claimOnce(`refresh-grace:${idOf(token)}`, windowSeconds);
-        if (!first && (await answerAgain(ctx, token, params))) return;
-      }
+      first = await flights.claim(flightOf(token), windowSeconds);
+      if (!first && (await answerAgain(ctx, token, params))) return;
     } catch {
       first = false;
     }
@@ -122,7 +120,7 @@ export function refreshGrace(provider: Provider, artifacts: ArtifactStorage, win
     if (!first) return;
     const body = ctx.body as Record<string, unknown> | undefined;
     const answered = ctx.status === 200 && body && typeof body.refresh_token === 'string' && ctx.oidc?.client;
-    const remembered = answered ? seal(token, { clientId: ctx.oidc.client!.clientId, body: body! }) : { failed: true };
-    await store.upsert(idOf(token), remembered, windowSeconds).catch(() => {});
+    const settled = answered ? seal(token, { clientId: ctx.oidc.client!.clientId, body: body! }) : FAILED;
+    await flights.settle(flightOf(token), settled, windowSeconds).catch(() => {});
   };
 }

@@ -10,26 +10,56 @@ import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 
 export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
-  /**
-   * True for exactly one caller per key until `seconds` pass, across every instance (Redis SET NX,
-   * or one conditional SQL statement): a single flight.
-   */
-  claimOnce(key: string, seconds: number): Promise<boolean>;
+  /** Single flights across every instance: see SingleFlights. */
+  flights: SingleFlights;
 }
 
 export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX): ArtifactStorage {
   return {
     adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix) : new SqlAdapter(db, model)),
-    claimOnce: async (key, seconds) => {
-      if (redis) return (await redis.set(`${prefix}claim:${key}`, '1', 'EX', seconds, 'NX')) === 'OK';
-      const { rows } = await db.raw(
-        `insert into oidc_models (model, id, payload, expires_at) values ('Claim', ?, '{}', now() + make_interval(secs => ?))
-         on conflict (model, id) do update set expires_at = excluded.expires_at where oidc_models.expires_at < now() returning id`,
-        [key, seconds],
-      );
-      return rows.length === 1;
-    },
+    flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
     ...clientArtifacts(db, redis, prefix),
   };
 }
 
+
+/**
+ * A short-lived slot per key that exactly one caller claims, across every instance, until
+ * `seconds` pass; the claimer settles it with a value the others read (while it is unsettled
+ * they read ''). Redis: SET NX / SET XX / GET on one key. SQL: one conditional statement each.
+ */
+export interface SingleFlights {
+  claim(key: string, seconds: number): Promise<boolean>;
+  settle(key: string, value: string, seconds: number): Promise<void>;
+  /** '' while claimed and unsettled; undefined when nobody holds the key. */
+  read(key: string): Promise<string | undefined>;
+}
+
+function redisFlights(redis: RedisClient, prefix: string): SingleFlights {
+  const keyOf = (key: string) => `${prefix}flight:${key}`;
+  return {
+    claim: async (key, seconds) => (await redis.set(keyOf(key), '', 'EX', seconds, 'NX')) === 'OK',
+    settle: async (key, value, seconds) => void (await redis.set(keyOf(key), value, 'EX', seconds, 'XX')),
+    read: async (key) => (await redis.get(keyOf(key))) ?? undefined,
+  };
+}
+
+function sqlFlights(db: Db): SingleFlights {
+  return {
+    claim: async (key, seconds) => {
+      const { rows } = await db.raw(
+        `insert into oidc_models (model, id, payload, expires_at) values ('Flight', ?, '{"value": ""}', now() + make_interval(secs => ?))
+         on conflict (model, id) do update set payload = excluded.payload, expires_at = excluded.expires_at where oidc_models.expires_at < now() returning id`,
+        [key, seconds],
+      );
+      return rows.length === 1;
+    },
+    settle: async (key, value, seconds) => {
+      await db.raw(`update oidc_models set payload = jsonb_build_object('value', ?::text), expires_at = now() + make_interval(secs => ?) where model = 'Flight' and id = ?`, [value, seconds, key]);
+    },
+    read: async (key) => {
+      const { rows } = await db.raw(`select payload->>'value' as value from oidc_models where model = 'Flight' and id = ? and expires_at > now()`, [key]);
+      return (rows[0] as { value: string } | undefined)?.value;
+    },
+  };
+}

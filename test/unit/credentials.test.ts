@@ -1,9 +1,10 @@
-// Secret matching, registration rules and CSRF binding: pure functions, no storage.
+// Secret matching, presented credentials, registration rules and CSRF binding: pure functions, no storage.
 import { describe, expect, it } from 'vitest';
 import type { Context } from 'koa';
 import { generateClientSecret, hashClientSecret, matchClientSecret } from '../../src/clients/secrets.ts';
 import { validateClientName, validateRedirectUri } from '../../src/clients/validate.ts';
 import { csrfToken, csrfValid } from '../../src/http/csrf.ts';
+import { claimedClientId, presentedCredentials } from '../../src/oauth/client-credentials.ts';
 
 describe('client secrets', () => {
   it('are 256-bit random values, matched by hash against every active secret', () => {
@@ -64,5 +65,21 @@ describe('CSRF tokens', () => {
     const token = csrfToken(ctx(), 'interaction:u1');
     expect(['same-origin', 'none', undefined].map((site) => csrfValid(ctx(site), 'interaction:u1', token))).toEqual([true, true, true]);
     expect(['same-site', 'cross-site'].map((site) => csrfValid(ctx(site), 'interaction:u1', token))).toEqual([false, false]);
+  });
+});
+
+describe('presented client credentials', () => {
+  const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+  it('reads HTTP Basic first, each part form-urlencoded (RFC 6749 2.3.1), the secret split at the first colon', () => {
+    expect(presentedCredentials(basic('my%20app', 'a%2Bb:c+d'), { client_id: 'other' })).toEqual({ clientId: 'my app', secret: 'a+b:c d' });
+    expect(presentedCredentials(basic('id', ''), undefined)).toEqual({ clientId: 'id', secret: '' });
+  });
+
+  it('falls back to the body, and claims nothing from malformed or oversized values', () => {
+    expect(presentedCredentials('', { client_id: 'id', client_secret: 's' })).toEqual({ clientId: 'id', secret: 's' });
+    expect(presentedCredentials(basic('%E0%A4%A', 'x'), { client_id: 'id' })).toEqual({});
+    expect(presentedCredentials('', { client_id: 'x'.repeat(201) })).toEqual({});
+    expect(claimedClientId('Bearer abc', { client_id: ['a', 'b'] })).toBeUndefined();
   });
 });
