@@ -34,7 +34,7 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /**
  * The token's facts, or why it is not valid. Only the token lookup: a client that stops being
- * approved has all its tokens deleted (src/clients/lifecycle.ts), so no client read is needed.
+ * approved has all its tokens deleted (setClientStatus in src/clients/service.ts), so no client read is needed.
  */
 export async function verifyAccessToken(provider: Provider, value: string): Promise<VerifiedToken | string> {
   const token = await provider.AccessToken.find(value);
