@@ -226,3 +226,125 @@ describe('one token, one way (RFC 6750 3.1)', () => {
     expect((await rawRequest('/v2/me', 'GET', [auth])).status).toBe(200);
   });
 });
+
+describe('gateway decision: the other ways gateways name the call', () => {
+  /** Envoy ext_authz (HTTP service): the call's own method, its path and query appended to the check path. */
+  function envoyCheck(method: string, original: string, token?: string, extra: Record<string, string> = {}) {
+    return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Record<string, any> }>((resolve, reject) => {
+      const { hostname, port } = new URL(server.url);
+      const headers: Record<string, string> = { ...extra, ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+      // node:http sends the path as written (fetch would normalise it first).
+      const req = http.request({ hostname, port, method, path: `/v2/auth/check${original}`, headers, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : {} }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  const original = (method: string, uri: string) => ({ 'X-Original-Method': method, 'X-Original-URI': uri });
+
+  it('takes X-Original-Method and X-Original-URI (nginx guides, ingress-nginx) like X-Forwarded-*', async () => {
+    const allowed = await fetch(`${server.url}/v2/auth/check`, { headers: { ...original('GET', '/v2/teams/12/bookings?status=upcoming'), authorization: `Bearer ${teamReader}` } });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get('x-auth-user-id')).toBe(String(user.id));
+    expect(allowed.headers.get('x-auth-scopes')).toBe('TEAM_BOOKING_READ');
+    const write = await fetch(`${server.url}/v2/auth/check`, { headers: { ...original('POST', '/v2/teams/12/bookings'), authorization: `Bearer ${teamReader}` } });
+    expect(write.status).toBe(403);
+    expect(write.headers.get('www-authenticate')).toContain('scope="TEAM_BOOKING_WRITE"');
+    expect((await fetch(`${server.url}/v2/auth/check`, { headers: original('POST', '/v2/bookings') })).status).toBe(200);
+    // Both spellings naming the same call are one call.
+    const both = await check('GET', '/v2/bookings/1', userReader, original('GET', '/v2/bookings/1'));
+    expect(both.status).toBe(200);
+  });
+
+  it('refuses a request whose spellings name different calls: 400 invalid_request', async () => {
+    const disagreeing: Array<Record<string, string>> = [original('POST', '/v2/bookings/1'), { 'X-Original-URI': '/v2/bookings' }, { 'X-Original-Method': 'POST' }];
+    for (const extra of disagreeing) {
+      const res = await check('GET', '/v2/bookings/1', userReader, extra);
+      expect(res.status, JSON.stringify(extra)).toBe(400);
+      expect(res.body).toEqual({ status: 'error', error: { code: 'invalid_request', message: expect.stringMatching(/name different calls/) } });
+      expect(res.headers.get('x-auth-user-id')).toBeNull();
+    }
+    // The Envoy form against a header that names another call.
+    const againstPath: Array<Record<string, string>> = [{ 'X-Forwarded-Uri': '/v2/bookings' }, { 'X-Original-Method': 'POST' }, { 'X-Forwarded-Method': 'GET' }];
+    for (const extra of againstPath) {
+      const res = await envoyCheck('DELETE', '/v2/bookings/1', userReader, extra);
+      expect(res.status, JSON.stringify(extra)).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    expect((await envoyCheck('GET', '/v2/bookings/1', userReader, { 'X-Forwarded-Uri': '/v2/bookings/1' })).status).toBe(200);
+  });
+
+  it('judges Envoy ext_authz requests: method on the request, path and query after /v2/auth/check', async () => {
+    const allowed = await envoyCheck('GET', '/v2/teams/12/bookings?status=upcoming', teamReader);
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers['x-auth-user-id']).toBe(String(user.id));
+    expect(allowed.headers['x-auth-client-id']).toBe(client.client_id);
+    expect(allowed.headers['x-auth-scopes']).toBe('TEAM_BOOKING_READ');
+    expect((await envoyCheck('HEAD', '/v2/teams/12/bookings', teamReader)).status).toBe(200);
+
+    const write = await envoyCheck('POST', '/v2/teams/12/bookings', teamReader);
+    expect(write.status).toBe(403);
+    expect(write.headers['www-authenticate']).toBe('Bearer realm="api", error="insufficient_scope", scope="TEAM_BOOKING_WRITE"');
+    const none = await envoyCheck('GET', '/v2/teams/12/bookings');
+    expect(none.status).toBe(401);
+    expect(none.headers['www-authenticate']).toBe('Bearer realm="api"');
+    for (const path of ['/v2/bookings', '/v2/bookings/abc/cancel', '/v2/bookings/abc/reschedule']) {
+      const open = await envoyCheck('POST', path);
+      expect(open.status, path).toBe(200);
+      expect(open.headers['x-auth-user-id']).toBeUndefined();
+    }
+    // Method overrides and the one-token rule apply as in the header form.
+    expect((await envoyCheck('GET', '/v2/bookings/1?_method=DELETE', userReader)).status).toBe(403);
+    expect((await envoyCheck('POST', '/v2/bookings/abc/cancel', undefined, { 'X-HTTP-Method-Override': 'DELETE' })).status).toBe(401);
+    expect((await envoyCheck('GET', `/v2/bookings/1?access_token=${orgWriter}`, userReader)).status).toBe(400);
+    expect((await envoyCheck('PROPFIND', '/v2/bookings/1', userReader)).status).toBe(403);
+  });
+
+  it('applies the same path rules to every spelling: one path, one decision', async () => {
+    const rawUtf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    const paths = [
+      '/v2/bookings/1',
+      '/v2/bookings/1/',
+      '/v2/bookings/1?x=%2e%2e',
+      '/v2/organizations/o1/bookings',
+      '/v2/bookings/..;/organizations/o1/bookings',
+      '/v2/bookings/1;x=1',
+      '/v2/bookings/%2e%2e/organizations/o1/bookings',
+      '/v2/bookings/..%2forganizations%2fo1%2fbookings',
+      '/v2/bookings/%5c..%5corganizations',
+      '/v2/bookings/%252e%252e/organizations/o1/bookings',
+      '/v2/bookings/%c0%ae%c0%ae/organizations/o1/bookings',
+      '/v2/bookings/%EF%BC%8E%EF%BC%8E/organizations/o1/bookings',
+      '/v2/bookings/../organizations/o1/bookings',
+      '/v2/bookings//1',
+      '//v2/bookings/1',
+      '/v2//bookings/1',
+      '/v2/Bookings/1',
+      '/v2/bookings/%31',
+      '/v2/admin',
+      '/v2/auth/oauth2/token',
+      '/v2',
+      '/',
+    ];
+    for (const path of paths) {
+      const forwarded = await check('GET', path, userReader);
+      const nginxStyle = await fetch(`${server.url}/v2/auth/check`, { headers: { ...original('GET', path), authorization: `Bearer ${userReader}` } });
+      const envoy = await envoyCheck('GET', path, userReader);
+      expect([nginxStyle.status, envoy.status], path).toEqual([forwarded.status, forwarded.status]);
+      expect(envoy.headers['x-auth-user-id'], path).toBe(forwarded.headers.get('x-auth-user-id') ?? undefined);
+    }
+    // Raw non-ASCII bytes in the request line: Node's HTTP parser already refuses the Envoy form.
+    const looksLikeDots = rawUtf8('/v2/bookings/．．/organizations/o1/bookings');
+    expect((await check('GET', looksLikeDots, userReader)).status).toBe(403);
+    expect([400, 403]).toContain((await envoyCheck('GET', looksLikeDots, userReader)).status);
+    // The corpus is not all refusals.
+    expect((await envoyCheck('GET', '/v2/bookings/1', userReader)).status).toBe(200);
+    expect((await envoyCheck('GET', '/v2/bookings/..;/organizations/o1/bookings', userReader)).status).toBe(403);
+    expect((await envoyCheck('GET', '//v2/bookings/1', userReader)).status).toBe(403);
+  });
+});

@@ -1,23 +1,23 @@
 // GET /v2/auth/check (CONTRACT 3.3): the decision a gateway (nginx auth_request, Traefik
-// ForwardAuth) asks for before forwarding a call to the scheduling API. Hot path: the token
-// lookup and the in-memory route policy, nothing else.
+// ForwardAuth, Envoy ext_authz) asks for before forwarding a call to the scheduling API. Hot
+// path: the token lookup and the in-memory route policy, nothing else.
 import type Router from '@koa/router';
+import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { bearerHeader, callMethods, decideAccess, queryOf, refuse } from './access.ts';
 import { sendData, sendError } from './responses.ts';
 import { newRouter } from '../http/router.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { CHECK_PATH } from '../http/paths.ts';
+import { namedCall } from './gateway-call.ts';
 
 export function checkRoutes(provider: Provider): Router {
   const router = newRouter();
 
-  router.get(CHECK_PATH, async (ctx) => {
-    const method = ctx.get('X-Forwarded-Method');
-    const uri = ctx.get('X-Forwarded-Uri');
-    if (!method || !uri) {
-      return sendError(ctx, 400, 'invalid_request', 'X-Forwarded-Method and X-Forwarded-Uri name the call to judge');
-    }
+  async function check(ctx: Context) {
+    const call = namedCall(ctx);
+    if (typeof call === 'string') return sendError(ctx, 400, 'invalid_request', call);
+    const { method, uri } = call;
     ctx.set('Cache-Control', 'no-store');
     // The gateway hands us the call's headers (method overrides, Authorization) and its URI with
     // the query, never its body: a gateway that forwards Content-Length without the body would
@@ -35,7 +35,10 @@ export function checkRoutes(provider: Provider): Router {
       ctx.set('X-Auth-Scopes', (token.unscoped ? ALL_SCOPES : [...token.scopes]).join(' '));
     }
     sendData(ctx, { allowed: true });
-  });
+  }
 
+  router.get(CHECK_PATH, check);
+  // Envoy ext_authz asks with the call's own method and its path appended (see gateway-call.ts).
+  router.all(`${CHECK_PATH}/{*call}`, check);
   return router;
 }

@@ -25,6 +25,7 @@ const EXACT = new Map<string, string>([
 export function routeName(path: string): string {
   const exact = EXACT.get(path);
   if (exact) return exact;
+  if (path.startsWith(`${CHECK_PATH}/`)) return 'gateway_check'; // Envoy's form: the call's path appended
   if (path.startsWith(`${INTERACTION_PATH}/`)) return path.endsWith('/login') ? 'sign_in' : /\/(confirm|abort|switch-account)$/.test(path) ? 'consent' : 'interaction_page';
   if (path.startsWith(`${APP_AUTHORIZE_PATH}/`) || path.startsWith(`${PROVIDER_PATH}/authorize/`)) return 'authorization_resume';
   return 'other';

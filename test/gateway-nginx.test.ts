@@ -1,0 +1,233 @@
+// The shipped nginx recipe (deploy/nginx/templates/gateway.conf.template), run by Debian's nginx in
+// front of our server and of a stand-in scheduling API that echoes what reached it.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { getMe, tokenRequest } from './support/oauth.ts';
+import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
+import { freePort, nginxTestsEnabled, startNginx, type RunningNginx } from './support/nginx.ts';
+
+/** What the stand-in API received: the request line and every X-Auth-* header, as raw pairs. */
+interface Received {
+  method: string;
+  url: string;
+  auth: Array<[string, string]>;
+}
+
+/** The stand-in scheduling API: answers 200 with what it received, and remembers it. */
+async function startEchoApi() {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const auth: Array<[string, string]> = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      if (/^x[-_]auth/i.test(req.rawHeaders[i]!)) auth.push([req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!]);
+    }
+    const seen = { method: req.method!, url: req.url!, auth };
+    received.push(seen);
+    req.resume();
+    res.setHeader('Content-Type', 'application/json');
+    res.end(JSON.stringify({ echo: seen }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    hostPort: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+interface Answer {
+  status: number;
+  /** Every value of a header, repeated ones separately. */
+  all(name: string): string[];
+  body: string;
+}
+
+/** One request with exactly these headers, read with node:http so that repeated headers can be counted. */
+function send(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    // The path as written: a URL string would be normalised first (WHATWG resolves %2e%2e).
+    const { hostname, port } = new URL(base);
+    const req = http.request({ hostname, port, path, method, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        const raw = res.rawHeaders;
+        const all = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name.toLowerCase());
+        resolve({ status: res.statusCode!, all, body: text });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const enabled = nginxTestsEnabled('test/gateway-nginx.test.ts');
+
+describe.runIf(enabled)('the nginx recipe in front of the API and this server', () => {
+  let server: TestServer;
+  let api: Awaited<ReturnType<typeof startEchoApi>>;
+  let nginx: RunningNginx;
+  let client: TestClient;
+  let user: Awaited<ReturnType<typeof newUser>>;
+  let reader: { access_token: string; refresh_token: string };
+
+  beforeAll(async () => {
+    [server, api] = await Promise.all([startTestServer('redis'), startEchoApi()]);
+    nginx = await startNginx({ oauthServer: new URL(server.url).host, schedulingApi: api.hostPort });
+    client = await approvedClient(server, ['BOOKING_READ', 'PROFILE_READ']);
+    user = await newUser(server);
+    reader = await tokensFor(server, client, user, 'BOOKING_READ PROFILE_READ');
+  });
+  afterAll(async () => {
+    await nginx?.stop();
+    await Promise.all([server?.close(), api?.close()]);
+  });
+  beforeEach(() => {
+    api.received.length = 0;
+  });
+
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+  it('forwards an allowed call unchanged, with the identity the check found', async () => {
+    const res = await send(nginx.url, 'GET', '/v2/bookings/uid-1?status=upcoming', bearer(reader.access_token));
+    expect(res.status, nginx.errorLog()).toBe(200);
+    expect(api.received).toEqual([
+      {
+        method: 'GET',
+        url: '/v2/bookings/uid-1?status=upcoming',
+        auth: [
+          ['x-auth-user-id', String(user.id)],
+          ['x-auth-client-id', client.client_id],
+          ['x-auth-scopes', 'BOOKING_READ PROFILE_READ'],
+        ],
+      },
+    ]);
+  });
+
+  it('never lets a client-sent X-Auth-* header reach the API, on a gated or a public call', async () => {
+    const forged = { 'X-Auth-User-Id': '1', 'x-auth-client-id': 'forged', 'X-AUTH-SCOPES': 'ORG_BOOKING_WRITE' };
+    expect((await send(nginx.url, 'GET', '/v2/bookings/uid-1', { ...bearer(reader.access_token), ...forged })).status).toBe(200);
+    expect((await send(nginx.url, 'POST', '/v2/bookings', { ...forged, 'Content-Type': 'application/json' }, '{}')).status).toBe(200);
+    const [gated, open] = api.received;
+    expect(gated!.auth).toEqual([
+      ['x-auth-user-id', String(user.id)],
+      ['x-auth-client-id', client.client_id],
+      ['x-auth-scopes', 'BOOKING_READ PROFILE_READ'],
+    ]);
+    expect(open).toEqual({ method: 'POST', url: '/v2/bookings', auth: [] });
+  });
+
+  it('passes the public booking operations without a token and without identity headers', async () => {
+    for (const path of ['/v2/bookings', '/v2/bookings/uid-1/cancel', '/v2/bookings/uid-1/reschedule']) {
+      const res = await send(nginx.url, 'POST', path, { 'Content-Type': 'application/json' }, '{"name":"Guest"}');
+      expect(res.status, path).toBe(200);
+    }
+    expect(api.received.map((r) => [r.method, r.url, r.auth])).toEqual([
+      ['POST', '/v2/bookings', []],
+      ['POST', '/v2/bookings/uid-1/cancel', []],
+      ['POST', '/v2/bookings/uid-1/reschedule', []],
+    ]);
+    // Reading a booking is not public.
+    expect((await send(nginx.url, 'GET', '/v2/bookings/uid-1')).status).toBe(401);
+  });
+
+  it('answers a call without a token with 401 and exactly one challenge', async () => {
+    const res = await send(nginx.url, 'GET', '/v2/bookings/uid-1');
+    expect(res.status).toBe(401);
+    expect(res.all('www-authenticate')).toEqual(['Bearer realm="api"']);
+    expect(JSON.parse(res.body)).toEqual({ status: 'error', error: { code: 'unauthorized', message: expect.any(String) } });
+    expect(api.received).toEqual([]);
+  });
+
+  it('answers a token without the needed scope with 403 and exactly one insufficient_scope challenge', async () => {
+    const res = await send(nginx.url, 'DELETE', '/v2/bookings/uid-1', bearer(reader.access_token));
+    expect(res.status).toBe(403);
+    expect(res.all('www-authenticate')).toEqual(['Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE"']);
+    expect(JSON.parse(res.body)).toEqual({ status: 'error', error: { code: 'insufficient_scope', message: expect.any(String) } });
+    expect(api.received).toEqual([]);
+  });
+
+  it('refuses paths the route policy refuses, with no challenge (no token would help)', async () => {
+    for (const path of ['/v2/bookings/..;/organizations/1/bookings', '/v2/teams/1/%2e%2e/bookings', '/v2/admin', '/']) {
+      const res = await send(nginx.url, 'GET', path, bearer(reader.access_token));
+      expect(res.status, path).toBe(403);
+      expect(res.all('www-authenticate'), path).toEqual([]);
+      expect(JSON.parse(res.body).error.code, path).toBe('access_denied');
+    }
+    expect(api.received).toEqual([]);
+  });
+
+  it('ignores a client-sent X-Forwarded-Method/-Uri: the gateway names the call', async () => {
+    const res = await send(nginx.url, 'GET', '/v2/bookings/uid-1', { 'X-Forwarded-Method': 'POST', 'X-Forwarded-Uri': '/v2/bookings' });
+    expect(res.status).toBe(401);
+    expect(api.received).toEqual([]);
+  });
+
+  it('answers a token sent two ways with 400 invalid_request, not a 500', async () => {
+    const res = await send(nginx.url, 'GET', `/v2/bookings/uid-1?access_token=${reader.access_token}`, bearer(reader.access_token));
+    expect(res.status).toBe(400);
+    expect(res.all('www-authenticate')).toEqual([expect.stringMatching(/^Bearer realm="api", error="invalid_request"/)]);
+    expect(JSON.parse(res.body).error.code).toBe('invalid_request');
+    expect(api.received).toEqual([]);
+  });
+
+  it('serves this server\'s own endpoints without the check: token, /v2/me, revocation, metadata', async () => {
+    const refreshed = await tokenRequest(nginx.url, { grant_type: 'refresh_token', refresh_token: reader.refresh_token, ...client });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    reader = refreshed.body as typeof reader;
+    const me = await getMe(nginx.url, reader.access_token);
+    expect(me.status).toBe(200);
+    expect(me.body.data.email).toBe(user.email);
+    expect((await getMe(nginx.url)).status).toBe(401);
+    const metadata = await fetch(`${nginx.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`);
+    expect(metadata.status).toBe(200);
+    expect((await send(nginx.url, 'GET', '/login')).status).toBe(200);
+    expect(api.received).toEqual([]);
+  });
+
+  it('refuses a revoked token with 401 invalid_token', async () => {
+    const token = (await tokensFor(server, client, user, 'BOOKING_READ')).access_token;
+    expect((await send(nginx.url, 'GET', '/v2/bookings/uid-2', bearer(token))).status).toBe(200);
+    const revoked = await fetch(`${nginx.url}/v2/auth/oauth2/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token, ...client }),
+    });
+    expect(revoked.status).toBe(200);
+    const res = await send(nginx.url, 'GET', '/v2/bookings/uid-2', bearer(token));
+    expect(res.status).toBe(401);
+    expect(res.all('www-authenticate')).toEqual([expect.stringMatching(/^Bearer realm="api", error="invalid_token"/)]);
+    expect(JSON.parse(res.body).error.code).toBe('invalid_token');
+    expect(api.received).toHaveLength(1);
+  });
+
+  it('exposes neither /metrics nor the check itself', async () => {
+    const direct = await fetch(`${server.metricsUrl}/metrics`);
+    expect(await direct.text()).toContain('http_requests_total'); // the metrics exist, on METRICS_PORT
+    const res = await send(nginx.url, 'GET', '/metrics', bearer(reader.access_token));
+    expect(res.status).toBe(404);
+    expect(res.body).not.toContain('http_requests_total');
+    for (const path of ['/v2/auth/check', '/v2/auth/check/v2/bookings/1']) {
+      const check = await send(nginx.url, 'GET', path, { ...bearer(reader.access_token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/v2/bookings/1' });
+      expect(check.status, path).toBe(404);
+      expect(check.all('x-auth-user-id')).toEqual([]);
+    }
+    expect(api.received).toEqual([]);
+  });
+
+  it('refuses every gated call while the check cannot answer (fails closed)', async () => {
+    const blind = await startNginx({ oauthServer: `127.0.0.1:${await freePort()}`, schedulingApi: api.hostPort });
+    try {
+      const res = await send(blind.url, 'POST', '/v2/bookings', { 'Content-Type': 'application/json' }, '{}');
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.body).error.code).toBe('temporarily_unavailable');
+      expect((await send(blind.url, 'GET', '/v2/bookings/uid-1', bearer(reader.access_token))).status).toBe(503);
+      expect(api.received).toEqual([]);
+    } finally {
+      await blind.stop();
+    }
+  });
+});

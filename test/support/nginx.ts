@@ -1,0 +1,127 @@
+// Debian's nginx as the gateway, run as the current user on a free loopback port, everything it
+// writes (pid, logs, temp files) in a temporary directory. It loads the shipped template
+// deploy/nginx/templates/gateway.conf.template, filled as envsubst fills it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT } from './processes.ts';
+
+export const NGINX = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
+export const GATEWAY_TEMPLATE = path.join(ROOT, 'deploy/nginx/templates/gateway.conf.template');
+
+/** Outside CI a machine without nginx skips the file (and says so); in CI it must run. */
+export function nginxTestsEnabled(what: string): boolean {
+  const available = fs.existsSync(NGINX);
+  if (!available && process.env.CI !== 'true') console.warn(`${what} skipped: no nginx at ${NGINX} (apt-get install nginx)`);
+  return available || process.env.CI === 'true';
+}
+
+/** envsubst on `${NAME}` placeholders; a placeholder without a value is an error, not an empty string. */
+export function renderTemplate(text: string, values: Record<string, string>): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`no value for \${${name}} in the nginx template`);
+    return value;
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningNginx {
+  url: string;
+  dir: string;
+  /** What nginx logged so far (for failure messages). */
+  errorLog(): string;
+  stop(): Promise<void>;
+}
+
+/** The main configuration: only process matters (pid, logs, temp paths); the gateway is the template. */
+function mainConf(dir: string, gateway: string): string {
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => `    ${kind}_temp_path ${path.join(dir, kind)};`).join('\n');
+  return [
+    // As root, workers would switch to "nobody", who cannot write the temporary directory.
+    process.getuid?.() === 0 ? 'user root;' : '',
+    'daemon off;',
+    'master_process on;',
+    'worker_processes 1;',
+    `pid ${path.join(dir, 'nginx.pid')};`,
+    `error_log ${path.join(dir, 'error.log')} info;`,
+    'events { worker_connections 256; }',
+    'http {',
+    `    access_log ${path.join(dir, 'access.log')};`,
+    temp,
+    `    include ${gateway};`,
+    '}',
+    '',
+  ].join('\n');
+}
+
+async function waitForPort(port: number, child: ChildProcess, output: () => string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}:\n${output()}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`nginx did not listen on ${port} in time:\n${output()}`);
+}
+
+/** nginx with the shipped gateway template in front of `oauthServer` and `schedulingApi` (host:port). */
+export async function startNginx(upstreams: { oauthServer: string; schedulingApi: string }): Promise<RunningNginx> {
+  if (!fs.existsSync(NGINX)) throw new Error(`no nginx at ${NGINX}: apt-get install nginx (the CI runs this test, see .ci/run)`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-nginx-'));
+  const port = await freePort();
+  const gateway = path.join(dir, 'gateway.conf');
+  fs.writeFileSync(
+    gateway,
+    renderTemplate(fs.readFileSync(GATEWAY_TEMPLATE, 'utf8'), { GATEWAY_LISTEN: `127.0.0.1:${port}`, OAUTH_SERVER: upstreams.oauthServer, SCHEDULING_API: upstreams.schedulingApi }),
+  );
+  const conf = path.join(dir, 'nginx.conf');
+  fs.writeFileSync(conf, mainConf(dir, gateway));
+  const errorLog = () => (fs.existsSync(path.join(dir, 'error.log')) ? fs.readFileSync(path.join(dir, 'error.log'), 'utf8') : '');
+
+  // -e: the log for messages before the configuration is read (the compiled-in one is under /var/log).
+  const child = spawn(NGINX, ['-p', dir, '-c', conf, '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  child.on('error', (error) => (output += `${error.message}\n`));
+  try {
+    await waitForPort(port, child, () => `${output}\n${errorLog()}`);
+  } catch (error) {
+    child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    errorLog,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGQUIT'); // graceful: workers finish their requests
+        await exited;
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
