@@ -10,6 +10,8 @@ import * as m006 from './006_client_rate_limit.ts';
 import * as m007 from './007_legacy_switch.ts';
 import * as m008 from './008_drop_device_flow.ts';
 import * as m009 from './009_resource_servers.ts';
+import * as m010 from './010_client_links.ts';
+import * as m011 from './011_review_and_grant_use.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -26,6 +28,8 @@ const migrations: Record<string, Migration> = {
   '007_legacy_switch': m007,
   '008_drop_device_flow': m008,
   '009_resource_servers': m009,
+  '010_client_links': m010,
+  '011_review_and_grant_use': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

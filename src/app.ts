@@ -23,6 +23,7 @@ import type { ClientArtifacts } from './storage/client-artifacts.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
+import type { PublicUrls } from './http/public-endpoints.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -39,6 +40,10 @@ export interface AppDeps {
   metrics: Metrics;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
+  /** PLATFORM_NAME, for the consent page. */
+  platformName: string;
+  /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
+  publicUrls: PublicUrls;
 }
 
 
@@ -122,7 +127,7 @@ export function createApp(deps: AppDeps): Koa {
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
   for (const router of [checkRoutes(provider), meRoutes(provider, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics });
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

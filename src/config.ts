@@ -1,5 +1,6 @@
 // The only reader of process.env. Everything else receives a typed Config.
 import path from 'node:path';
+import { hasUnsafeText } from './text.ts';
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -30,6 +31,8 @@ export interface Config {
   rateLimits: RateLimitConfig;
   /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
   refreshGraceSeconds: number;
+  /** The platform's name as users read it on the consent page ("Approved by …"). */
+  platformName: string;
 }
 
 export type RedisConfig =
@@ -108,6 +111,16 @@ function readGraceSeconds(value: string | undefined): number {
   const n = Number(value);
   if (!/^[0-9]+$/.test(value) || n > 60) throw new ConfigError(`REFRESH_GRACE_SECONDS must be a whole number of seconds from 0 (off) to 60, got "${value}"`);
   return n;
+}
+
+const DEFAULT_PLATFORM_NAME = 'Scheduling Platform';
+
+function readPlatformName(value: string | undefined): string {
+  const name = (value ?? '').trim();
+  if (!name) return DEFAULT_PLATFORM_NAME;
+  // Shown on every consent page: a short, plain name that cannot reorder the text around it.
+  if (name.length > 60 || hasUnsafeText(name)) throw new ConfigError(`PLATFORM_NAME must be 1 to 60 characters without control or text-direction characters, got "${value}"`);
+  return name;
 }
 
 function readRateLimits(env: Env): RateLimitConfig {
@@ -218,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
+    platformName: readPlatformName(env.PLATFORM_NAME),
   };
 }
 

@@ -1,17 +1,33 @@
 // First start of the embedded default: a demo user and an approved demo client, printed with a
-// ready-to-open authorization URL, so a newcomer can try the whole flow in a minute.
+// ready-to-open authorization URL, so a newcomer can try the whole flow in a minute. The client
+// returns to this server's own callback page (src/web/demo-callback.ts), which shows the code and
+// the command that exchanges it.
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
 import { createUser } from './accounts/store.ts';
 import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
-import { APP_AUTHORIZE_PATH } from './http/paths.ts';
+import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, ME_PATH, TOKEN_PATH } from './http/paths.ts';
+import { AUTHORIZATION_CODE_TTL } from './oauth/provider.ts';
+import { validateRedirectUri } from './clients/validate.ts';
 
-const DEMO = { actor: 'system:demo-seed', reason: 'first start of the embedded default' };
+/** Who the audit log says created the demo client: how the callback page finds it. */
+export const DEMO_ACTOR = 'system:demo-seed';
+const DEMO = { actor: DEMO_ACTOR, reason: 'first start of the embedded default' };
+
+/** The callback page on APP_URL; on loopback when APP_URL is plain http elsewhere (not registrable: spec 8). */
+function demoRedirectUri(config: Config): string {
+  const onAppUrl = `${config.appUrl}${DEMO_CALLBACK_PATH}`;
+  try {
+    return validateRedirectUri(onAppUrl, 'confidential');
+  } catch {
+    return `http://localhost:${config.port}${DEMO_CALLBACK_PATH}`;
+  }
+}
 
 export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): Promise<string> {
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
-  const redirectUri = 'http://localhost:8080/callback';
+  const redirectUri = demoRedirectUri(config);
   const { client, secret } = await createClient(db, {
     name: 'Demo app',
     kind: 'confidential',
@@ -34,11 +50,11 @@ export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): P
     `  user:          ${user.email} / password ${password}`,
     `  client_id:     ${client.clientId}`,
     `  client_secret: ${secret!.value}`,
-    `  redirect_uri:  ${redirectUri} (nothing listens there: copy the code from the address bar)`,
+    `  redirect_uri:  ${redirectUri} (this server's demo callback page)`,
     `  1. open        ${authorize}`,
-    '  2. sign in, click Allow, copy `code` from the address the browser lands on, then:',
-    `     curl -s ${config.baseUrl}/v2/auth/oauth2/token -d grant_type=authorization_code -d code=CODE \\`,
-    `       -d redirect_uri=${redirectUri} -d client_id=${client.clientId} -d client_secret=${secret!.value}`,
-    `  3. curl -s ${config.baseUrl}/v2/me -H "Authorization: Bearer ACCESS_TOKEN"`,
+    '  2. sign in and click Allow: the callback page shows the code and the curl that exchanges it',
+    `     (POST ${config.baseUrl}${TOKEN_PATH}, within ${AUTHORIZATION_CODE_TTL} seconds); it reads the secret from $CLIENT_SECRET:`,
+    `     export CLIENT_SECRET=${secret!.value}`,
+    `  3. curl -s ${config.baseUrl}${ME_PATH} -H "Authorization: Bearer ACCESS_TOKEN"`,
   ].join('\n');
 }

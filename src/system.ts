@@ -62,6 +62,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     artifacts,
     metrics,
     https: config.appUrl.startsWith('https:'),
+    platformName: config.platformName,
+    publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.

@@ -41,6 +41,11 @@ describe('the embedded default', () => {
     const back = await authorize(new Browser(), server.url, params, { email: demo.email, password: demo.password });
     const code = back.searchParams.get('code')!;
     expect(code).toBeTruthy();
+    // The demo ends on this server's own callback page (printed on APP_URL, localhost: asked at the listening address).
+    expect(new URL(demo.redirectUri).pathname).toBe('/demo/callback');
+    const landing = await new Browser().get(`${server.url}/demo/callback${back.search}`);
+    expect(landing.$('#demo-code').text()).toBe(code);
+    expect(landing.html).not.toContain(demo.clientSecret);
 
     const tokens = await tokenRequest(server.url, {
       grant_type: 'authorization_code',

@@ -102,8 +102,8 @@ describe('developer settings', () => {
       [{ name: 'A', kind: 'confidential', redirect_uris: REDIRECT }, /at least one scope/],
       [{ name: 'A', kind: 'confidential', redirect_uris: 'http://plain.example/cb', scope: 'PROFILE_READ' }, /https/],
       [{ name: 'A', kind: 'confidential', redirect_uris: 'https://*.example.com/cb', scope: 'PROFILE_READ' }, /matched exactly/],
-      [{ name: 'A', kind: 'confidential', redirect_uris: Array.from({ length: 11 }, (_, i) => `${REDIRECT}${i}`).join('\n'), scope: 'PROFILE_READ' }, /at most 10/],
-      [{ name: 'A', kind: 'confidential', redirect_uris: REDIRECT, scope: 'ADMIN_ALL' }, /unknown scope/],
+      [{ name: 'A', kind: 'confidential', redirect_uris: Array.from({ length: 11 }, (_, i) => `${REDIRECT}${i}`).join('\n'), scope: 'PROFILE_READ' }, /at most 10/i],
+      [{ name: 'A', kind: 'confidential', redirect_uris: REDIRECT, scope: 'ADMIN_ALL' }, /unknown scope/i],
       [{ name: '', kind: 'confidential', redirect_uris: REDIRECT, scope: 'PROFILE_READ' }, /name/],
       [{ name: 'A', kind: 'robot', redirect_uris: REDIRECT, scope: 'PROFILE_READ' }, /kind/],
     ];
@@ -185,7 +185,7 @@ describe('developer settings', () => {
     expect(confirm.$('h1').text()).toContain('Revoke secret');
     const revoked = await after(browser, await browser.submit(confirm, 'button:contains("Revoke the secret")'));
     expect(revoked.$('.notice').text()).toContain('Secret revoked');
-    expect(revoked.$('tbody tr')).toHaveLength(1);
+    expect(revoked.$('table.stack tbody tr')).toHaveLength(1);
   });
 });
 
@@ -201,26 +201,33 @@ describe('admin review and pending changes', () => {
     await register(devBrowser, { name: 'Reject Me', kind: 'public', redirect_uris: 'com.example.rejectme:/cb', scope: 'PROFILE_READ' });
     const browser = await signIn(admin);
     let page = await browser.get(url('/admin/oauth-clients'));
-    const statusesOf = (p: Page) => p.$('.item h3 .status').map((_, el) => p.$(el).text()).get();
-    expect(statusesOf(page)[0]).toBe('pending');
+    const statusesOf = (p: Page) => p.$('tr.item .status').map((_, el) => p.$(el).text()).get();
+    // The pending queue is the default tab; "all" lists pending first, then approved, suspended, rejected.
+    expect(page.$('.tabs a[aria-current=page]').text()).toContain('Pending');
+    expect(new Set(statusesOf(page))).toEqual(new Set(['pending']));
 
     const item = (name: string) => `.item:has(h3:contains("${name}"))`;
     page = await after(browser, await browser.submit(page, `${item('Review Me')} button[value=approve]`));
     expect(page.$('.notice').text()).toContain('Review Me: approved');
-    // Pending first, then approved, suspended, rejected: no pending one after any other.
-    const statuses = statusesOf(page);
+    const statuses = statusesOf(await browser.get(url('/admin/oauth-clients?status=all')));
     expect(statuses).toContain('approved');
     expect(statuses.slice(statuses.findIndex((s) => s !== 'pending'))).not.toContain('pending');
 
     const noReason = await after(browser, await browser.submit(page, `${item('Reject Me')} button[value=reject]`));
-    expect(noReason.$('.alert').text()).toContain('reason');
+    expect(noReason.$(`${item('Reject Me')} .alert`).text()).toContain('reason');
     page = await after(browser, await browser.submit(noReason, `${item('Reject Me')} button[value=reject]`, { reason: 'Not a real app' }));
     expect(page.$('.notice').text()).toContain('Reject Me: rejected');
 
-    page = await after(browser, await browser.submit(page, `${item('Review Me')} button[value=suspend]`, { reason: 'abuse' }));
+    // Suspending asks for confirmation on a page of its own; reinstating does not.
+    const approved = await browser.get(url('/admin/oauth-clients?status=approved'));
+    const confirm = await browser.get(url(approved.$(`${item('Review Me')} a:contains("Suspend")`).attr('href')!));
+    page = await after(browser, await browser.submit(confirm, 'button:contains("Suspend Review Me")', { reason: 'abuse' }));
+    expect(page.$('.notice').text()).toContain('Review Me: suspended');
+    page = await browser.get(url('/admin/oauth-clients?status=suspended'));
     expect(page.$(`${item('Review Me')} .status`).text()).toBe('suspended');
     page = await after(browser, await browser.submit(page, `${item('Review Me')} button[value=reinstate]`));
-    expect(page.$(`${item('Review Me')} .status`).text()).toBe('approved');
+    expect(page.$('.notice').text()).toContain('Review Me: reinstated');
+    expect(await server.pg.db('oauth_clients').where('name', 'Review Me').first()).toMatchObject({ status: 'approved' });
     const trail = await server.pg.db('audit_events').where('action', 'client.rejected').first();
     expect(trail).toMatchObject({ actor: `user:${admin.id}`, details: { reason: 'Not a real app' } });
   });
@@ -282,8 +289,10 @@ describe('apps with access', () => {
     const item = page.$('.item:has(h2:contains("Connected One"))');
     expect(item.text()).toContain('See your profile');
     expect(item.text()).toContain('See your schedules');
-    const done = await after(browser, await browser.submit(page, '.item:has(h2:contains("Connected One")) button'));
-    expect(done.$('.notice').text()).toContain('Access revoked');
+    const confirm = await browser.get(url(page.$('.item:has(h2:contains("Connected One")) a:contains("Revoke access")').attr('href')!));
+    expect(confirm.$('h1').text()).toBe('Revoke access of Connected One?');
+    const done = await after(browser, await browser.submit(confirm, 'button:contains("Revoke access")'));
+    expect(done.$('.notice').text()).toContain('Access revoked for Connected One');
     expect(done.$('.item:has(h2:contains("Connected One"))')).toHaveLength(0);
     expect((await getMe(server.url, tokens.access_token as string)).status).toBe(401);
     const refresh = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: clientId, client_secret: secret });

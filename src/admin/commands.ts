@@ -39,6 +39,9 @@ export function clientJson(client: ClientRecord) {
     redirect_uris: client.redirectUris,
     // Token, revocation and introspection requests per minute once authenticated; "default": the server's.
     token_requests_per_minute: client.tokenRequestsPerMinute ?? 'default',
+    // Shown to users on the consent page; null when not given.
+    policy_uri: client.policyUri,
+    tos_uri: client.tosUri,
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),
   };
@@ -82,6 +85,9 @@ export interface ClientsCreateOptions {
   legacy?: boolean;
   /** An API or gateway that introspects other clients' tokens; its scopes limit which. */
   resourceServer?: boolean;
+  /** Links shown to users on the consent page (https, or http on localhost). */
+  policyUri?: string;
+  tosUri?: string;
 }
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
@@ -99,6 +105,8 @@ export async function clientsCreate({ db, by }: AdminContext, options: ClientsCr
       scopes: parseScopeArgs(options.scope ?? []),
       kind: kindOf(options),
       legacy: Boolean(options.legacy),
+      policyUri: options.policyUri,
+      tosUri: options.tosUri,
     },
     by,
   );

@@ -166,6 +166,8 @@ function buildProgram(io: AdminIo): Command {
     .option('--public', 'a public client (PKCE, no secret)')
     .option('--legacy', 'a legacy client created before scopes existed')
     .option('--resource-server', 'an API or gateway that introspects other clients\' access tokens (RFC 7662) and obtains none itself')
+    .option('--policy-uri <url>', "the app's privacy policy, linked on the consent page (https, or http on localhost)")
+    .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what] of [
     ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)'],

@@ -6,7 +6,8 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { planEdit, type RequestedEdit } from './edit-plan.ts';
-import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ClientRecord, type PendingChange } from './model.ts';
+import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ClientLinks, type ClientRecord, type PendingChange } from './model.ts';
+import { validateClientLinks, validateClientName } from './validate.ts';
 import { changeClient } from './service.ts';
 import * as repo from './repository.ts';
 
@@ -20,10 +21,16 @@ export interface EditOutcome {
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.join('\n') === b.join('\n');
 
-/** Applies an owner's edit: narrowing now, widening of a reviewed client as a pending change. */
-export async function editClient(db: Db, clientId: string, requested: RequestedEdit, by: Actor, { force = false } = {}): Promise<EditOutcome> {
+/**
+ * Applies an owner's edit: narrowing now, widening of a reviewed client as a pending change. The
+ * policy and terms links change at once (they grant no access); a link not sent stays as it is.
+ */
+export async function editClient(db: Db, clientId: string, requested: RequestedEdit & { links?: ClientLinks }, by: Actor, { force = false } = {}): Promise<EditOutcome> {
   return changeClient(db, clientId, by, async (trx, current) => {
     const plan = planEdit(current, requested);
+    const links = validateClientLinks({ policyUri: requested.links?.policyUri ?? current.policyUri ?? '', tosUri: requested.links?.tosUri ?? current.tosUri ?? '' });
+    const linksChange = links.policyUri !== current.policyUri || links.tosUri !== current.tosUri;
+    if (linksChange) await repo.updateClient(trx, clientId, links);
     const scopesChange = !sameList(plan.scopes, current.scopes);
     // Selecting scopes of a legacy client is migration step (b): guarded unless confirmed.
     if (scopesChange && isUnscopedLegacy(current) && !force) await assertSafeToSetScopes(trx, current);
@@ -37,6 +44,7 @@ export async function editClient(db: Db, clientId: string, requested: RequestedE
     const details = {
       ...(scopesChange ? { scopes: { from: current.scopes, to: plan.scopes } } : {}),
       ...(!sameList(plan.redirectUris, current.redirectUris) ? { redirect_uris: { from: current.redirectUris, to: plan.redirectUris } } : {}),
+      ...(linksChange ? { links: { from: { policy_uri: current.policyUri, tos_uri: current.tosUri }, to: { policy_uri: links.policyUri, tos_uri: links.tosUri } } } : {}),
       ...(plan.pending ? { requested: { add_scopes: plan.pending.addScopes, add_redirect_uris: plan.pending.addRedirectUris } } : {}),
       ...(force ? { forced: true } : {}),
     };
@@ -65,5 +73,19 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
       details: { change_id: changeId, ...(by.reason ? { reason: by.reason } : {}) },
     });
     return (await repo.readClient(trx, client.clientId))!;
+  });
+}
+
+/**
+ * An owner renames a client only while it waits for review. Once approved, users have agreed to
+ * it by this name on the consent page; a new name then goes through an administrator
+ * (`clients rename`), as the change review carries only added scopes and redirect URIs.
+ */
+export async function renameOwnClient(db: Db, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
+  const valid = validateClientName(name);
+  return changeClient(db, clientId, by, async (trx, current) => {
+    if (current.status !== 'pending') throw new InputError('once a client has been reviewed, only an administrator can rename it: ask one to');
+    await repo.updateClient(trx, clientId, { name: valid });
+    return { result: (await repo.readClient(trx, clientId))!, action: 'client.renamed', details: { from: current.name, to: valid } };
   });
 }

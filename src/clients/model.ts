@@ -56,12 +56,21 @@ export interface ClientRecord {
   ownerUserId: number | null;
   /** Its own budget of token requests per minute (clients set-rate-limit); null: the default. */
   tokenRequestsPerMinute: number | null;
+  /** The app's privacy policy and terms of service, shown on the consent page; null when not given. */
+  policyUri: string | null;
+  tosUri: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 /** A legacy client that has not selected scopes yet: it still has full access (spec 5.6). */
 export const isUnscopedLegacy = (client: Pick<ClientRecord, 'legacy' | 'scopes'>) => client.legacy && client.scopes.length === 0;
+
+/** The optional links of a client (see ClientRecord); '' or absent means none. */
+export interface ClientLinks {
+  policyUri?: string | undefined;
+  tosUri?: string | undefined;
+}
 
 export interface SecretInfo {
   id: number;

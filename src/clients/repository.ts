@@ -11,7 +11,7 @@ import type { ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo 
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -22,6 +22,8 @@ interface ClientRow {
   scopes: string[];
   owner_user_id: number | null;
   token_requests_per_minute: number | null;
+  policy_uri: string | null;
+  tos_uri: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -41,6 +43,8 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     redirectUris,
     ownerUserId: row.owner_user_id,
     tokenRequestsPerMinute: row.token_requests_per_minute,
+    policyUri: row.policy_uri,
+    tosUri: row.tos_uri,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -88,11 +92,13 @@ export interface ClientFields {
   legacy: boolean;
   scopes: string[];
   ownerUserId: number | null;
+  policyUri: string | null;
+  tosUri: string | null;
 }
 
 export async function insertClient(trx: Knex.Transaction, clientId: string, fields: ClientFields, redirectUris: string[]): Promise<ClientRecord> {
   const [row] = await trx('oauth_clients')
-    .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId })
+    .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId, policy_uri: fields.policyUri, tos_uri: fields.tosUri })
     .returning(CLIENT_COLUMNS);
   await replaceRedirectUris(trx, clientId, redirectUris);
   await announceChange(trx, 'client', clientId); // an earlier "no such client" may be cached
@@ -103,16 +109,28 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null; policyUri: string | null; tosUri: string | null }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
     .update({
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
       ...(changes.status !== undefined ? { status: changes.status } : {}),
       ...(changes.scopes !== undefined ? { scopes: JSON.stringify(changes.scopes) } : {}),
       ...(changes.tokenRequestsPerMinute !== undefined ? { token_requests_per_minute: changes.tokenRequestsPerMinute } : {}),
+      ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),
+      ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
       updated_at: trx.fn.now(),
     });
+}
+
+/**
+ * Removes a locked client's rows: redirect URIs, secrets and pending changes go with it (ON DELETE
+ * CASCADE); the tables that name it without a foreign key are cleared here. Not the audit trail.
+ */
+export async function deleteClientRows(trx: Knex.Transaction, clientId: string): Promise<void> {
+  for (const table of ['user_grants', 'legacy_grants', 'client_scope_requests', 'legacy_scope_switch']) await trx(table).where('client_id', clientId).delete();
+  await trx('oauth_clients').where('id', clientId).delete();
 }
 
 /** The client's redirect URIs become exactly this list, in this order. */
@@ -240,4 +258,72 @@ export async function decidePendingChange(trx: Knex.Transaction, changeId: numbe
   await trx('oauth_client_changes')
     .where('id', changeId)
     .update({ state: approved ? 'approved' : 'rejected', decided_by: by, decided_at: trx.fn.now(), reason: reason ?? null });
+}
+
+// The administrators' review table (src/web/admin-review.ts): one page of the clients of a status,
+// or of all, that match a search on name, client id or owner e-mail, and the count of each status
+// under the same search. Filtering, counting and paging happen here, in SQL, whatever the total.
+
+export interface ReviewFilter {
+  status: ClientStatus | 'all';
+  search: string;
+  offset: number;
+  limit: number;
+}
+
+export interface ReviewRow {
+  client: ClientRecord;
+  /** The owner's e-mail address; null for a client an operator created. */
+  ownerEmail: string | null;
+  hasPendingChange: boolean;
+}
+
+export interface ReviewListing {
+  rows: ReviewRow[];
+  counts: Record<ClientStatus, number>;
+}
+
+/** The search as a LIKE pattern that matches it literally (its %, _ and \ escaped). */
+const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export async function reviewListing(q: Q, filter: ReviewFilter): Promise<ReviewListing> {
+  const matching = () =>
+    q('oauth_clients as c')
+      .leftJoin('users as u', 'u.id', 'c.owner_user_id')
+      .modify((query) => {
+        if (!filter.search) return;
+        const pattern = containing(filter.search);
+        query.where((w) => w.whereILike('c.name', pattern).orWhereILike('c.id', pattern).orWhereILike('u.email', pattern));
+      });
+  // The queue (pending) oldest first; the other tabs newest first; "all" by status, then newest.
+  const order = filter.status === 'pending' ? 'c.created_at asc, c.id asc' : 'c.created_at desc, c.id desc';
+  const rank = `case c.status when 'pending' then 0 when 'approved' then 1 when 'suspended' then 2 else 3 end`;
+  const [countRows, rows] = await Promise.all([
+    matching().groupBy('c.status').select('c.status').count('* as n') as unknown as Promise<Array<{ status: ClientStatus; n: string | number }>>,
+    matching()
+      .modify((query) => {
+        if (filter.status !== 'all') query.where('c.status', filter.status);
+      })
+      .orderByRaw(filter.status === 'all' ? `${rank}, ${order}` : order)
+      .limit(filter.limit)
+      .offset(filter.offset)
+      .select(
+        ...CLIENT_COLUMNS.map((column) => `c.${column}`),
+        'u.email as owner_email',
+        q.raw(`exists (select 1 from oauth_client_changes ch where ch.client_id = c.id and ch.state = 'pending') as has_pending_change`),
+      ) as Promise<Array<ClientRow & { owner_email: string | null; has_pending_change: boolean }>>,
+  ]);
+  const uris: Array<{ client_id: string; uri: string }> = rows.length
+    ? await q('oauth_client_redirect_uris').whereIn('client_id', rows.map((r) => r.id)).orderBy('position').select('client_id', 'uri')
+    : [];
+  const counts: Record<ClientStatus, number> = { pending: 0, approved: 0, rejected: 0, suspended: 0 };
+  for (const row of countRows) counts[row.status] = Number(row.n);
+  return {
+    rows: rows.map((row) => ({
+      client: toRecord(row, uris.filter((u) => u.client_id === row.id).map((u) => u.uri)),
+      ownerEmail: row.owner_email,
+      hasPendingChange: row.has_pending_change,
+    })),
+    counts,
+  };
 }

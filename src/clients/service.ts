@@ -8,7 +8,7 @@ import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
-import { validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
+import { validateClientLinks, validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
 import {
   canMove,
   hasSecrets,
@@ -18,6 +18,7 @@ import {
   MAX_TOKEN_REQUESTS_PER_MINUTE,
   type Actor,
   type ClientKind,
+  type ClientLinks,
   type ClientRecord,
   type ClientStatus,
   type SecretInfo,
@@ -31,7 +32,7 @@ export interface ClientDeps {
   artifacts: ClientArtifacts;
 }
 
-export interface NewClient {
+export interface NewClient extends ClientLinks {
   name: string;
   redirectUris: string[];
   scopes: string[];
@@ -45,6 +46,12 @@ export interface CreatedClient {
   /** Present for confidential clients: the only time the secret is ever available. */
   secret?: { id: number; value: string };
 }
+
+/** The links that were given, with the audit trail's key names. */
+const definedLinks = (links: { policyUri: string | null; tosUri: string | null }) => ({
+  ...(links.policyUri ? { policy_uri: links.policyUri } : {}),
+  ...(links.tosUri ? { tos_uri: links.tosUri } : {}),
+});
 
 function auditDetails(by: Actor, details: Record<string, unknown> = {}) {
   return { ...details, ...(by.reason ? { reason: by.reason } : {}) };
@@ -72,20 +79,23 @@ export async function createClient(db: Db, input: NewClient, by: Actor): Promise
   const redirectUris = validateRedirectUris(input.redirectUris, input.kind);
   // A resource server's scopes are optional: the tokens it may introspect (none listed: any).
   const scopes = validateClientScopes(input.scopes, input.legacy || input.kind === 'resource_server');
+  const links = validateClientLinks(input);
   const clientId = generateClientId();
   const secretValue = hasSecrets(input.kind) ? generateClientSecret() : undefined;
   if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
   return db.transaction(async (trx) => {
-    const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null };
+    const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links };
     const client = await repo.insertClient(trx, clientId, fields, redirectUris);
     const secret = secretValue ? { id: await repo.insertSecret(trx, clientId, hashClientSecret(secretValue)), value: secretValue } : undefined;
-    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris }) });
+    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links) }) });
     return { client, ...(secret ? { secret } : {}) };
   });
 }
 
 export const findClient = (db: Db, clientId: string) => repo.readClient(db, clientId);
 export const listClients = (db: Db, filter: { status?: ClientStatus; ownerUserId?: number } = {}) => repo.listClientRecords(db, filter);
+/** One page of the administrators' review table, filtered and counted in SQL (repository.ts). */
+export const reviewClients = (db: Db, filter: repo.ReviewFilter) => repo.reviewListing(db, filter);
 export const listActiveSecrets = (db: Db, clientId: string): Promise<SecretInfo[]> => repo.activeSecrets(db, clientId);
 
 export async function getClient(db: Db, clientId: string): Promise<ClientRecord> {
@@ -118,11 +128,29 @@ export async function setClientStatus(
     await repo.updateClient(trx, clientId, { status: to });
     return { result: await reread(trx, clientId), action: `client.${to}`, details: { from: current.status } };
   });
-  if (to !== 'approved') {
-    await artifacts.revokeClient(clientId);
-    await new Promise((resolve) => setTimeout(resolve, SECOND_SWEEP_MS));
-    await artifacts.revokeClient(clientId);
-  }
+  if (to !== 'approved') await revokeEverythingIssued(artifacts, clientId);
+  return client;
+}
+
+/** Deletes every code, token and grant of the client, twice (see SECOND_SWEEP_MS). */
+async function revokeEverythingIssued(artifacts: ClientArtifacts, clientId: string): Promise<void> {
+  await artifacts.revokeClient(clientId);
+  await new Promise((resolve) => setTimeout(resolve, SECOND_SWEEP_MS));
+  await artifacts.revokeClient(clientId);
+}
+
+/**
+ * Removes a client for good (its owner, in the developer settings): everything it was issued is
+ * revoked as at suspension, its rows go, and the audit trail keeps its history. With
+ * `expected.ownerUserId`, only that user's client is removed (anyone else's is "not found").
+ */
+export async function deleteClient({ db, artifacts }: ClientDeps, clientId: string, by: Actor, expected: { ownerUserId?: number } = {}): Promise<ClientRecord> {
+  const client = await changeClient(db, clientId, by, async (trx, current) => {
+    if (expected.ownerUserId !== undefined && current.ownerUserId !== expected.ownerUserId) throw new NotFoundError(`no client with id ${clientId}`);
+    await repo.deleteClientRows(trx, clientId);
+    return { result: current, action: 'client.deleted', details: { name: current.name, status: current.status, kind: current.kind } };
+  });
+  await revokeEverythingIssued(artifacts, clientId);
   return client;
 }
 
@@ -176,9 +204,16 @@ export async function generateSecret(db: Db, clientId: string, by: Actor): Promi
   });
 }
 
-/** Revokes a secret; the next token request with it is refused, on every instance. */
-export async function revokeSecret(db: Db, clientId: string, secretId: number, by: Actor): Promise<void> {
+/**
+ * Revokes a secret; the next token request with it is refused, on every instance. With
+ * `keepOne` (the pages), the only active secret is kept: the app would be locked out.
+ */
+export async function revokeSecret(db: Db, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
   await changeClient(db, clientId, by, async (trx) => {
+    if (keepOne) {
+      const active = await repo.activeSecrets(trx, clientId);
+      if (active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
+    }
     if (!(await repo.revokeSecretRow(trx, clientId, secretId))) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
     return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId } };
   });

@@ -3,7 +3,7 @@ import { InputError } from '../errors.ts';
 import { isKnownScope } from '../scopes.ts';
 import { hasUnsafeText } from '../text.ts';
 
-import { MAX_REDIRECT_URIS, type ClientKind } from './model.ts';
+import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -57,4 +57,31 @@ export function validateClientName(name: string): string {
   // Shown on consent pages and printed by the scripts: it must not forge lines or reorder text.
   if (hasUnsafeText(trimmed)) throw new InputError('the client name must not contain control or text-direction characters');
   return trimmed;
+}
+
+export const MAX_LINK_LENGTH = 500;
+
+/**
+ * A privacy-policy or terms-of-service link (shown on the consent page): https, or http on
+ * loopback for development; '' means none. A link users click must not be javascript: or data:.
+ */
+export function validateClientLink(value: string | undefined, what: string): string | null {
+  const uri = (value ?? '').trim();
+  if (!uri) return null;
+  if (uri.length > MAX_LINK_LENGTH) throw new InputError(`the ${what} link must be at most ${MAX_LINK_LENGTH} characters`);
+  if (hasUnsafeText(uri)) throw new InputError(`the ${what} link must not contain control or text-direction characters`);
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new InputError(`the ${what} link must be an absolute URL: "${uri}"`);
+  }
+  if (url.username || url.password) throw new InputError(`the ${what} link must not carry credentials: "${uri}"`);
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) return uri;
+  throw new InputError(`the ${what} link must use https (http only for localhost, 127.0.0.1 or [::1]): "${uri}"`);
+}
+
+/** Both links of a client, as stored (null: none). */
+export function validateClientLinks(links: ClientLinks): { policyUri: string | null; tosUri: string | null } {
+  return { policyUri: validateClientLink(links.policyUri, 'privacy policy'), tosUri: validateClientLink(links.tosUri, 'terms of service') };
 }

@@ -8,12 +8,15 @@ import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { renderPage } from '../views.ts';
 import type { Logger } from '../log.ts';
 import { OAUTH_ENDPOINTS } from './paths.ts';
+import { causeOf, type WayOn } from './error-causes.ts';
 
 export interface ErrorView {
   status: number;
   code: string;
   message: string;
   retryAfter?: number;
+  /** The error's class name (oidc-provider's or ours): tells causes with one code apart on the page. */
+  kind?: string;
 }
 
 const RETRY_AFTER_SECONDS = 5;
@@ -24,7 +27,7 @@ export const UNAVAILABLE: ErrorView = {
   retryAfter: RETRY_AFTER_SECONDS,
 };
 
-type ErrorLike = { status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
+type ErrorLike = { name?: unknown; status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
 
 /** What to tell the client about an error, whoever raised it. */
 export function describeError(err: unknown): ErrorView {
@@ -35,24 +38,37 @@ export function describeError(err: unknown): ErrorView {
   // oidc-provider: `error` and `error_description`; ours: `code` and the message; Koa's HttpError: the message when exposed.
   const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' && /^[a-z_]+$/.test(e.code) ? e.code : 'invalid_request';
   const message = typeof e.error_description === 'string' ? e.error_description : e.expose !== false && typeof e.message === 'string' ? e.message : code;
-  return { status, code, message };
+  return { status, code, message, ...(typeof e.name === 'string' ? { kind: e.name } : {}) };
 }
 
-const TITLES: Record<string, string> = {
-  session_not_found: 'This sign-in link has expired',
-  temporarily_unavailable: 'Briefly unavailable',
-  not_found: 'Not found',
-};
+// Our own errors (src/errors.ts) carry messages written for users; the library's are for developers.
+const OWN_ERRORS = new Set(['InputError', 'NotFoundError', 'ForbiddenError', 'ConflictError']);
 
-/** The error page's HTML for a view (also the provider's renderError). */
-export function errorPageHtml(view: ErrorView, user?: unknown): Promise<string> {
+const sentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.!?]$/.test(text) ? '' : '.'}`;
+
+export interface ErrorPageOptions {
+  /** Where "Try again" leads (the same address, for a GET that may work in a moment). */
+  retryUrl?: string | undefined;
+}
+
+/** The error page's HTML for a view (also the provider's renderError): plain words, then the technical detail folded. */
+export function errorPageHtml(view: ErrorView, user?: unknown, { retryUrl }: ErrorPageOptions = {}): Promise<string> {
+  const cause = causeOf(view);
+  const wayOn: WayOn[] = [...(cause.retry && retryUrl ? [{ href: retryUrl, text: 'Try again' }] : []), ...cause.wayOn];
   return renderPage('error', {
     user,
-    title: TITLES[view.code] ?? (view.status === 403 ? 'Not allowed' : 'This request cannot be completed'),
+    title: cause.title,
+    happened: cause.ownMessage && OWN_ERRORS.has(view.kind ?? '') ? sentence(view.message) : cause.happened,
+    whatToDo: cause.whatToDo,
+    wayOn,
+    status: view.status,
     error: view.code,
-    description: view.code === 'session_not_found' ? 'Please start again from the application.' : view.message,
+    technical: view.message,
   });
 }
+
+/** A path of this site to link to, never `//host/…` (which a browser reads as another site). */
+export const sameSitePath = (url: string) => (url.startsWith('/') && !/^\/[/\\]/.test(url) ? url : undefined);
 
 /** Answers the request with the error, in its route family's shape. */
 export async function respondWithError(ctx: Context, view: ErrorView): Promise<void> {
@@ -66,7 +82,7 @@ export async function respondWithError(ctx: Context, view: ErrorView): Promise<v
   } else {
     ctx.type = 'html';
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = await errorPageHtml(view, ctx.state.user);
+    ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined });
   }
 }
 

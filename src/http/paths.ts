@@ -23,3 +23,5 @@ export const LOGOUT_PATH = '/logout';
 export const CONNECTED_APPS_PATH = '/settings/connected-apps';
 export const DEVELOPER_CLIENTS_PATH = '/settings/developer/oauth-clients';
 export const ADMIN_CLIENTS_PATH = '/admin/oauth-clients';
+/** The demo client's redirect URI on APP_URL (src/demo.ts); answered only where the demo was set up. */
+export const DEMO_CALLBACK_PATH = '/demo/callback';

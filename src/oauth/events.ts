@@ -6,6 +6,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
+import { recordGrantUse } from './grant-use.ts';
 
 // What oidc-provider 9 says when it finds a spent code or refresh token presented again (it then
 // revokes the grant); a race lost inside our adapters is ArtifactAlreadyConsumed instead.
@@ -20,6 +21,9 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
 
   provider.on('grant.success', (ctx) => {
     metrics.tokensIssued.inc({ grant_type: String(ctx.oidc.params?.grant_type ?? 'unknown') });
+    // "Last used" of the apps with access page: after the answer, never delaying it.
+    const grant = ctx.oidc.entities.Grant;
+    if (grant?.jti) void recordGrantUse(db, grant).catch((err) => log.error({ err }, 'grant use write failed'));
   });
 
   function onFailure(event: string) {

@@ -28,15 +28,17 @@ export interface AppWithAccess {
   scopes: string[];
   fullAccess: boolean;
   grantedAt: Date;
+  /** The last token issued or refreshed for it (src/oauth/grant-use.ts); null when none since. */
+  lastUsedAt: Date | null;
 }
 
 /** The clients a user has authorized and that still hold a live grant, newest first. */
 export async function appsWithAccess(db: Db, provider: Provider, accountId: string): Promise<AppWithAccess[]> {
-  const rows: Array<{ client_id: string; grant_id: string; scopes: string[]; granted_at: Date; name: string }> = await db('user_grants')
+  const rows: Array<{ client_id: string; grant_id: string; scopes: string[]; granted_at: Date; last_used_at: Date | null; name: string }> = await db('user_grants')
     .join('oauth_clients', 'oauth_clients.id', 'user_grants.client_id')
     .where('user_grants.account_id', accountId)
     .orderBy('user_grants.granted_at', 'desc')
-    .select('user_grants.client_id', 'user_grants.grant_id', 'user_grants.scopes', 'user_grants.granted_at', 'oauth_clients.name');
+    .select('user_grants.client_id', 'user_grants.grant_id', 'user_grants.scopes', 'user_grants.granted_at', 'user_grants.last_used_at', 'oauth_clients.name');
   const apps = new Map<string, AppWithAccess>();
   for (const row of rows) {
     // Grants end on their own too (expiry, suspension, refresh token reuse): forget those.
@@ -44,7 +46,8 @@ export async function appsWithAccess(db: Db, provider: Provider, accountId: stri
       await db('user_grants').where({ account_id: accountId, grant_id: row.grant_id }).delete();
       continue;
     }
-    const app = apps.get(row.client_id) ?? { clientId: row.client_id, clientName: row.name, scopes: [], fullAccess: false, grantedAt: row.granted_at };
+    const app = apps.get(row.client_id) ?? { clientId: row.client_id, clientName: row.name, scopes: [], fullAccess: false, grantedAt: row.granted_at, lastUsedAt: null };
+    if (row.last_used_at && (!app.lastUsedAt || row.last_used_at > app.lastUsedAt)) app.lastUsedAt = row.last_used_at;
     for (const scope of row.scopes) {
       if (scope === LEGACY_FULL_ACCESS) app.fullAccess = true;
       else if (!app.scopes.includes(scope)) app.scopes.push(scope);

@@ -11,7 +11,7 @@ import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, errorPageHtml, UNAVAILABLE } from '../http/error-responses.ts';
+import { describeError, errorPageHtml, sameSitePath, UNAVAILABLE } from '../http/error-responses.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
@@ -19,7 +19,8 @@ import { refreshGrace } from './refresh-grace.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
-const AUTHORIZATION_CODE_TTL = 60;
+/** Seconds an authorization code may be exchanged (also told on the demo's callback page). */
+export const AUTHORIZATION_CODE_TTL = 60;
 const REFRESH_TOKEN_TTL = 30 * 24 * 3600; // sliding: each rotation gets a fresh 30 days…
 const REFRESH_TOKEN_MAX_AGE = 365 * 24 * 3600; // …but never past a year after the user's consent
 const SESSION_TTL = 14 * 24 * 3600;
@@ -144,8 +145,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     // The same error page as ours (src/http/error-responses.ts), for what cannot be redirected.
     async renderError(ctx, out, error) {
       ctx.type = 'html';
-      const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out });
-      ctx.body = await errorPageHtml(view);
+      // The error's class tells causes that share a code apart (src/http/error-causes.ts).
+      const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out, name: error.name });
+      // The address as the browser sent it (src/oauth/mount.ts keeps it), for "Try again".
+      const sent = (ctx.req as { originalUrl?: string }).originalUrl;
+      ctx.body = await errorPageHtml(view, undefined, { retryUrl: ctx.method === 'GET' && sent ? sameSitePath(sent) : undefined });
     },
   };
 

@@ -1,19 +1,49 @@
-// Admin review of clients: pending clients and pending changes first; approve, reject (with a
-// reason), suspend, reinstate. Administrators only (users set-admin).
+// Admin review of clients: a table by status (the pending queue first), searched and paged in SQL;
+// approve, reject (with a reason), suspend (after its own confirmation page), reinstate; and the
+// pending changes of approved clients. Administrators only (users set-admin).
 import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
-import { listClients, setClientStatus, type ClientDeps } from '../clients/service.ts';
-import { CLIENT_STATUSES, clientVersion, decisionsFor, DECISIONS, type DecisionName } from '../clients/model.ts';
-import { decideChange, pendingChanges } from '../clients/changes.ts';
+import { findClient, reviewClients, setClientStatus, type ClientDeps } from '../clients/service.ts';
+import type { ReviewRow } from '../clients/repository.ts';
+import { canMove, clientVersion, decisionsFor, DECISIONS, type DecisionName } from '../clients/model.ts';
+import { decideChange, pendingChangeOf, pendingChanges } from '../clients/changes.ts';
+import { findUserById } from '../accounts/store.ts';
 import { AppError, NotFoundError } from '../errors.ts';
 import { describeScope } from '../scopes.ts';
-import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
+import { field, formBody, page, redirectWithFlash, requireCsrf, takeFlash } from './forms.ts';
 import { adminOf, pageGuards } from './account.ts';
+import { DEFAULT_VIEW, parseReviewView, PER_PAGE, TABS, viewFromForm, viewQuery, type ReviewView } from './review-view.ts';
 import { newRouter, numericParam } from '../http/router.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
 
+const toItem = (row: ReviewRow) => ({
+  ...row.client,
+  ownerEmail: row.ownerEmail,
+  hasPendingChange: row.hasPendingChange,
+  version: clientVersion(row.client),
+  decisions: decisionsFor(row.client.status),
+  scopeInfo: row.client.scopes.map(describeScope),
+});
+
+/** One client as a row of the table, wherever it is: the item a refusal concerns may be on no page shown. */
+async function reviewRowOf(db: Db, clientId: string): Promise<ReviewRow | undefined> {
+  const client = await findClient(db, clientId);
+  if (!client) return undefined;
+  const owner = client.ownerUserId === null ? undefined : await findUserById(db, client.ownerUserId);
+  return { client, ownerEmail: owner?.email ?? null, hasPendingChange: (await pendingChangeOf(db, clientId)) !== undefined };
+}
+
+/** Who asked for a change, as people read it: the e-mail address for `user:<id>`. */
+async function actorNames(db: Db, actors: string[]): Promise<Map<string, string>> {
+  const ids = [...new Set(actors.map((a) => numericParam(a.match(/^user:(\d+)$/)?.[1])).filter((id) => id !== undefined))];
+  const users: Array<{ id: number; email: string }> = ids.length ? await db('users').whereIn('id', ids).select('id', 'email') : [];
+  return new Map(users.map((u) => [`user:${u.id}`, u.email]));
+}
+
+const suspendPath = (clientId: string, version: string, view: ReviewView) =>
+  `${BASE}/${encodeURIComponent(clientId)}/suspend?${new URLSearchParams({ version, back: viewQuery(view).slice(1) })}`;
 
 export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
   const router = newRouter();
@@ -22,30 +52,83 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
 
   router.get(BASE, ...admin, async (ctx) => {
     adminOf(ctx);
-    const clients = await listClients(deps.db);
-    const changes = await pendingChanges(deps.db);
-    clients.sort((a, b) => CLIENT_STATUSES.indexOf(a.status) - CLIENT_STATUSES.indexOf(b.status));
-    const names = new Map(clients.map((c) => [c.clientId, c.name]));
+    const view = parseReviewView(ctx.query);
+    const flash = takeFlash(ctx);
+    const listing = await reviewClients(deps.db, { status: view.tab, search: view.search, offset: (view.page - 1) * PER_PAGE, limit: PER_PAGE });
+    const clients = listing.rows.map((row) => ({ ...toItem(row), pinned: false }));
+    // A refusal shows on its item; an item not on this page (it moved to another tab) comes first.
+    const refusedId = flash?.type === 'error' ? flash.about : undefined;
+    if (refusedId && !clients.some((c) => c.clientId === refusedId)) {
+      const row = await reviewRowOf(deps.db, refusedId);
+      if (row) clients.unshift({ ...toItem(row), pinned: true });
+    }
+    const changes = view.tab === 'pending' && view.page === 1 ? await pendingChanges(deps.db) : [];
+    const requesters = await actorNames(deps.db, changes.map((c) => c.requestedBy));
+    const counts = { ...listing.counts, all: Object.values(listing.counts).reduce((a, b) => a + b, 0) };
+    const total = counts[view.tab];
     return page(ctx, 'admin-clients', {
       title: 'Review OAuth clients',
-      clients: clients.map((c) => ({ ...c, version: clientVersion(c), decisions: decisionsFor(c.status), scopeInfo: c.scopes.map(describeScope) })),
-      changes: changes.map((c) => ({ ...c, clientName: names.get(c.clientId) ?? c.clientId, scopeInfo: c.addScopes.map(describeScope) })),
+      flash,
+      refusedId,
+      view,
+      tabs: TABS.map((tab) => ({ tab, href: `${BASE}${viewQuery(view, { tab, page: 1 })}`, count: counts[tab] })),
+      viewField: viewQuery(view).slice(1),
+      total,
+      pages: { first: (view.page - 1) * PER_PAGE + 1, last: Math.min(view.page * PER_PAGE, total), count: Math.max(1, Math.ceil(total / PER_PAGE)) },
+      pageHref: (n: number) => `${BASE}${viewQuery(view, { page: n })}`,
+      suspendHref: (c: { clientId: string; version: string }) => suspendPath(c.clientId, c.version, view),
+      clients,
+      changes: changes.map((c) => ({ ...c, requester: requesters.get(c.requestedBy) ?? c.requestedBy, scopeInfo: c.addScopes.map(describeScope) })),
+      changeNames: new Map((await Promise.all(changes.map((c) => findClient(deps.db, c.clientId)))).flatMap((c) => (c ? [[c.clientId, c.name] as const] : []))),
+    });
+  });
+
+  // Suspending ends every user's access: the administrator confirms it here, naming the client.
+  router.get(`${BASE}/:id/suspend`, ...admin, async (ctx) => {
+    adminOf(ctx);
+    const back = viewFromForm(typeof ctx.query.back === 'string' ? ctx.query.back : '');
+    const client = await findClient(deps.db, ctx.params.id!);
+    if (!client) throw new NotFoundError('no such client');
+    if (!canMove(client.status, 'suspended')) {
+      const text = `${client.name}: only an approved client can be suspended; this one is ${client.status}.`;
+      return redirectWithFlash(ctx, `${BASE}${viewQuery(back)}`, { type: 'error', text, about: client.clientId });
+    }
+    const owner = client.ownerUserId === null ? undefined : await findUserById(deps.db, client.ownerUserId);
+    // The version the table showed: confirming suspends what the administrator saw there.
+    const version = typeof ctx.query.version === 'string' && /^[\w-]{1,64}$/.test(ctx.query.version) ? ctx.query.version : clientVersion(client);
+    return page(ctx, 'admin-suspend', {
+      title: `Suspend ${client.name}?`,
+      client,
+      ownerEmail: owner?.email ?? null,
+      version,
+      viewField: viewQuery(back).slice(1),
+      cancelHref: `${BASE}${viewQuery(back)}`,
     });
   });
 
   router.post(`${BASE}/:id/status`, ...admin, formBody, requireCsrf, async (ctx) => {
+    const view = viewFromForm(field(ctx, 'view'));
+    const back = `${BASE}${viewQuery(view)}`;
+    const client = await findClient(deps.db, ctx.params.id!);
+    if (!client) return redirectWithFlash(ctx, back, { type: 'error', text: 'There is no such client.' });
+    const refuse = (why: string) => redirectWithFlash(ctx, back, { type: 'error', text: `${client.name}: ${why}.`, about: client.clientId });
     const name = field(ctx, 'action');
     const action = Object.hasOwn(DECISIONS, name) ? DECISIONS[name as DecisionName] : undefined;
-    if (!action) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Unknown action.' });
+    if (!action) return refuse('unknown action');
     const decision = by(ctx);
-    if (action.to === 'rejected' && !decision.reason) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Give a reason for the rejection.' });
+    if (action.to === 'rejected' && !decision.reason) return refuse('give a reason for the rejection');
+    // Without the confirmation page's field, a suspension only leads to that page.
+    if (name === 'suspend' && field(ctx, 'confirm') !== 'yes') {
+      ctx.status = 303;
+      return ctx.redirect(suspendPath(client.clientId, field(ctx, 'version') || clientVersion(client), view));
+    }
     try {
-      // The form carries the version of the client the administrator saw: approve what was reviewed.
-      const client = await setClientStatus(deps, ctx.params.id!, action.to, decision, { version: field(ctx, 'version') });
-      redirectWithFlash(ctx, BASE, { type: 'ok', text: `${client.name}: ${action.done}.` });
+      // The form carries the version of the client the administrator saw: decide on what was reviewed.
+      const changed = await setClientStatus(deps, client.clientId, action.to, decision, { version: field(ctx, 'version') });
+      redirectWithFlash(ctx, back, { type: 'ok', text: `${changed.name}: ${action.done}.` });
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;
-      redirectWithFlash(ctx, BASE, { type: 'error', text: `${err.message}.` });
+      refuse(err.message);
     }
   });
 
@@ -54,13 +137,14 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     if (changeId === undefined) throw new NotFoundError('no such change');
     const approve = field(ctx, 'decision') === 'approve';
     const decision = by(ctx);
-    if (!approve && !decision.reason) return redirectWithFlash(ctx, BASE, { type: 'error', text: 'Give a reason for the rejection.' });
+    const back = `${BASE}${viewQuery(DEFAULT_VIEW)}`;
+    if (!approve && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
     try {
       const client = await decideChange(deps.db, changeId, approve, decision);
-      redirectWithFlash(ctx, BASE, { type: 'ok', text: `${client.name}: change ${approve ? 'approved' : 'rejected'}.` });
+      redirectWithFlash(ctx, back, { type: 'ok', text: `${client.name}: change ${approve ? 'approved' : 'rejected'}.` });
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;
-      redirectWithFlash(ctx, BASE, { type: 'error', text: `${err.message}.` });
+      redirectWithFlash(ctx, back, { type: 'error', text: `${err.message}.` });
     }
   });
 

@@ -1,31 +1,52 @@
-// "Apps with access to your account": every client the user authorized, and Revoke access.
+// "Apps with access to your account": every client the user authorized, when each last used its
+// access, and Revoke access after a confirmation page that names the app.
+import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import { appsWithAccess, revokeAppAccess } from '../oauth/grants.ts';
+import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../oauth/grants.ts';
 import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
-import { formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
+import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { CONNECTED_APPS_PATH } from '../http/paths.ts';
 
 const PATH = CONNECTED_APPS_PATH;
+const NO_ACCESS = 'That app has no access to your account.';
 
 export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provider }) {
   const router = newRouter();
   const { signedIn } = pageGuards(db);
+
+  /** The app in the path among the signed-in user's own: another user's grant is never in reach. */
+  async function ownApp(ctx: Context): Promise<AppWithAccess | undefined> {
+    return (await appsWithAccess(db, provider, String(ctx.state.user!.id))).find((app) => app.clientId === ctx.params.clientId);
+  }
 
   router.get(PATH, ...signedIn, async (ctx) => {
     const apps = await appsWithAccess(db, provider, String(ctx.state.user!.id));
     return page(ctx, 'connected-apps', { title: 'Apps with access to your account', apps: apps.map((a) => ({ ...a, scopes: a.scopes.map(describeScope) })) });
   });
 
+  router.get(`${PATH}/:clientId/revoke`, ...signedIn, async (ctx) => {
+    const app = await ownApp(ctx);
+    if (!app) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });
+    return page(ctx, 'connected-app-revoke', { title: `Revoke access of ${app.clientName}?`, app });
+  });
+
   router.post(`${PATH}/:clientId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const user = ctx.state.user!;
-    const revoked = await revokeAppAccess(db, provider, String(user.id), ctx.params.clientId!);
-    if (revoked === 0) return redirectWithFlash(ctx, PATH, { type: 'error', text: 'That app has no access to your account.' });
-    await recordAudit(db, { actor: `user:${user.id}`, action: 'grant.revoked_by_user', clientId: ctx.params.clientId, userId: user.id });
-    redirectWithFlash(ctx, PATH, { type: 'ok', text: 'Access revoked. The app can no longer use your account.' });
+    const app = await ownApp(ctx);
+    if (!app) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });
+    // Without the confirmation page's field, revoking only leads to that page.
+    if (field(ctx, 'confirm') !== 'yes') {
+      ctx.status = 303;
+      return ctx.redirect(`${PATH}/${encodeURIComponent(app.clientId)}/revoke`);
+    }
+    const revoked = await revokeAppAccess(db, provider, String(user.id), app.clientId);
+    if (revoked === 0) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });
+    await recordAudit(db, { actor: `user:${user.id}`, action: 'grant.revoked_by_user', clientId: app.clientId, userId: user.id });
+    redirectWithFlash(ctx, PATH, { type: 'ok', text: `Access revoked for ${app.clientName}. It can no longer use your account.` });
   });
 
   return router;

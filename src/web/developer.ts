@@ -1,26 +1,54 @@
-// Developer settings: register clients, see and edit them, rotate their secrets. The same service
-// layer as the operator scripts (src/clients/), with the signed-in user as owner and actor.
+// Developer settings: register clients, see, edit, rename and delete them, rotate their secrets.
+// The same service layer as the operator scripts (src/clients/), with the signed-in user as owner
+// and actor; the pages word their refusals themselves and show each next to its field.
 import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
+import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { InputError, NotFoundError } from '../errors.ts';
-import { createClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret } from '../clients/service.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
-import { editClient, pendingChangeOf } from '../clients/changes.ts';
+import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
 import { migrationStatus } from '../clients/legacy.ts';
-import { SCOPE_CATALOGUE } from '../scopes.ts';
+import { scopeGrid } from '../scopes.ts';
+import { publicEndpoints, type PublicUrls } from '../http/public-endpoints.ts';
+import { checkClientForm, checkField, isPageKind, sentence, type FieldErrors } from './client-form.ts';
+import { validateClientLink } from '../clients/validate.ts';
 import { field, fields, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { pageGuards } from './account.ts';
 import { newRouter, numericParam } from '../http/router.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
+const GRID = scopeGrid();
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });
 const uriLines = (text: string) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+const hasErrors = (errors: FieldErrors) => Object.keys(errors).length > 0;
 
-export function developerRoutes({ db }: { db: Db }) {
+/** A field an older form may lack: undefined then, which leaves the stored value as it is. */
+const sentField = (ctx: Context, name: string) => ((ctx.request.body as Record<string, unknown> | undefined)?.[name] === undefined ? undefined : field(ctx, name));
+
+/** The optional privacy-policy and terms links (shown on the consent page), each refusal beside its field. */
+function checkLinks(errors: FieldErrors, form: { policyUri?: string | undefined; tosUri?: string | undefined }): void {
+  checkField(errors, 'policy_uri', () => validateClientLink(form.policyUri, 'privacy policy'));
+  checkField(errors, 'tos_uri', () => validateClientLink(form.tosUri, 'terms of service'));
+}
+const clientPath = (client: ClientRecord) => `${BASE}/${encodeURIComponent(client.clientId)}`;
+
+/** An authorization request for this client, to copy and adapt (placeholders in capitals). */
+function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRecord): string {
+  const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUris[0] ?? '', ...(client.scopes.length ? { scope: client.scopes.join(' ') } : {}), state: 'STATE' });
+  if (client.kind === 'public') {
+    query.set('code_challenge', 'CODE_CHALLENGE');
+    query.set('code_challenge_method', 'S256');
+  }
+  return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
+}
+
+export function developerRoutes({ db, artifacts, publicUrls }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls }) {
   const router = newRouter();
   const { signedIn } = pageGuards(db);
+  const endpoints = publicEndpoints(publicUrls);
 
   /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
   async function ownClient(ctx: Context): Promise<ClientRecord> {
@@ -40,16 +68,26 @@ export function developerRoutes({ db }: { db: Db }) {
     return page(ctx, 'developer-client', {
       title: client.name,
       client,
-      catalogue: SCOPE_CATALOGUE,
+      grid: GRID,
       secrets: hasSecrets(client.kind) ? await listActiveSecrets(db, client.clientId) : [],
       maxSecrets: MAX_ACTIVE_SECRETS,
       pending: await pendingChangeOf(db, client.clientId),
       migration: await migrationStatus(db, client),
       maxRedirectUris: MAX_REDIRECT_URIS,
+      endpoints,
+      exampleUrl: exampleAuthorizationUrl(endpoints.authorization, client),
       error: '',
-      form: { scopes: client.scopes, redirectUris: client.redirectUris.join('\n') },
+      errors: {},
+      form: { scopes: client.scopes, redirectUris: client.redirectUris.join('\n'), policyUri: client.policyUri ?? '', tosUri: client.tosUri ?? '' },
+      renameForm: { name: client.name },
       ...extra,
     });
+  }
+
+  /** A form refused: the page again, its fields as sent and each refusal beside its field. */
+  function refused(ctx: Context, show: () => Promise<void>) {
+    ctx.status = 400;
+    return show();
   }
 
   const showSecret = (ctx: Context, client: ClientRecord, secret: { id: number; value: string }) =>
@@ -60,26 +98,27 @@ export function developerRoutes({ db }: { db: Db }) {
     return page(ctx, 'developer-clients', { title: 'Developer settings', clients });
   });
 
-  const showNew = (ctx: Context, error = '', form: Record<string, unknown> = {}) =>
-    page(ctx, 'developer-new', { title: 'Register an OAuth client', catalogue: SCOPE_CATALOGUE, maxRedirectUris: MAX_REDIRECT_URIS, error, form: { name: '', kind: 'confidential', redirectUris: '', scopes: [], ...form } });
+  const showNew = (ctx: Context, errors: FieldErrors = {}, form: Record<string, unknown> = {}, error = '') =>
+    page(ctx, 'developer-new', { title: 'Register an OAuth client', grid: GRID, maxRedirectUris: MAX_REDIRECT_URIS, error, errors, form: { name: '', kind: 'confidential', redirectUris: '', scopes: [], policyUri: '', tosUri: '', ...form } });
 
   router.get(`${BASE}/new`, ...signedIn, (ctx) => showNew(ctx));
 
   router.post(BASE, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const form = { name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope') };
+    const form = { name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope'), policyUri: field(ctx, 'policy_uri'), tosUri: field(ctx, 'tos_uri') };
+    const errors = checkClientForm({ ...form, redirectUris: uriLines(form.redirectUris) });
+    checkLinks(errors, form);
+    if (hasErrors(errors) || !isPageKind(form.kind)) return refused(ctx, () => showNew(ctx, errors, form));
     try {
-      if (form.kind !== 'confidential' && form.kind !== 'public') throw new InputError('choose the kind of client');
       const { client, secret } = await createClient(
         db,
-        { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id },
+        { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
         actor(ctx),
       );
       if (secret) return showSecret(ctx, client, secret);
-      return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
+      return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      ctx.status = 400;
-      return showNew(ctx, err.message, form);
+      return refused(ctx, () => showNew(ctx, {}, form, sentence(err.message)));
     }
   });
 
@@ -87,18 +126,54 @@ export function developerRoutes({ db }: { db: Db }) {
 
   router.post(`${BASE}/:id`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
-    const form = { scopes: fields(ctx, 'scope'), redirectUris: field(ctx, 'redirect_uris') };
+    const form = { scopes: fields(ctx, 'scope'), redirectUris: field(ctx, 'redirect_uris'), policyUri: sentField(ctx, 'policy_uri'), tosUri: sentField(ctx, 'tos_uri') };
+    const errors = checkClientForm({ scopes: form.scopes, redirectUris: uriLines(form.redirectUris) }, { kind: client.kind, legacy: client.legacy });
+    checkLinks(errors, form);
+    if (hasErrors(errors)) return refused(ctx, () => showClient(ctx, client, { errors, form: { ...form, policyUri: form.policyUri ?? '', tosUri: form.tosUri ?? '' } }));
     try {
-      const outcome = await editClient(db, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris) }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
+      const outcome = await editClient(db, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris), links: { policyUri: form.policyUri, tosUri: form.tosUri } }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
       const text = outcome.pending
         ? 'Saved. The changes that widen what the app can do wait for review by an administrator; until then the approved settings stay in force.'
         : 'Saved.';
-      return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'ok', text });
+      return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text });
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      ctx.status = 400;
-      return showClient(ctx, client, { error: err.message, form });
+      return refused(ctx, () => showClient(ctx, client, { error: sentence(err.message), form }));
     }
+  });
+
+  // Only before review: see renameOwnClient.
+  router.post(`${BASE}/:id/name`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    const renameForm = { name: field(ctx, 'name') };
+    const errors = checkClientForm(renameForm);
+    try {
+      if (!hasErrors(errors)) {
+        const renamed = await renameOwnClient(db, client.clientId, renameForm.name, actor(ctx));
+        return redirectWithFlash(ctx, clientPath(renamed), { type: 'ok', text: `Renamed to “${renamed.name}”.` });
+      }
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      errors.name = sentence(err.message);
+    }
+    return refused(ctx, () => showClient(ctx, client, { errors, renameForm }));
+  });
+
+  router.get(`${BASE}/:id/delete`, ...signedIn, async (ctx) => {
+    const client = await ownClient(ctx);
+    return page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors: {}, form: { confirmName: '' } });
+  });
+
+  // Only the owner (ownClient, and again under the lock), and only with the name typed.
+  router.post(`${BASE}/:id/delete`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    const form = { confirmName: field(ctx, 'confirm_name') };
+    if (form.confirmName.trim() !== client.name) {
+      const errors = { confirm_name: `Type the client's name exactly as shown, “${client.name}”, to delete it.` };
+      return refused(ctx, () => page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors, form }));
+    }
+    await deleteClient({ db, artifacts }, client.clientId, actor(ctx), { ownerUserId: ctx.state.user!.id });
+    return redirectWithFlash(ctx, BASE, { type: 'ok', text: `“${client.name}” is deleted. Its tokens and grants no longer work.` });
   });
 
   router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, async (ctx) => {
@@ -107,15 +182,19 @@ export function developerRoutes({ db }: { db: Db }) {
       return showSecret(ctx, client, await generateSecret(db, client.clientId, actor(ctx)));
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'error', text: `${err.message}.` });
+      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
     }
   });
+
+  const ONLY_SECRET = 'This is the only active secret: generate a new one and switch your app to it before revoking this one.';
 
   router.get(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, async (ctx) => {
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
-    const secret = (await listActiveSecrets(db, client.clientId)).find((s) => s.id === secretId);
-    if (!secret) return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'error', text: 'That secret is not active.' });
+    const active = await listActiveSecrets(db, client.clientId);
+    const secret = active.find((s) => s.id === secretId);
+    if (!secret) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });
+    if (active.length === 1) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
     return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret });
   });
 
@@ -123,12 +202,13 @@ export function developerRoutes({ db }: { db: Db }) {
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
     try {
-      await revokeSecret(db, client.clientId, secretId, actor(ctx));
+      await revokeSecret(db, client.clientId, secretId, actor(ctx), { keepOne: true });
     } catch (err) {
+      if (err instanceof InputError) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
       if (!(err instanceof NotFoundError)) throw err;
-      return redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'error', text: 'That secret is not active.' });
+      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });
     }
-    redirectWithFlash(ctx, `${BASE}/${client.clientId}`, { type: 'ok', text: 'Secret revoked. Requests that use it are refused from now on.' });
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Secret revoked. Requests that use it are refused from now on.' });
   });
 
   return router;

@@ -33,7 +33,8 @@ export async function requireCsrf(ctx: Context, next: Next) {
   return next();
 }
 
-export type Flash = { type: 'ok' | 'error'; text: string };
+/** `about`: the item a message concerns (a client id), so the page can show it on that item too. */
+export type Flash = { type: 'ok' | 'error'; text: string; about?: string };
 
 export function redirectWithFlash(ctx: Context, to: string, flash: Flash): void {
   ctx.cookies.set(cookieName(ctx, FLASH_COOKIE), Buffer.from(JSON.stringify(flash)).toString('base64url'), cookieOptions(ctx));
@@ -41,7 +42,8 @@ export function redirectWithFlash(ctx: Context, to: string, flash: Flash): void 
   ctx.redirect(to);
 }
 
-function takeFlash(ctx: Context): Flash | undefined {
+/** The flash message of this request (page() reads it too: the cookie stays readable until the response). */
+export function takeFlash(ctx: Context): Flash | undefined {
   const raw = ctx.cookies.get(cookieName(ctx, FLASH_COOKIE), { signed: true });
   if (!raw) return undefined;
   ctx.cookies.set(cookieName(ctx, FLASH_COOKIE), null, cookieOptions(ctx));

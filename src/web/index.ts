@@ -7,11 +7,13 @@ import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import type { SignInLimits } from '../oauth/rate-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
+import type { PublicUrls } from '../http/public-endpoints.ts';
 import { accountRoutes } from './account.ts';
 import { developerRoutes } from './developer.ts';
 import { adminReviewRoutes } from './admin-review.ts';
 import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
+import { demoCallbackRoutes } from './demo-callback.ts';
 
 export interface WebDeps {
   db: Db;
@@ -19,10 +21,13 @@ export interface WebDeps {
   artifacts: ClientArtifacts;
   limits: SignInLimits;
   metrics: Metrics;
+  /** PLATFORM_NAME, for the consent page. */
+  platformName: string;
+  publicUrls: PublicUrls;
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {
-  for (const router of [interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps)]) {
+  for (const router of [interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), demoCallbackRoutes(deps)]) {
     app.use(router.routes()).use(router.allowedMethods());
   }
 }

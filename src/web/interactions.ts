@@ -5,7 +5,7 @@ import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
-import { describeScope, LEGACY_FULL_ACCESS } from '../scopes.ts';
+import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { isLegacyGrant, recordUserGrant } from '../oauth/grants.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from '../http/paths.ts';
@@ -17,7 +17,9 @@ import { recordAudit } from '../audit.ts';
 import { endAuthorizationSession } from '../oauth/sessions.ts';
 import { endSession, rememberDevice } from './session.ts';
 import { checkSignIn } from './sign-in.ts';
+import { consentPageData } from './consent-page.ts';
 import { field, formBody, page } from './forms.ts';
+import { rememberFinishedStep, showFinishedStep, type StepOutcome } from './finished-steps.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -43,9 +45,11 @@ export interface InteractionDeps {
   db: Db;
   limits: SignInLimits;
   metrics: Metrics;
+  /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
+  platformName: string;
 }
 
-export function interactionRoutes({ provider, db, limits, metrics }: InteractionDeps) {
+export function interactionRoutes({ provider, db, limits, metrics, platformName }: InteractionDeps) {
   const router = newRouter();
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
 
@@ -72,7 +76,10 @@ export function interactionRoutes({ provider, db, limits, metrics }: Interaction
     return client;
   }
 
-  async function finish(ctx: Context, result: Parameters<Provider['interactionResult']>[2], merge: boolean) {
+  async function finish(ctx: Context, details: Details, result: Parameters<Provider['interactionResult']>[2], merge: boolean) {
+    // Back to this step's page later finds it finished (src/web/finished-steps.ts).
+    const outcome: StepOutcome = 'login' in result ? 'signed_in' : 'consent' in result ? 'allowed' : 'denied';
+    rememberFinishedStep(ctx, details, outcome);
     const redirectTo = await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
     ctx.status = 303;
     ctx.redirect(redirectTo);
@@ -108,20 +115,26 @@ export function interactionRoutes({ provider, db, limits, metrics }: Interaction
   }
 
   router.get(path(), async (ctx) => {
-    const details = await loadInteraction(ctx);
+    let details: Details;
+    try {
+      details = await loadInteraction(ctx);
+    } catch (err) {
+      // Back after this step finished: say so, with the way on, rather than "not found".
+      if (err instanceof errors.SessionNotFound && (await showFinishedStep(ctx, provider))) return;
+      throw err;
+    }
     if (signInDue(details)) return showLogin(ctx, details);
     const accountId = String(details.session!.accountId);
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
 
     const user = await findUserById(db, accountId);
-    const requested = requestedScopes(details);
+    const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
     await page(ctx, 'consent', {
       title: 'Authorize access',
-      clientName: client.clientName ?? client.clientId,
+      platformName,
       userEmail: user?.email ?? '',
-      scopes: requested.filter((s) => s !== LEGACY_FULL_ACCESS).map(describeScope),
-      fullAccess: requested.includes(LEGACY_FULL_ACCESS),
+      ...(await consentPageData(db, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,
@@ -139,7 +152,7 @@ export function interactionRoutes({ provider, db, limits, metrics }: Interaction
     // prompt=login by someone else: the previous account's session ends before the new one starts.
     if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);
     // A persistent authorization session only when asked for; otherwise it ends with the browser.
-    await finish(ctx, { login: { accountId, remember: field(ctx, 'remember') === 'yes' } }, false);
+    await finish(ctx, details, { login: { accountId, remember: field(ctx, 'remember') === 'yes' } }, false);
   });
 
   // "Not you? Use another account": sign out here, then sign in again for the same request.
@@ -185,12 +198,12 @@ export function interactionRoutes({ provider, db, limits, metrics }: Interaction
     await recordUserGrant(db, accountId, client.clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
     // The user's pre-migration grants end when the code of a scoped authorization is issued (provider.ts).
     if (legacyRequest) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
-    await finish(ctx, { consent: { grantId } }, true);
+    await finish(ctx, details, { consent: { grantId } }, true);
   });
 
   router.post(path('/abort'), formBody, async (ctx) => {
-    await loadSubmission(ctx);
-    await finish(ctx, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
+    const details = await loadSubmission(ctx);
+    await finish(ctx, details, { error: 'access_denied', error_description: 'The user denied the request.' }, false);
   });
 
   return router;

@@ -106,7 +106,8 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     const app = userSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
     expect(await app.textContent()).toContain('See your bookings');
     await screenshot(userSide.page, 'connected-apps');
-    await app.getByRole('button', { name: /Revoke access/ }).click();
+    await app.getByRole('link', { name: /Revoke access/ }).click();
+    await userSide.page.getByRole('button', { name: 'Revoke access' }).click(); // on its confirmation page
     await userSide.page.waitForURL(`${server.url}/settings/connected-apps`);
     expect(await userSide.page.locator('.notice').textContent()).toContain('Access revoked');
     await screenshot(userSide.page, 'connected-apps-revoked');

@@ -17,6 +17,8 @@ function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     redirectUris: uris(2),
     ownerUserId: 1,
     tokenRequestsPerMinute: null,
+    policyUri: null,
+    tosUri: null,
     createdAt: new Date(0),
     updatedAt: new Date(0),
     ...overrides,

@@ -1,0 +1,103 @@
+// Error pages and the pages that end a journey, in a real browser: the unregistered redirect URI,
+// the unknown app, the expired sign-in step, Back after sign-in and after Allow (page.goBack()),
+// and the demo's callback page. Screenshots at both sizes go to test/artifacts/errors-*.png.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { approvedClient, newUser, REDIRECT, type TestClient } from '../support/fixtures.ts';
+import { authorizeUrl, type TestUser } from '../support/oauth.ts';
+import { browserTestsEnabled, launchChromium, person, screenshots } from '../support/chromium.ts';
+import { loadConfig } from '../../src/config.ts';
+import { seedDemo } from '../../src/demo.ts';
+
+describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a browser', () => {
+  let server: TestServer;
+  let browser: Browser;
+  let client: TestClient;
+  let user: TestUser;
+  const screenshot = screenshots('errors');
+
+  beforeAll(async () => {
+    server = await startTestServer('redis');
+    browser = await launchChromium();
+    client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ'], 'Calendar Sync Pro');
+    user = await newUser(server);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const authorize = (params: Record<string, string> = {}) =>
+    authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ BOOKING_READ', state: 'errors', ...params });
+
+  it('explains untrusted requests in plain words and goes nowhere', async () => {
+    const { context, page } = await person(browser);
+    await page.goto(authorize({ redirect_uri: 'https://evil.example/cb' }));
+    expect(page.url()).toContain(server.url);
+    expect(await page.locator('h1').textContent()).toBe('This app is set up incorrectly');
+    await page.locator('details.error-technical summary').click();
+    expect(await page.locator('details.error-technical').textContent()).toContain('invalid_redirect_uri');
+    await screenshot(page, 'unregistered-redirect-uri');
+
+    await page.goto(authorize({ client_id: 'no-such-app' }));
+    expect(page.url()).toContain(server.url);
+    expect(await page.locator('h1').textContent()).toBe('This app is not available');
+    await screenshot(page, 'unknown-app');
+    await context.close();
+  });
+
+  it('explains a sign-in step opened in another browser', async () => {
+    const first = await person(browser);
+    await first.page.goto(authorize());
+    await first.page.getByLabel('Password').waitFor();
+    const other = await person(browser);
+    await other.page.goto(first.page.url());
+    expect(await other.page.locator('h1').textContent()).toBe('This sign-in has expired');
+    await screenshot(other.page, 'sign-in-expired');
+    await first.context.close();
+    await other.context.close();
+  });
+
+  it('Back after sign-in and after Allow finds the step finished, and continues', async () => {
+    const { context, page } = await person(browser);
+    await page.goto(authorize());
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
+
+    await page.goBack();
+    expect(await page.locator('h1').textContent()).toBe('This step is finished');
+    expect(await page.locator('.notice').textContent()).toContain('You already signed in');
+    await screenshot(page, 'back-after-sign-in');
+    await page.getByRole('link', { name: 'Continue to Calendar Sync Pro' }).click();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${REDIRECT}**`);
+
+    await page.goBack();
+    expect(await page.locator('h1').textContent()).toBe('This step is finished');
+    expect(await page.locator('.notice').textContent()).toContain('You already allowed Calendar Sync Pro');
+    await screenshot(page, 'back-after-allow');
+    await page.getByRole('link', { name: 'Continue to Calendar Sync Pro' }).click();
+    await page.waitForURL(`${REDIRECT}**`);
+    expect(new URL(page.url()).searchParams.get('code')).toBeTruthy();
+    await context.close();
+  });
+
+  it('ends the demo on its callback page', async () => {
+    const output = await seedDemo({ db: server.system.db, artifacts: server.system.artifacts }, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
+    const pick = (re: RegExp) => re.exec(output)![1]!;
+    const { context, page } = await person(browser);
+    await page.goto(pick(/1\. open\s+(\S+)/));
+    await page.getByLabel('Email').fill(pick(/user:\s+(\S+) \//));
+    await page.getByLabel('Password').fill(pick(/\/ password (\S+)/));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL(`${server.url}/demo/callback?**`);
+    expect(await page.locator('#demo-code').textContent()).toBe(new URL(page.url()).searchParams.get('code'));
+    expect(await page.locator('#demo-exchange').textContent()).toContain('$CLIENT_SECRET');
+    await screenshot(page, 'demo-callback');
+    await context.close();
+  });
+});

@@ -1,0 +1,150 @@
+// Error pages in plain words (src/http/error-causes.ts): each cause gets its own title and advice,
+// the library's wording only in the technical fold, the status as before, and no redirect. Back
+// after sign-in or consent leads to "this step is finished", with the way on.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { approvedClient, newUser, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { Browser, type Page } from './support/browser.ts';
+import { authorizeUrl, reachConsent, type TestUser } from './support/oauth.ts';
+
+let server: TestServer;
+let client: TestClient;
+let user: TestUser;
+
+beforeAll(async () => {
+  server = await startTestServer('redis');
+  client = await approvedClient(server, ['PROFILE_READ'], 'Calendar Sync');
+  user = await newUser(server);
+});
+afterAll(() => server?.close());
+
+/** What the page tells a user (outside the fold), and what it folds away for developers. */
+function read(page: Page) {
+  const fold = page.$('details.error-technical');
+  const plain = page.$('main').clone();
+  plain.find('details').remove();
+  return { title: page.$('h1').text().trim(), plain: plain.text(), fold: fold.text(), foldCount: fold.length, links: page.$('.error-way-on a').map((_, a) => page.$(a).attr('href')).get() };
+}
+
+function expectErrorPage(page: Page, status: number, title: string, code: string, libraryText?: string) {
+  expect(page.status, page.html).toBe(status);
+  expect(page.location).toBeUndefined();
+  expect(page.headers.get('content-type')).toMatch(/text\/html/);
+  const shown = read(page);
+  expect(shown.title).toBe(title);
+  expect(shown.foldCount).toBe(1);
+  expect(shown.fold).toContain(code);
+  if (libraryText) {
+    expect(shown.fold).toContain(libraryText);
+    expect(shown.plain).not.toContain(libraryText);
+  }
+  expect(shown.links.length).toBeGreaterThan(0);
+  return shown;
+}
+
+const authorize = (params: Record<string, string>) => authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's', ...params });
+
+describe('error pages', () => {
+  it('an unknown app: "not available", nothing redirected', async () => {
+    const page = await new Browser().get(authorize({ client_id: 'no-such-client' }));
+    const shown = expectErrorPage(page, 400, 'This app is not available', 'invalid_client', 'client is invalid');
+    expect(shown.plain).toContain('Nothing was shared');
+  });
+
+  it('an unregistered redirect URI: "set up incorrectly", nothing shared, nothing redirected', async () => {
+    const page = await new Browser().get(authorize({ redirect_uri: 'https://evil.example.net/steal' }));
+    const shown = expectErrorPage(page, 400, 'This app is set up incorrectly', 'invalid_redirect_uri', "redirect_uri did not match any of the client's registered redirect_uris");
+    expect(shown.plain).toContain('Nothing was shared with it');
+    expect(page.html).not.toContain('evil.example.net');
+  });
+
+  it('invalid request parameters: the plain title, the library wording folded', async () => {
+    const page = await new Browser().get(`${server.url}/auth/oauth2/authorize?client_id=${client.client_id}&response_type=code&scope=PROFILE_READ`);
+    expectErrorPage(page, 400, 'Something is wrong with this link', 'invalid_request', "missing required parameter 'redirect_uri'");
+  });
+
+  it('an expired or foreign sign-in step: "expired", whichever part is missing', async () => {
+    // Opened in another browser: no cookie for the step.
+    const browser = new Browser();
+    const login = await browser.follow(authorize({}), server.url);
+    expect(login.$('input[name=password]')).toHaveLength(1);
+    expectErrorPage(await new Browser().get(login.url), 400, 'This sign-in has expired', 'invalid_request', 'interaction session id cookie not found');
+    // The step's record expired while the page was open.
+    const uid = login.url.split('/').pop()!;
+    await (await server.system.provider.Interaction.find(uid))!.destroy();
+    expectErrorPage(await browser.get(login.url), 400, 'This sign-in has expired', 'invalid_request', 'interaction session not found');
+    // The provider's resume address without its cookie.
+    expectErrorPage(await new Browser().get(`${server.url}/auth/oauth2/authorize/${uid}`), 400, 'This sign-in has expired', 'invalid_request', 'authorization request has expired');
+  });
+
+  it('a sign-in form from elsewhere: "form has expired", 403 as before', async () => {
+    const browser = new Browser();
+    const login = await browser.follow(authorize({}), server.url);
+    const sent = await browser.submit(login, 'form:has(input[name=password])', { email: user.email, password: user.password, csrf: 'forged' });
+    expectErrorPage(sent, 403, 'This form has expired', 'invalid_request');
+  });
+
+  it('a page that does not exist: "not found", 404 as before', async () => {
+    expectErrorPage(await new Browser().get(`${server.url}/no/such/page`), 404, 'Page not found', 'not_found');
+  });
+
+  it('keeps the JSON error shapes of the token endpoint and the API', async () => {
+    const token = await fetch(`${server.url}/v2/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=x' });
+    expect(Object.keys(await token.json()).sort()).toEqual(['error', 'error_description']);
+    const api = await fetch(`${server.url}/v2/no-such-thing`);
+    expect(api.status).toBe(404);
+    expect(await api.json()).toMatchObject({ status: 'error', error: { code: 'not_found' } });
+  });
+});
+
+describe('Back after a finished step', () => {
+  it('after sign-in: the sign-in page says the step is finished and continues the authorization', async () => {
+    const browser = new Browser();
+    const login = await browser.follow(authorize({ state: 'back-1' }), server.url);
+    const consent = await reachConsent(browser, server.url, new URL(login.url), user);
+    expect(consent.$('button:contains("Allow")')).toHaveLength(1);
+
+    const back = await browser.get(login.url);
+    expect(back.status).toBe(200);
+    expect(back.location).toBeUndefined();
+    expect(back.$('h1').text()).toBe('This step is finished');
+    expect(back.$('.notice').text()).toContain('You already signed in');
+    const next = back.$('.error-way-on a').first();
+    expect(next.text()).toBe('Continue to Calendar Sync');
+    const again = new URL(next.attr('href')!, server.url);
+    expect(again.pathname).toBe('/auth/oauth2/authorize');
+    expect(Object.fromEntries(again.searchParams)).toMatchObject({ client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'back-1' });
+    // Continuing: still signed in, so straight to the consent page of a new step.
+    const resumed = await browser.follow(again.href, server.url);
+    expect(resumed.$('button:contains("Allow")')).toHaveLength(1);
+
+    // Only the browser that finished the step is told so; another one gets "expired".
+    expectErrorPage(await new Browser().get(login.url), 400, 'This sign-in has expired', 'invalid_request');
+  });
+
+  it('after Allow: the consent page says access was given, and continuing returns to the app', async () => {
+    const browser = new Browser();
+    const consent = await reachConsent(browser, server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'back-2' }, user);
+    const allowed = await browser.submit(consent, 'button:contains("Allow")');
+    const atApp = await browser.follow(allowed.location!, server.url);
+    expect(atApp.location).toMatch(/^https:\/\/app\.example\.com\/callback\?code=/);
+
+    const back = await browser.get(consent.url);
+    expect(back.status).toBe(200);
+    expect(back.$('.notice').text()).toContain('You already allowed Calendar Sync');
+    const again = await browser.follow(new URL(back.$('.error-way-on a').first().attr('href')!, server.url).href, server.url);
+    const returned = new URL(again.location!);
+    expect(`${returned.origin}${returned.pathname}`).toBe(REDIRECT);
+    expect(returned.searchParams.get('code')).toBeTruthy();
+    expect(returned.searchParams.get('state')).toBe('back-2');
+  });
+
+  it('ignores a finished-step cookie that was not signed by us', async () => {
+    const browser = new Browser();
+    const login = await browser.follow(authorize({}), server.url);
+    const forged = Buffer.from(JSON.stringify({ outcome: 'allowed', params: { client_id: client.client_id } })).toString('base64url');
+    await browser.jar.setCookie(`finished_step=${forged}; Path=${new URL(login.url).pathname}`, login.url);
+    await (await server.system.provider.Interaction.find(login.url.split('/').pop()!))!.destroy();
+    expectErrorPage(await browser.get(login.url), 400, 'This sign-in has expired', 'invalid_request');
+  });
+});
