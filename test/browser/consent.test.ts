@@ -1,41 +1,33 @@
 // The consent page in a real browser, at a desktop and a phone size (screenshots in
 // test/artifacts/consent-*.png): a plain request, an organization-wide request that changes data,
 // and a legacy full-access request. Each must fit the phone width with its heading visible.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
 import { authorizeUrl, type TestUser } from '../support/oauth.ts';
 import { newUser, operator, REDIRECT } from '../support/fixtures.ts';
-import { browserTestsEnabled, launchChromium, person, screenshots } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, person, screenshots } from '../support/chromium.ts';
 import { clientsCreate, clientsSetStatus, type ClientsCreateOptions } from '../../src/admin/commands.ts';
 import { usersCreate } from '../../src/admin/commands.ts';
 
 describe.runIf(browserTestsEnabled('consent page in a browser'))('the consent page in a browser', () => {
-  let server: TestServer;
-  let browser: Browser;
+  const session = browserSession({ PLATFORM_NAME: 'Acme Scheduling' });
   let user: TestUser;
   const screenshot = screenshots('consent');
 
   beforeAll(async () => {
-    server = await startTestServer('redis', { PLATFORM_NAME: 'Acme Scheduling' });
-    browser = await launchChromium();
-    user = await newUser(server, 'Uma User');
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
+    user = await newUser(session.server, 'Uma User');
   });
 
   async function approved(options: ClientsCreateOptions): Promise<string> {
-    const created = await clientsCreate(operator(server), options);
-    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    const created = await clientsCreate(operator(session.server), options);
+    await clientsSetStatus(operator(session.server), created.client_id, 'approved');
     return created.client_id;
   }
 
   /** A fresh person signs in on the authorization request's own page and lands on consent. */
   async function consentPage(clientId: string, scope?: string): Promise<Page> {
-    const { page } = await person(browser);
-    await page.goto(authorizeUrl(server.url, { client_id: clientId, redirect_uri: REDIRECT, ...(scope ? { scope } : {}), state: 's' }));
+    const { page } = await person(session.browser);
+    await page.goto(authorizeUrl(session.server.url, { client_id: clientId, redirect_uri: REDIRECT, ...(scope ? { scope } : {}), state: 's' }));
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -44,8 +36,8 @@ describe.runIf(browserTestsEnabled('consent page in a browser'))('the consent pa
   }
 
   it('a plain request from a developer’s app, with its policies', async () => {
-    const dev = await usersCreate(server.system.db, { email: 'dana.developer.with.a.long.address@calendar-sync-pro.example', password: 'a long password', name: 'Dana Developer' });
-    const created = await clientsCreate(operator(server), {
+    const dev = await usersCreate(session.server.system.db, { email: 'dana.developer.with.a.long.address@calendar-sync-pro.example', password: 'a long password', name: 'Dana Developer' });
+    const created = await clientsCreate(operator(session.server), {
       name: 'Calendar Sync Pro',
       redirectUri: [REDIRECT],
       scope: ['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ'],
@@ -53,8 +45,8 @@ describe.runIf(browserTestsEnabled('consent page in a browser'))('the consent pa
       tosUri: 'https://calendar-sync-pro.example/terms',
     });
     // Registered in the developer settings: the owner is the developer.
-    await server.pg.db('oauth_clients').where('id', created.client_id).update({ owner_user_id: dev.id });
-    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    await session.server.pg.db('oauth_clients').where('id', created.client_id).update({ owner_user_id: dev.id });
+    await clientsSetStatus(operator(session.server), created.client_id, 'approved');
     const page = await consentPage(created.client_id, 'PROFILE_READ BOOKING_READ SCHEDULE_READ');
     expect(await page.locator('.consent-developer').textContent()).toContain('Dana Developer');
     await expect.poll(() => page.getByText('Approved by Acme Scheduling').isVisible()).toBe(true);

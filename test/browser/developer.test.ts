@@ -1,31 +1,20 @@
 // Developer settings in a real browser: the scope grid, refusals beside their fields, the client
 // page with how to connect and the client id's copy button, the delete confirmation. Screenshots
 // (series 'developer') at a desktop and a phone size go to test/artifacts/.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { describe, expect, it } from 'vitest';
 import { newUser, REDIRECT } from '../support/fixtures.ts';
-import { browserTestsEnabled, launchChromium, person, screenshots, signIn } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, person, screenshots, signIn } from '../support/chromium.ts';
 
 describe.runIf(browserTestsEnabled('developer settings in a browser'))('developer settings in a browser', () => {
-  let server: TestServer;
-  let browser: Browser;
+  const session = browserSession();
   const screenshot = screenshots('developer');
 
-  beforeAll(async () => {
-    server = await startTestServer('redis');
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
 
   it('registers with the grid, shows refusals beside their fields, connects, copies and deletes', async () => {
-    const dev = await newUser(server, 'Dana Developer');
-    const { context, page } = await person(browser);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-    await signIn(page, server.url, dev, '/settings/developer/oauth-clients/new');
+    const dev = await newUser(session.server, 'Dana Developer');
+    const { context, page } = await person(session.browser);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.server.url });
+    await signIn(page, session.server.url, dev, '/settings/developer/oauth-clients/new');
 
     // The grid: each box is reachable by its accessible name (a real label).
     await page.getByRole('checkbox', { name: /^PROFILE_READ/ }).check();
@@ -54,7 +43,7 @@ describe.runIf(browserTestsEnabled('developer settings in a browser'))('develope
     const clientId = (await page.locator('#client-id').textContent())!.trim();
     await page.getByRole('button', { name: 'Copy the client id' }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(clientId);
-    expect(await page.locator('.connect').textContent()).toContain(`${server.url}/auth/oauth2/authorize`);
+    expect(await page.locator('.connect').textContent()).toContain(`${session.server.url}/auth/oauth2/authorize`);
     await screenshot(page, 'client-connect');
 
     // Delete: a wrong name is refused beside the field; the right one removes the client.
@@ -66,7 +55,7 @@ describe.runIf(browserTestsEnabled('developer settings in a browser'))('develope
     await page.getByLabel(/type the client's name/).fill('Calendar Sync Pro');
     await page.getByRole('button', { name: 'Delete the client' }).click();
     await page.getByText('“Calendar Sync Pro” is deleted').waitFor();
-    expect(await server.pg.db('oauth_clients').where('id', clientId).first()).toBeUndefined();
+    expect(await session.server.pg.db('oauth_clients').where('id', clientId).first()).toBeUndefined();
     await context.close();
   });
 });

@@ -1,57 +1,48 @@
 // Error pages and the pages that end a journey, in a real browser: the unregistered redirect URI,
 // the unknown app, the expired sign-in step, Back after sign-in and after Allow (page.goBack()),
 // and the demo's callback page. Screenshots at both sizes go to test/artifacts/errors-*.png.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { approvedClient, newUser, REDIRECT, type TestClient } from '../support/fixtures.ts';
 import { authorizeUrl, type TestUser } from '../support/oauth.ts';
-import { browserTestsEnabled, launchChromium, person, screenshots } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, person, screenshots } from '../support/chromium.ts';
 import { loadConfig } from '../../src/config.ts';
 import { seedDemo } from '../../src/demo.ts';
 
 describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a browser', () => {
-  let server: TestServer;
-  let browser: Browser;
+  const session = browserSession();
   let client: TestClient;
   let user: TestUser;
   const screenshot = screenshots('errors');
 
   beforeAll(async () => {
-    server = await startTestServer('redis');
-    browser = await launchChromium();
-    client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ'], 'Calendar Sync Pro');
-    user = await newUser(server);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
+    client = await approvedClient(session.server, ['PROFILE_READ', 'BOOKING_READ'], 'Calendar Sync Pro');
+    user = await newUser(session.server);
   });
 
   const authorize = (params: Record<string, string> = {}) =>
-    authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ BOOKING_READ', state: 'errors', ...params });
+    authorizeUrl(session.server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ BOOKING_READ', state: 'errors', ...params });
 
   it('explains untrusted requests in plain words and goes nowhere', async () => {
-    const { context, page } = await person(browser);
+    const { context, page } = await person(session.browser);
     await page.goto(authorize({ redirect_uri: 'https://evil.example/cb' }));
-    expect(page.url()).toContain(server.url);
+    expect(page.url()).toContain(session.server.url);
     expect(await page.locator('h1').textContent()).toBe('This app is set up incorrectly');
     await page.locator('details.error-technical summary').click();
     expect(await page.locator('details.error-technical').textContent()).toContain('invalid_redirect_uri');
     await screenshot(page, 'unregistered-redirect-uri');
 
     await page.goto(authorize({ client_id: 'no-such-app' }));
-    expect(page.url()).toContain(server.url);
+    expect(page.url()).toContain(session.server.url);
     expect(await page.locator('h1').textContent()).toBe('This app is not available');
     await screenshot(page, 'unknown-app');
     await context.close();
   });
 
   it('explains a sign-in step opened in another browser', async () => {
-    const first = await person(browser);
+    const first = await person(session.browser);
     await first.page.goto(authorize());
     await first.page.getByLabel('Password').waitFor();
-    const other = await person(browser);
+    const other = await person(session.browser);
     await other.page.goto(first.page.url());
     expect(await other.page.locator('h1').textContent()).toBe('This sign-in has expired');
     await screenshot(other.page, 'sign-in-expired');
@@ -60,7 +51,7 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
   });
 
   it('Back after sign-in and after Allow finds the step finished, and continues', async () => {
-    const { context, page } = await person(browser);
+    const { context, page } = await person(session.browser);
     await page.goto(authorize());
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
@@ -86,15 +77,15 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
   });
 
   it('ends the demo on its callback page', async () => {
-    const output = await seedDemo({ db: server.system.db, artifacts: server.system.artifacts }, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
+    const output = await seedDemo({ db: session.server.system.db, artifacts: session.server.system.artifacts }, loadConfig({ NODE_ENV: 'test', APP_URL: session.server.url, DATABASE_URL: session.server.pg.url }));
     const pick = (re: RegExp) => re.exec(output)![1]!;
-    const { context, page } = await person(browser);
+    const { context, page } = await person(session.browser);
     await page.goto(pick(/1\. open\s+(\S+)/));
     await page.getByLabel('Email').fill(pick(/user:\s+(\S+) \//));
     await page.getByLabel('Password').fill(pick(/\/ password (\S+)/));
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Allow' }).click();
-    await page.waitForURL(`${server.url}/demo/callback?**`);
+    await page.waitForURL(`${session.server.url}/demo/callback?**`);
     expect(await page.locator('#demo-code').textContent()).toBe(new URL(page.url()).searchParams.get('code'));
     expect(await page.locator('#demo-exchange').textContent()).toContain('$CLIENT_SECRET');
     await screenshot(page, 'demo-callback');

@@ -2,38 +2,27 @@
 // it, a user authorizes it through sign-in and consent, sees it under apps with access and revokes
 // it; the token then fails. Screenshots of every page, at a desktop and a phone size, go to
 // test/artifacts/ for review (see test/support/chromium.ts).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { describe, expect, it } from 'vitest';
 import { getMe, tokenRequest } from '../support/oauth.ts';
 import { newUser, operator, REDIRECT } from '../support/fixtures.ts';
-import { browserTestsEnabled, contrast, launchChromium, person as newPerson, screenshots, signIn as signInAt } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, contrast, person as newPerson, screenshots, signIn as signInAt } from '../support/chromium.ts';
 import { usersSetAdmin } from '../../src/admin/commands.ts';
 
 describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser', () => {
-  let server: TestServer;
-  let browser: Browser;
+  const session = browserSession();
   const screenshot = screenshots('journey');
 
-  beforeAll(async () => {
-    server = await startTestServer('redis');
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
 
-  const person = () => newPerson(browser);
-  const signIn = (page: Parameters<typeof signInAt>[0], user: { email: string; password: string }, next: string) => signInAt(page, server.url, user, next);
+  const person = () => newPerson(session.browser);
+  const signIn = (page: Parameters<typeof signInAt>[0], user: { email: string; password: string }, next: string) => signInAt(page, session.server.url, user, next);
 
   it('registers, approves, authorizes, shows and revokes an app', async () => {
-    const [dev, admin, user] = await Promise.all([newUser(server, 'Dana Developer'), newUser(server, 'Ari Admin'), newUser(server, 'Uma User')]);
-    await usersSetAdmin(operator(server), admin.email);
+    const [dev, admin, user] = await Promise.all([newUser(session.server, 'Dana Developer'), newUser(session.server, 'Ari Admin'), newUser(session.server, 'Uma User')]);
+    await usersSetAdmin(operator(session.server), admin.email);
 
     // 1. The developer registers a client.
     const devSide = await person();
-    await devSide.page.goto(`${server.url}/login`);
+    await devSide.page.goto(`${session.server.url}/login`);
     await screenshot(devSide.page, 'web-sign-in');
     // A wrong password: the form comes back with the email kept and the focus on the password.
     await devSide.page.getByLabel('Email').fill(dev.email);
@@ -77,13 +66,13 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     await screenshot(adminSide.page, 'admin-review-pending');
     const item = adminSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
     await item.getByRole('button', { name: 'Approve' }).click();
-    await adminSide.page.waitForURL(`${server.url}/admin/oauth-clients`);
+    await adminSide.page.waitForURL(`${session.server.url}/admin/oauth-clients`);
     expect(await adminSide.page.locator('.notice').textContent()).toContain('approved');
     await screenshot(adminSide.page, 'admin-review-approved');
 
     // 3. A user authorizes it: sign-in page, consent page, Allow.
     const userSide = await person();
-    const authorize = new URL(`${server.url}/auth/oauth2/authorize`);
+    const authorize = new URL(`${session.server.url}/auth/oauth2/authorize`);
     authorize.search = new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: 'journey' }).toString();
     await userSide.page.goto(authorize.href);
     await screenshot(userSide.page, 'oauth-sign-in');
@@ -97,9 +86,9 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     await userSide.page.waitForURL(`${REDIRECT}**`);
     const back = new URL(userSide.page.url());
     expect(back.searchParams.get('state')).toBe('journey');
-    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, client_id: clientId, client_secret: secret });
+    const tokens = await tokenRequest(session.server.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, client_id: clientId, client_secret: secret });
     expect(tokens.status).toBe(200);
-    expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(200);
+    expect((await getMe(session.server.url, tokens.body.access_token as string)).status).toBe(200);
 
     // 4. The user sees the app under apps with access, and revokes it.
     await signIn(userSide.page, user, '/settings/connected-apps');
@@ -108,14 +97,14 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     await screenshot(userSide.page, 'connected-apps');
     await app.getByRole('link', { name: /Revoke access/ }).click();
     await userSide.page.getByRole('button', { name: 'Revoke access' }).click(); // on its confirmation page
-    await userSide.page.waitForURL(`${server.url}/settings/connected-apps`);
+    await userSide.page.waitForURL(`${session.server.url}/settings/connected-apps`);
     expect(await userSide.page.locator('.notice').textContent()).toContain('Access revoked');
     await screenshot(userSide.page, 'connected-apps-revoked');
-    expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(401);
+    expect((await getMe(session.server.url, tokens.body.access_token as string)).status).toBe(401);
 
     // 5. An untrusted request shows the error page and goes nowhere.
-    await userSide.page.goto(`${server.url}/auth/oauth2/authorize?client_id=${clientId}&redirect_uri=https://evil.example/cb&response_type=code&scope=PROFILE_READ`);
-    expect(userSide.page.url()).toContain(server.url);
+    await userSide.page.goto(`${session.server.url}/auth/oauth2/authorize?client_id=${clientId}&redirect_uri=https://evil.example/cb&response_type=code&scope=PROFILE_READ`);
+    expect(userSide.page.url()).toContain(session.server.url);
     await screenshot(userSide.page, 'error-page');
 
     for (const side of [devSide, adminSide, userSide]) await side.context.close();

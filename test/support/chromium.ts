@@ -3,10 +3,11 @@
 // size, what a person would meet (a page wider than the screen, a covered heading).
 import fs from 'node:fs';
 import path from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ROOT } from './processes.ts';
 import { REDIRECT } from './fixtures.ts';
+import { startTestServer, type TestServer } from './server.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = path.join(ROOT, 'test/artifacts');
@@ -88,4 +89,21 @@ export function contrast(a: string, b: string): number {
   };
   const [x, y] = [luminance(a), luminance(b)];
   return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+}
+
+/**
+ * A test server (Redis storage) and a browser for a describe block: started before its tests,
+ * closed after them. Read `server` and `browser` inside tests, not at collection time.
+ */
+export function browserSession(env: Record<string, string> = {}): { readonly server: TestServer; readonly browser: Browser } {
+  const session = {} as { server: TestServer; browser: Browser };
+  beforeAll(async () => {
+    session.server = await startTestServer('redis', env);
+    session.browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await session.browser?.close();
+    await session.server?.close();
+  });
+  return session;
 }
