@@ -78,18 +78,25 @@ describe('guards cannot be skipped by the spelling of a path', () => {
   const dev_ = '/settings/developer/oauth-clients';
   const ROUTES: Array<{ method: 'GET' | 'POST'; path: () => string; fields?: Record<string, string>; expect: Record<Who, number> }> = [
     { method: 'GET', path: () => '/settings/connected-apps', expect: { anonymous: 303, other: 200, owner: 200, admin: 200 } },
+    { method: 'GET', path: () => `/settings/connected-apps/${approvedOfOther}/revoke`, expect: { anonymous: 303, other: 303, owner: 303, admin: 303 } },
     { method: 'POST', path: () => `/settings/connected-apps/${approvedOfOther}/revoke`, expect: { anonymous: 401, other: 303, owner: 303, admin: 303 } },
     { method: 'GET', path: () => dev_, expect: { anonymous: 303, other: 200, owner: 200, admin: 200 } },
     { method: 'GET', path: () => `${dev_}/new`, expect: { anonymous: 303, other: 200, owner: 200, admin: 200 } },
     { method: 'POST', path: () => dev_, fields: { name: '', kind: 'public' }, expect: { anonymous: 401, other: 400, owner: 400, admin: 400 } },
     { method: 'GET', path: () => `${dev_}/${pendingPublic}`, expect: { anonymous: 303, other: 404, owner: 200, admin: 404 } },
     { method: 'POST', path: () => `${dev_}/${pendingPublic}`, fields: { redirect_uris: '' }, expect: { anonymous: 401, other: 404, owner: 400, admin: 404 } },
+    { method: 'POST', path: () => `${dev_}/${pendingPublic}/name`, fields: { name: '' }, expect: { anonymous: 401, other: 404, owner: 400, admin: 404 } },
+    { method: 'GET', path: () => `${dev_}/${pendingPublic}/delete`, expect: { anonymous: 303, other: 404, owner: 200, admin: 404 } },
+    { method: 'POST', path: () => `${dev_}/${pendingPublic}/delete`, fields: { confirm_name: 'not its name' }, expect: { anonymous: 401, other: 404, owner: 400, admin: 404 } },
     { method: 'POST', path: () => `${dev_}/${pendingPublic}/secrets`, expect: { anonymous: 401, other: 404, owner: 303, admin: 404 } },
     { method: 'GET', path: () => `${dev_}/${pendingPublic}/secrets/1/revoke`, expect: { anonymous: 303, other: 404, owner: 303, admin: 404 } },
     { method: 'POST', path: () => `${dev_}/${pendingPublic}/secrets/1/revoke`, expect: { anonymous: 401, other: 404, owner: 303, admin: 404 } },
     { method: 'GET', path: () => '/admin/oauth-clients', expect: { anonymous: 303, other: 403, owner: 403, admin: 200 } },
+    { method: 'GET', path: () => `/admin/oauth-clients/${pendingPublic}/suspend`, expect: { anonymous: 303, other: 403, owner: 403, admin: 303 } },
     { method: 'POST', path: () => `/admin/oauth-clients/${pendingPublic}/status`, fields: { action: 'none' }, expect: { anonymous: 401, other: 403, owner: 403, admin: 303 } },
     { method: 'POST', path: () => '/admin/oauth-clients/changes/999999', fields: { decision: 'reject' }, expect: { anonymous: 401, other: 403, owner: 403, admin: 303 } },
+    // Only where the demo was set up (not here): nobody gets anything.
+    { method: 'GET', path: () => '/demo/callback?code=x', expect: { anonymous: 404, other: 404, owner: 404, admin: 404 } },
   ];
 
   /** The same path spelled otherwise: every letter of the fixed words upper case, a capital, a trailing slash. */
