@@ -10,7 +10,7 @@ describe.runIf(browserTestsEnabled('developer settings in a browser'))('develope
   const screenshot = screenshots('developer');
 
 
-  it('registers with the grid, shows refusals beside their fields, connects, copies and deletes', async () => {
+  it('registers with the grid, shows refusals beside their fields, connects, copies, rotates and deletes', async () => {
     const dev = await newUser(session.server, 'Dana Developer');
     const { context, page } = await person(session.browser);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.server.url });
@@ -45,6 +45,16 @@ describe.runIf(browserTestsEnabled('developer settings in a browser'))('develope
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(clientId);
     expect(await page.locator('.connect').textContent()).toContain(`${session.server.url}/auth/oauth2/authorize`);
     await screenshot(page, 'client-connect');
+
+    // Rotation: a second secret, then the confirmation page for revoking the first.
+    await page.getByRole('button', { name: 'Generate new secret' }).click();
+    await page.getByRole('link', { name: 'I have stored it safely' }).click();
+    await page.getByRole('link', { name: 'Revoke…' }).first().click();
+    await page.getByRole('button', { name: 'Revoke the secret' }).waitFor();
+    await screenshot(page, 'secret-revoke-confirmation');
+    await page.getByRole('button', { name: 'Revoke the secret' }).click();
+    await page.getByRole('heading', { name: 'How to connect' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Revoke…' }).count()).toBe(0); // the one left is kept
 
     // Delete: a wrong name is refused beside the field; the right one removes the client.
     await page.getByRole('link', { name: 'Delete this client…' }).click();
