@@ -8,6 +8,8 @@ import { connectDb, migrateLatest, type Db } from './storage/db.ts';
 import { startChangeFeed } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
+import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
+import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createApp } from './app.ts';
@@ -22,6 +24,8 @@ export interface System {
   db: Db;
   redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
+  /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
+  tokenCache: TokenCache | undefined;
   log: Logger;
   metrics: Metrics;
   /** Migrations applied by this start (all of them on a fresh database). */
@@ -45,7 +49,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const migrationsApplied = await migrateLatest(db);
   // Client and user records are cached in memory while this feed tells us of every change.
   const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
-  const artifacts = artifactStorage(db, redis, overrides.redisPrefix);
+  // Access token lookups are served from memory while this process hears of every revocation.
+  const tokenCache = redis ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache')) : undefined;
+  const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
@@ -78,12 +84,14 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     db,
     redis,
     artifacts,
+    tokenCache: tokenCache?.cache,
     log,
     metrics,
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);
       await changeFeed.close();
+      await tokenCache?.close();
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

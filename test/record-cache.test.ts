@@ -9,6 +9,7 @@ import { authorize, getMe, tokenRequest } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
 import { REDIRECT } from './support/fixtures.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
+import { artifactKey } from '../src/storage/artifact-key.ts';
 import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
 
 let pg: TestDatabase;
@@ -133,18 +134,91 @@ describe('the record cache', () => {
   it('serves nothing from memory while the change feed is down, and caches again once it is back', async () => {
     const client = await newClient('Feed App');
     for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
-    // Cut every instance's LISTEN connection, then change a secret behind the cache's back.
+    // Cut every instance's LISTEN connection, then suspend the client behind the cache's back.
     await pg.db.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
     await sleep(50);
-    await pg.db('oauth_client_secrets').where('client_id', client.client_id).update({ revoked_at: pg.db.fn.now() });
+    await pg.db('oauth_clients').where('id', client.client_id).update({ status: 'suspended' });
     for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(false);
-    // Back after a reconnect: a new secret works, and the cache serves again.
-    const renewed = await secretsGenerate(ops, client.client_id);
+    // Back after a reconnect: the change made the operator's way reaches both, and the cache serves again.
     for (let t = 0; t < 50; t++) {
       const listening = await pg.db('pg_stat_activity').whereRaw(`datname = current_database() and query like 'LISTEN %'`).count<{ count: string }[]>('* as count');
       if (Number(listening[0]!.count) >= 2) break;
       await sleep(100);
     }
-    for (const base of [a.url, b.url]) expect(await authenticates(base, client, renewed.client_secret)).toBe(true);
+    await clientsSetStatus(ops, client.client_id, 'approved');
+    await sleep(PROPAGATION_MS);
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+  });
+});
+
+describe('the access token cache', () => {
+  const tokenKey = (token: string) => `${redis.prefix}AccessToken:${artifactKey(token)}`;
+  /** Polls `base` until the token is refused; the milliseconds it took, or Infinity after `limit`. */
+  async function refusedWithin(base: string, token: string, limit = PROPAGATION_MS): Promise<number> {
+    const started = Date.now();
+    while (Date.now() - started <= limit) {
+      if ((await check(base, token)) === 401) return Date.now() - started;
+      await sleep(2);
+    }
+    return Infinity;
+  }
+  const cached = async (token: string) => {
+    for (const base of [a.url, b.url]) expect(await check(base, token)).toBe(200);
+  };
+
+  it('serves tokens from memory: one deleted behind its back is still accepted where it was read', async () => {
+    expect(a.system.tokenCache?.serving && b.system.tokenCache?.serving).toBe(true);
+    const { access_token } = await tokens(await newClient('Token Cache App'));
+    await cached(access_token);
+    expect(await redis.redis.del(tokenKey(access_token))).toBe(1); // no announcement
+    for (const base of [a.url, b.url]) expect(await check(base, access_token)).toBe(200);
+    expect((await getMe(a.url, access_token)).status).toBe(200);
+  });
+
+  it('refuses a revoked token at once where it is revoked and within 50 ms everywhere else', async () => {
+    const client = await newClient('Revoked Everywhere App');
+    // The revocation endpoint: one token.
+    const first = await tokens(client);
+    await cached(first.access_token);
+    const revoked = await fetch(`${a.url}/v2/auth/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: first.access_token, ...client }) });
+    expect(revoked.status).toBe(200);
+    expect(await check(a.url, first.access_token)).toBe(401);
+    expect(await refusedWithin(b.url, first.access_token)).toBeLessThanOrEqual(PROPAGATION_MS);
+
+    // Refresh token reuse on b: the whole grant.
+    const second = await tokens(client);
+    const rotated = await tokenRequest(a.url, { grant_type: 'refresh_token', refresh_token: second.refresh_token, ...client });
+    const third = await tokenRequest(a.url, { grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token as string, ...client });
+    const live = third.body.access_token as string;
+    await cached(live);
+    expect((await tokenRequest(b.url, { grant_type: 'refresh_token', refresh_token: second.refresh_token, ...client })).body.error).toBe('invalid_grant');
+    expect(await check(b.url, live)).toBe(401);
+    expect(await refusedWithin(a.url, live)).toBeLessThanOrEqual(PROPAGATION_MS);
+
+    // The operator suspends the client (its own process): every instance, by the time the script returns.
+    const fourth = await tokens(client);
+    await cached(fourth.access_token);
+    await clientsSetStatus(ops, client.client_id, 'suspended');
+    for (const base of [a.url, b.url]) expect(await check(base, fourth.access_token)).toBe(401);
+  });
+
+  it('serves nothing from memory while the revocation channel is down, and serves again once it is back', async () => {
+    const { access_token } = await tokens(await newClient('Channel Down App'));
+    await cached(access_token);
+    // Cut both instances' subscriber connections (and only theirs), then delete the token behind their back.
+    const subscribers = String(await redis.redis.client('LIST'))
+      .split('\n')
+      .filter((line) => line.includes(`name=${redis.prefix}token-cache`))
+      .map((line) => /\bid=(\d+)/.exec(line)![1]!);
+    expect(subscribers).toHaveLength(2);
+    for (const id of subscribers) await redis.redis.client('KILL', 'ID', id);
+    await redis.redis.del(tokenKey(access_token));
+    for (const base of [a.url, b.url]) expect(await check(base, access_token)).toBe(401);
+    // Resubscribed by themselves: a new token is served from memory again.
+    for (let t = 0; t < 100 && !(a.system.tokenCache?.serving && b.system.tokenCache?.serving); t++) await sleep(20);
+    const next = await tokens(await newClient('Channel Back App'));
+    await cached(next.access_token);
+    await redis.redis.del(tokenKey(next.access_token));
+    for (const base of [a.url, b.url]) expect(await check(base, next.access_token)).toBe(200);
   });
 });

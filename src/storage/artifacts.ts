@@ -7,6 +7,7 @@ import { SqlAdapter } from './sql-adapter.ts';
 import { RedisAdapter } from './redis-adapter.ts';
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
+import type { TokenCache } from './token-cache.ts';
 
 export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
@@ -14,11 +15,12 @@ export interface ArtifactStorage extends ClientArtifacts {
   flights: SingleFlights;
 }
 
-export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX): ArtifactStorage {
+/** With a token cache (Redis only), access token lookups are served from memory while it is live. */
+export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, tokenCache?: TokenCache): ArtifactStorage {
   return {
-    adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix) : new SqlAdapter(db, model)),
+    adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
-    ...clientArtifacts(db, redis, prefix),
+    ...clientArtifacts(db, redis, prefix, tokenCache),
   };
 }
 

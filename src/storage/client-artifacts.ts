@@ -3,6 +3,7 @@
 import type { RedisClient } from './redis.ts';
 import type { Db } from './db.ts';
 import { clientIndexKey, DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
+import { announceRevocation, type TokenCache } from './token-cache.ts';
 
 export interface ClientArtifacts {
   /** Deletes every code, token and grant issued to a client. */
@@ -17,11 +18,14 @@ export async function deleteIndexed(redis: RedisClient, index: string): Promise<
   await redis.del(index);
 }
 
-export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX): ClientArtifacts {
+export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, cache?: TokenCache): ClientArtifacts {
   return {
     revokeClient: async (clientId) => {
-      if (redis) await deleteIndexed(redis, clientIndexKey(prefix, clientId));
-      else await db('oidc_models').where('client_id', clientId).delete();
+      if (!redis) return void (await db('oidc_models').where('client_id', clientId).delete());
+      await deleteIndexed(redis, clientIndexKey(prefix, clientId));
+      // Every instance's token cache (src/storage/token-cache.ts), this process's at once.
+      cache?.drop({ client: clientId });
+      await announceRevocation(redis, prefix, { client: clientId });
     },
   };
 }

@@ -8,6 +8,7 @@ import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 import { deleteIndexed } from './client-artifacts.ts';
 import { clientIndexKey } from './redis-keys.ts';
+import { announceRevocation, type Revoked, type TokenCache } from './token-cache.ts';
 
 // Marks an artifact consumed only if it still exists and is not consumed yet; returns 1 on
 // success. A bare HSET on an expired key would resurrect it without a TTL.
@@ -53,11 +54,23 @@ function throwFirstError(results: [Error | null, unknown][] | null): void {
 }
 
 export class RedisAdapter implements Adapter {
+  /** Access tokens only: read through the token cache, and every deletion announced. */
+  private readonly tokens: boolean;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly model: string,
     private readonly prefix = '',
-  ) {}
+    private readonly cache?: TokenCache,
+  ) {
+    this.tokens = model === 'AccessToken';
+  }
+
+  /** After access tokens were deleted: this process forgets them now, the others when told. */
+  private async revoked(revoked: Revoked): Promise<void> {
+    this.cache?.drop(revoked);
+    await announceRevocation(this.redis, this.prefix, revoked);
+  }
 
   private key(id: string): string {
     return `${this.prefix}${this.model}:${artifactKey(id)}`;
@@ -98,6 +111,11 @@ export class RedisAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
+    if (this.tokens && this.cache) return this.cache.read(artifactKey(id), () => this.load(id));
+    return this.load(id);
+  }
+
+  private async load(id: string): Promise<AdapterPayload | undefined> {
     const data = await this.redis.hgetall(this.key(id));
     if (!data.payload) return undefined; // HGETALL gives {} for a missing key
     const payload = fromStored(this.model, id, JSON.parse(data.payload) as AdapterPayload);
@@ -126,10 +144,12 @@ export class RedisAdapter implements Adapter {
 
   async destroy(id: string): Promise<void> {
     await this.redis.del(this.key(id));
+    if (this.tokens) await this.revoked({ token: artifactKey(id) });
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
     await deleteIndexed(this.redis, this.grantKey(grantId));
+    if (this.tokens) await this.revoked({ grant: grantId });
   }
 }
 

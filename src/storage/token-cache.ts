@@ -1,0 +1,164 @@
+// Access tokens are looked up on every API call (the gateway check, /v2/me, introspection) and
+// never change after they are issued: they only end, by expiry or by revocation. So a lookup is
+// served from memory while this process hears of every revocation, and from Redis otherwise.
+//
+// How revocation stays immediate:
+// - Every deletion of access tokens (one token, a grant's, a client's) is published on a Redis
+//   channel after the keys are deleted; the process that deletes drops its own copies at once,
+//   every other instance when the message arrives (well under 50 ms).
+// - A dedicated subscriber connection listens. While it is not subscribed (starting, lost,
+//   reconnecting) nothing is served from memory, and the memory is emptied: messages may have been
+//   missed.
+// - A lookup that started before any revocation message or reconnection is not kept: it may have
+//   read a token that was being revoked (a generation counter says so).
+// - Entries end at the token's own expiry. Only hits are kept, never "not found". Keys are the
+//   hashed token ids of the Redis storage, and payloads carry no token value.
+// Not on a Redis Cluster: its subscriber connection can move between nodes without a signal we
+// could trust, so there every lookup goes to Redis.
+import type { AdapterPayload } from 'oidc-provider';
+import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
+
+const MAX_ENTRIES = 50_000;
+
+/** What a revocation message names: one token (by its storage key), a grant, or a client. */
+export type Revoked = { token: string } | { grant: string } | { client: string };
+
+const channelOf = (prefix: string) => `${prefix}revocations`;
+const encode = (revoked: Revoked) => ('token' in revoked ? `token:${revoked.token}` : 'grant' in revoked ? `grant:${revoked.grant}` : `client:${revoked.client}`);
+
+/** Tells every instance that access tokens were deleted (after the deletion). */
+export async function announceRevocation(redis: RedisClient, prefix: string, revoked: Revoked): Promise<void> {
+  await redis.publish(channelOf(prefix), encode(revoked));
+}
+
+interface Entry {
+  payload: AdapterPayload;
+  expiresAt: number;
+  grantId?: string;
+  clientId?: string;
+}
+
+export class TokenCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly byGrant = new Map<string, Set<string>>();
+  private readonly byClient = new Map<string, Set<string>>();
+  private generation = 0;
+  private live = false;
+
+  /** The token stored under `key`, from memory when it may be, else loaded (and kept if it may be). */
+  async read(key: string, load: () => Promise<AdapterPayload | undefined>): Promise<AdapterPayload | undefined> {
+    if (this.live) {
+      const hit = this.entries.get(key);
+      if (hit && hit.expiresAt > Date.now()) return { ...hit.payload };
+      if (hit) this.forget(key);
+    }
+    const started = this.generation;
+    const payload = await load();
+    if (payload && typeof payload.exp === 'number' && this.live && started === this.generation) this.keep(key, payload);
+    return payload;
+  }
+
+  /** Drops what a revocation names (a message from another instance, or this process's own). */
+  drop(revoked: Revoked): void {
+    this.generation += 1;
+    if ('token' in revoked) this.forget(revoked.token);
+    else for (const key of ('grant' in revoked ? this.byGrant.get(revoked.grant) : this.byClient.get(revoked.client)) ?? []) this.forget(key);
+  }
+
+  /** Whether lookups are served from memory (for tests and the README's claims). */
+  get serving(): boolean {
+    return this.live;
+  }
+
+  setLive(live: boolean): void {
+    this.generation += 1;
+    this.entries.clear();
+    this.byGrant.clear();
+    this.byClient.clear();
+    this.live = live;
+  }
+
+  private keep(key: string, payload: AdapterPayload): void {
+    const entry: Entry = { payload: { ...payload }, expiresAt: (payload.exp as number) * 1000 };
+    if (payload.grantId) entry.grantId = payload.grantId;
+    if (payload.clientId) entry.clientId = payload.clientId;
+    this.forget(key);
+    this.entries.set(key, entry);
+    if (entry.grantId) addTo(this.byGrant, entry.grantId, key);
+    if (entry.clientId) addTo(this.byClient, entry.clientId, key);
+    // Map keeps insertion order: the first key is the oldest entry.
+    if (this.entries.size > MAX_ENTRIES) this.forget(this.entries.keys().next().value!);
+  }
+
+  private forget(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    if (entry.grantId) removeFrom(this.byGrant, entry.grantId, key);
+    if (entry.clientId) removeFrom(this.byClient, entry.clientId, key);
+  }
+}
+
+function addTo(index: Map<string, Set<string>>, id: string, key: string): void {
+  const keys = index.get(id) ?? new Set<string>();
+  keys.add(key);
+  index.set(id, keys);
+}
+
+function removeFrom(index: Map<string, Set<string>>, id: string, key: string): void {
+  const keys = index.get(id);
+  keys?.delete(key);
+  if (keys?.size === 0) index.delete(id);
+}
+
+function decode(message: string): Revoked | undefined {
+  const at = message.indexOf(':');
+  const [kind, id] = [message.slice(0, at), message.slice(at + 1)];
+  if (at < 1 || !id) return undefined;
+  return kind === 'token' ? { token: id } : kind === 'grant' ? { grant: id } : kind === 'client' ? { client: id } : undefined;
+}
+
+export interface TokenCacheHandle {
+  cache: TokenCache;
+  close(): Promise<void>;
+}
+
+/**
+ * Subscribes to the revocation channel on a connection of its own and serves from memory while
+ * subscribed. Undefined on a Redis Cluster (see the header).
+ */
+export async function startTokenCache(redis: RedisClient, prefix: string, onProblem: (message: string) => void = () => {}): Promise<TokenCacheHandle | undefined> {
+  if (redis.isCluster) return undefined;
+  const cache = new TokenCache();
+  // Named, so an operator can tell it apart in CLIENT LIST.
+  const subscriber = (redis as Redis).duplicate({ connectionName: `${prefix}token-cache` });
+  const channel = channelOf(prefix);
+  let closed = false;
+  subscriber.on('message', (from: string, message: string) => {
+    const revoked = from === channel ? decode(message) : undefined;
+    if (revoked) cache.drop(revoked);
+  });
+  subscriber.on('error', () => {}); // reported through 'close'
+  subscriber.on('close', () => {
+    if (closed || !cache.serving) return;
+    cache.setLive(false);
+    onProblem('the token revocation channel was lost; access tokens are read from Redis until it is back');
+  });
+  // ioredis reconnects by itself; serve from memory again only once the subscription is confirmed.
+  const subscribe = () =>
+    subscriber.subscribe(channel).then(
+      () => !closed && cache.setLive(true),
+      () => {},
+    );
+  subscriber.on('ready', () => void subscribe());
+  await subscribe();
+  return {
+    cache,
+    async close() {
+      closed = true;
+      cache.setLive(false);
+      subscriber.disconnect();
+    },
+  };
+}
