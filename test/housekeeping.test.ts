@@ -1,8 +1,9 @@
-// What runs behind the requests: expired artifacts purged from SQL storage, and a secret's
-// last_used_at written at most once a minute (not on every token request).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// What runs behind the requests: expired artifacts purged from SQL storage, a secret's
+// last_used_at written at most once a minute (not on every token request), and the grants' "last
+// used" written together (one statement for many token requests).
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { approvedClient } from './support/fixtures.ts';
+import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
 import { tokenRequest } from './support/oauth.ts';
 import { SqlAdapter, purgeExpiredArtifacts } from '../src/storage/sql-adapter.ts';
 
@@ -38,5 +39,29 @@ describe('housekeeping', () => {
     await new Promise((r) => setTimeout(r, 20));
     for (let i = 0; i < 3; i++) await authenticate();
     expect((await lastUsed())!.getTime()).toBe(first!.getTime());
+  });
+
+  it('writes the grants\' last use in batches: one statement for many refreshes', async () => {
+    const client = await approvedClient(server, ['PROFILE_READ']);
+    const grants = await Promise.all(Array.from({ length: 6 }, async () => tokensFor(server, client, await newUser(server), 'PROFILE_READ')));
+    const db = server.system.db;
+    const lastUsed = () => db('user_grants').where('client_id', client.client_id).pluck('last_used_at');
+    await expect.poll(async () => (await lastUsed()).every(Boolean)).toBe(true); // the code exchanges
+    await db('user_grants').where('client_id', client.client_id).update({ last_used_at: null });
+    // A minute on, as far as this process's throttle can tell (the SQL's own minute is reset above).
+    const writes: string[] = [];
+    const count = (q: { sql: string }) => /update "?user_grants"?/i.test(q.sql) && writes.push(q.sql);
+    db.on('query', count);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000, shouldAdvanceTime: true });
+    try {
+      const refreshed = await Promise.all(grants.map((t) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: t.refresh_token, ...client })));
+      expect(refreshed.map((r) => r.status)).toEqual(grants.map(() => 200));
+      await expect.poll(async () => (await lastUsed()).every(Boolean)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+      db.off('query', count);
+    }
+    expect(writes.length).toBeGreaterThanOrEqual(1);
+    expect(writes.length).toBeLessThan(grants.length);
   });
 });
