@@ -46,6 +46,9 @@ describe('browser protections', () => {
     expectProtectiveHeaders(errorPage.headers, 'error page');
     const api = await fetch(`${server.url}/v2/me`, { headers: origin });
     expectProtectiveHeaders(api.headers, 'API');
+    const check = await fetch(`${server.url}/v2/auth/check`, { headers: { ...origin, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' } });
+    expectProtectiveHeaders(check.headers, 'gateway check');
+    expectProtectiveHeaders((await fetch(`${server.url}/v2/auth/check/v2/me`, { headers: origin })).headers, 'gateway check (Envoy form)');
   });
 
   it('sets session cookies HttpOnly and SameSite=Lax, and Secure when the public URL is https', async () => {

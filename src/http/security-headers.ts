@@ -1,9 +1,18 @@
-// Browser protections on every response (helmet): no framing, no MIME sniffing, no referrer, and a
-// Content-Security-Policy that allows only our own stylesheet and script file, nothing inline.
+// Browser protections on every response. Pages (helmet): no framing, no MIME sniffing, no
+// referrer, and a Content-Security-Policy that allows only our own stylesheet and script file,
+// nothing inline. The JSON API (/v2/me, the gateway check), which is on the path of every API call
+// and never rendered as a page, gets the short set OWASP recommends for REST services instead:
+// the same protections, set at once, without a dozen headers meant for HTML.
+import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
+import { CHECK_PATH, ME_PATH } from './paths.ts';
+
+const HSTS = 'max-age=31536000; includeSubDomains';
+
+const isApi = (path: string) => path === ME_PATH || path === CHECK_PATH || path.startsWith(`${CHECK_PATH}/`);
 
 export function securityHeaders({ https }: { https: boolean }) {
-  return helmet({
+  const pages = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
@@ -22,4 +31,16 @@ export function securityHeaders({ https }: { https: boolean }) {
     referrerPolicy: { policy: 'no-referrer' },
     strictTransportSecurity: https ? { maxAge: 31536000, includeSubDomains: true } : false,
   });
+  const api: Record<string, string> = {
+    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+    'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
+    ...(https ? { 'Strict-Transport-Security': HSTS } : {}),
+  };
+  return function securityHeaders(ctx: Context, next: Next) {
+    if (!isApi(ctx.path)) return pages(ctx, next);
+    ctx.set(api);
+    return next();
+  };
 }
