@@ -12,6 +12,7 @@ import * as m008 from './008_drop_device_flow.ts';
 import * as m009 from './009_resource_servers.ts';
 import * as m010 from './010_client_links.ts';
 import * as m011 from './011_review_and_grant_use.ts';
+import * as m012 from './012_webhooks.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '009_resource_servers': m009,
   '010_client_links': m010,
   '011_review_and_grant_use': m011,
+  '012_webhooks': m012,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -24,6 +24,8 @@ import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
+import type { WebhookSigningKey } from './webhooks/signing.ts';
+import { webhookPublicKeyRoutes } from './webhooks/public-key.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -44,6 +46,8 @@ export interface AppDeps {
   platformName: string;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
+  /** The key that signs webhooks to apps; its public half is published (src/webhooks/public-key.ts). */
+  webhookKey: WebhookSigningKey;
 }
 
 
@@ -126,8 +130,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(handleErrors(log)); // every error, in the shape of the route family
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
-  for (const router of [checkRoutes(provider), meRoutes(provider, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName });
+  for (const router of [checkRoutes(provider), meRoutes(provider, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

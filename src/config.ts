@@ -33,6 +33,8 @@ export interface Config {
   refreshGraceSeconds: number;
   /** The platform's name as users read it on the consent page ("Approved by …"). */
   platformName: string;
+  /** The first wait before a failed webhook is tried again, in seconds; it doubles each time (src/webhooks/queue.ts). */
+  webhookRetryBaseSeconds: number;
 }
 
 export type RedisConfig =
@@ -110,6 +112,13 @@ function readGraceSeconds(value: string | undefined): number {
   if (value === undefined || value === '') return 10;
   const n = Number(value);
   if (!/^[0-9]+$/.test(value) || n > 60) throw new ConfigError(`REFRESH_GRACE_SECONDS must be a whole number of seconds from 0 (off) to 60, got "${value}"`);
+  return n;
+}
+
+function readRetryBaseSeconds(value: string | undefined): number {
+  if (value === undefined || value === '') return 30;
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n < 1 || n > 3600) throw new ConfigError(`WEBHOOK_RETRY_BASE_SECONDS must be a whole number of seconds from 1 to 3600, got "${value}"`);
   return n;
 }
 
@@ -232,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
     platformName: readPlatformName(env.PLATFORM_NAME),
+    webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
   };
 }
 

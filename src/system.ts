@@ -9,6 +9,7 @@ import { startChangeFeed } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
+import { flushGrantUses } from './oauth/grant-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
@@ -17,6 +18,10 @@ import { createRateLimits } from './oauth/rate-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
+import { startWebhookQueue } from './webhooks/queue.ts';
+import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
+import { loadWebhookSigningKey } from './webhooks/signing.ts';
+import { startWebhookWorker } from './webhooks/delivery.ts';
 
 export interface System {
   app: Koa;
@@ -55,6 +60,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
+  // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
+  const production = config.env === 'production';
+  const webhookKey = await loadWebhookSigningKey(db);
+  const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
+  attachWebhookQueue(db, async () => webhookQueue);
+  await startWebhookWorker({ db, queue: webhookQueue, signingKey: webhookKey, policy: { production }, metrics, log });
   watchProviderEvents(provider, { db, metrics, log });
   const app = createApp({
     provider,
@@ -62,7 +73,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     redis,
     log,
     proxyHops: config.proxyHops,
-    production: config.env === 'production',
+    production,
     rateLimits,
     cookieKeys: config.cookieKeys,
     artifacts,
@@ -70,6 +81,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
+    webhookKey,
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
@@ -90,8 +102,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);
+      // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
+      detachWebhookQueue(db);
+      await webhookQueue.stop({ graceful: true, timeout: 6000 });
       await changeFeed.close();
       await tokenCache?.close();
+      await flushGrantUses(db).catch((err) => log.warn({ err }, 'last grant uses not written'));
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

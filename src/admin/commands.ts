@@ -22,10 +22,13 @@ import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
+import { setWebhookUrl } from '../webhooks/settings.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
   by: Actor;
+  /** NODE_ENV=production: webhook URLs must be https on public addresses. */
+  production?: boolean;
 }
 
 export function clientJson(client: ClientRecord) {
@@ -161,6 +164,14 @@ export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: 
 
 export async function clientsRemoveRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {
   return clientJson(await removeRedirectUri(db, clientId, uri, by));
+}
+
+/** Sets the client's webhook URL (the address rule applies), or with `clear`, removes it. */
+export async function clientsSetWebhook({ db, by, production = false }: AdminContext, clientId: string, url: string | undefined, options: { clear?: boolean } = {}) {
+  if (options.clear ? url !== undefined : url === undefined) throw new InputError('give either a webhook URL or --clear');
+  await getClient(db, clientId);
+  const stored = await setWebhookUrl(db, clientId, options.clear ? null : url!, by, { production });
+  return { client_id: clientId, webhook_url: stored };
 }
 
 export async function secretsGenerate({ db, by }: AdminContext, clientId: string) {

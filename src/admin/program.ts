@@ -11,6 +11,8 @@ import { lockHolder } from '../storage/embedded-lock.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
+import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
+import { attachWebhookQueue, detachWebhookQueue } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
 
 class Refusal extends Error {}
@@ -39,11 +41,18 @@ function open(env: AdminIo['env'], reason: string | undefined): Session {
   }
   const db = connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
   const redis = config.redis ? connectRedis(config.redis) : undefined;
+  // Changes of a client with a webhook URL queue their events; the queue starts only then, and
+  // without a worker: the server's instances deliver.
+  let queue: Promise<WebhookQueue> | undefined;
+  attachWebhookQueue(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
   return {
     db,
     artifacts: clientArtifacts(db, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },
+    production: config.env === 'production',
     async close() {
+      detachWebhookQueue(db);
+      await (await queue?.catch(() => undefined))?.stop({ graceful: false });
       redis?.disconnect();
       await db.destroy();
     },
@@ -209,6 +218,12 @@ function buildProgram(io: AdminIo): Command {
     .command('remove-redirect-uri <id> <uri>')
     .description('remove a redirect URI (a client keeps at least one)')
     .action(action((ctx, id: string, uri: string) => commands.clientsRemoveRedirectUri(ctx, id, uri)));
+
+  clients
+    .command('set-webhook <id> [url]')
+    .description('set the URL the server posts signed events to (https on a public address in production), or remove it with --clear')
+    .option('--clear', 'remove the webhook URL: no more events are sent')
+    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts)));
 
   const secrets = program.command('secrets').description("manage a confidential client's secrets (at most 2 active)");
   secrets

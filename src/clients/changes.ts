@@ -10,6 +10,8 @@ import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ClientLinks, type
 import { validateClientLinks, validateClientName } from './validate.ts';
 import { changeClient } from './service.ts';
 import * as repo from './repository.ts';
+import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import { webhookEvent } from '../webhooks/events.ts';
 
 export const pendingChangeOf = (db: Db, clientId: string) => repo.pendingChangeOf(db, clientId);
 export const pendingChanges = (db: Db) => repo.pendingChanges(db);
@@ -54,6 +56,8 @@ export async function editClient(db: Db, clientId: string, requested: RequestedE
 
 /** An administrator's decision on a pending change: approved, it widens the client. */
 export async function decideChange(db: Db, changeId: number, approve: boolean, by: Actor): Promise<ClientRecord> {
+  const clientId: string | undefined = await db('oauth_client_changes').where('id', changeId).first('client_id').then((row) => row?.client_id);
+  if (clientId) await prepareWebhookOutbox(db, clientId);
   return db.transaction(async (trx) => {
     const change = await repo.lockPendingChange(trx, changeId);
     if (!change) throw new NotFoundError(`no pending change with id ${changeId}`);
@@ -72,6 +76,14 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
       clientId: client.clientId,
       details: { change_id: changeId, ...(by.reason ? { reason: by.reason } : {}) },
     });
+    const decided = webhookEvent(client.clientId, 'client.change_decided', {
+      change_id: changeId,
+      decision: approve ? 'approved' : 'rejected',
+      add_scopes: change.addScopes,
+      add_redirect_uris: change.addRedirectUris,
+      ...(by.reason ? { reason: by.reason } : {}),
+    });
+    await enqueueWebhookEvents(db, trx, client.clientId, [decided]);
     return (await repo.readClient(trx, client.clientId))!;
   });
 }

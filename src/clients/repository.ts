@@ -129,8 +129,13 @@ export async function updateClient(
  * CASCADE); the tables that name it without a foreign key are cleared here. Not the audit trail.
  */
 export async function deleteClientRows(trx: Knex.Transaction, clientId: string): Promise<void> {
-  for (const table of ['user_grants', 'legacy_grants', 'client_scope_requests', 'legacy_scope_switch']) await trx(table).where('client_id', clientId).delete();
+  for (const table of ['user_grants', 'legacy_grants', 'client_scope_requests', 'legacy_scope_switch', 'webhook_deliveries']) await trx(table).where('client_id', clientId).delete();
   await trx('oauth_clients').where('id', clientId).delete();
+}
+
+/** The users who granted the client access (user_grants), each once. */
+export async function usersWithGrants(q: Q, clientId: string): Promise<string[]> {
+  return q('user_grants').where('client_id', clientId).distinct('account_id').orderBy('account_id').pluck('account_id');
 }
 
 /** The client's redirect URIs become exactly this list, in this order. */

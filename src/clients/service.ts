@@ -24,6 +24,8 @@ import {
   type SecretInfo,
 } from './model.ts';
 import * as repo from './repository.ts';
+import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
 
 export { findUsableClient, isSecretActive, markSecretUsed, type UsableClient } from './repository.ts';
 
@@ -57,17 +59,22 @@ function auditDetails(by: Actor, details: Record<string, unknown> = {}) {
   return { ...details, ...(by.reason ? { reason: by.reason } : {}) };
 }
 
-/** Locks the client, runs the change and records it: one transaction. */
+/**
+ * Locks the client, runs the change and records it: one transaction, with the webhook events the
+ * change causes (src/webhooks/outbox.ts: delivered only if it commits).
+ */
 export async function changeClient<T>(
   db: Db,
   clientId: string,
   by: Actor,
-  change: (trx: Knex.Transaction, client: ClientRecord) => Promise<{ result: T; action: string; details: Record<string, unknown> }>,
+  change: (trx: Knex.Transaction, client: ClientRecord) => Promise<{ result: T; action: string; details: Record<string, unknown>; events?: WebhookEvent[] }>,
 ): Promise<T> {
+  await prepareWebhookOutbox(db, clientId);
   return db.transaction(async (trx) => {
     const client = await repo.lockClient(trx, clientId);
-    const { result, action, details } = await change(trx, client);
+    const { result, action, details, events = [] } = await change(trx, client);
     await recordAudit(trx, { actor: by.actor, action, clientId, details: auditDetails(by, details) });
+    await enqueueWebhookEvents(db, trx, clientId, events);
     return result;
   });
 }
@@ -126,7 +133,13 @@ export async function setClientStatus(
     }
     if (!canMove(current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
     await repo.updateClient(trx, clientId, { status: to });
-    return { result: await reread(trx, clientId), action: `client.${to}`, details: { from: current.status } };
+    const events: WebhookEvent[] = [webhookEvent(clientId, 'client.status_changed', { from: current.status, to })];
+    // Leaving approved ends every user's grant (revokeEverythingIssued): tell the app whose.
+    if (current.status === 'approved') {
+      for (const userId of await repo.usersWithGrants(trx, clientId)) events.push(webhookEvent(clientId, 'grant.revoked', { user_id: userId, reason: 'client_suspended' }));
+      await trx('user_grants').where('client_id', clientId).delete(); // those grants are gone: no second event later
+    }
+    return { result: await reread(trx, clientId), action: `client.${to}`, details: { from: current.status }, events };
   });
   if (to !== 'approved') await revokeEverythingIssued(artifacts, clientId);
   return client;
@@ -200,7 +213,7 @@ export async function generateSecret(db: Db, clientId: string, by: Actor): Promi
       throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
     }
     const id = await repo.insertSecret(trx, clientId, hashClientSecret(value));
-    return { result: { id, value }, action: 'secret.generated', details: { secret_id: id } };
+    return { result: { id, value }, action: 'secret.generated', details: { secret_id: id }, events: [webhookEvent(clientId, 'secret.generated', { secret_id: id })] };
   });
 }
 
@@ -215,7 +228,7 @@ export async function revokeSecret(db: Db, clientId: string, secretId: number, b
       if (active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
     }
     if (!(await repo.revokeSecretRow(trx, clientId, secretId))) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
-    return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId } };
+    return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId }, events: [webhookEvent(clientId, 'secret.revoked', { secret_id: secretId })] };
   });
 }
 

@@ -1,5 +1,5 @@
 // Prometheus metrics (prom-client): requests and latency per endpoint, tokens issued,
-// authentication failures, rate-limit refusals, and the process's own metrics. Served at
+// authentication failures, rate-limit refusals, webhook deliveries, and the process's own metrics. Served at
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
 import type { Context, Next } from 'koa';
@@ -52,12 +52,15 @@ export function createMetrics() {
     registers: [registry],
   });
   const securityEvents = new Counter({ name: 'oauth_security_events_total', help: 'Code replays, refresh token reuse, rate-limit refusals', labelNames: ['event'] as const, registers: [registry] });
+  // Webhooks to apps (src/webhooks/delivery.ts): every attempt, delivered or failed; given_up once per event after 24 hours.
+  const webhookDeliveries = new Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, failed, given_up)', labelNames: ['outcome'] as const, registers: [registry] });
 
   return {
     registry,
     tokensIssued,
     authFailures,
     securityEvents,
+    webhookDeliveries,
     /** Koa middleware: counts and times every request. */
     async observe(ctx: Context, next: Next) {
       const route = routeName(ctx.path); // before the provider mount rewrites the path

@@ -7,6 +7,8 @@ import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { recordGrantUse } from './grant-use.ts';
+import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import { webhookEvent } from '../webhooks/events.ts';
 
 // What oidc-provider 9 says when it finds a spent code or refresh token presented again (it then
 // revokes the grant); a race lost inside our adapters is ArtifactAlreadyConsumed instead.
@@ -18,6 +20,14 @@ function isReplay(err: Error & { error_detail?: string }): boolean {
 
 export function watchProviderEvents(provider: Provider, { db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }): void {
   const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
+  async function recordReplay(clientId: string, accountId: string, grantId: string | undefined, event: Parameters<typeof recordAudit>[1]) {
+    await prepareWebhookOutbox(db, clientId);
+    await db.transaction(async (trx) => {
+      await recordAudit(trx, event);
+      if (grantId) await trx('user_grants').where({ account_id: accountId, grant_id: grantId }).delete(); // revoked: not the app's any more
+      await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'refresh_token_replayed' })]);
+    });
+  }
 
   provider.on('grant.success', (ctx) => {
     metrics.tokensIssued.inc({ grant_type: String(ctx.oidc.params?.grant_type ?? 'unknown') });
@@ -33,7 +43,13 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
         // RFC 6749 4.1.2 / RFC 9700 4.14.2: a spent code or refresh token came back; its grant is revoked.
         const kind = ctx.oidc.params?.grant_type === 'refresh_token' ? 'refresh_token.reuse_detected' : 'authorization_code.replay_detected';
         metrics.securityEvents.inc({ event: kind });
-        void audit({ actor: `client:${ctx.oidc.client?.clientId ?? 'unknown'}`, action: kind, clientId: ctx.oidc.client?.clientId, details: { ip: ctx.ip } });
+        const clientId = ctx.oidc.client?.clientId;
+        const event = { actor: `client:${clientId ?? 'unknown'}`, action: kind, clientId, details: { ip: ctx.ip } };
+        // The library revoked the grant of a refresh token used twice: tell the app whose, with the audit row.
+        const { accountId, grantId } = ctx.oidc.entities.RefreshToken ?? {};
+        if (kind === 'refresh_token.reuse_detected' && err.error_detail === 'refresh token already used' && clientId && accountId) {
+          void recordReplay(clientId, accountId, grantId, event).catch((e) => log.error({ err: e }, 'audit write failed'));
+        } else void audit(event);
       }
     };
   }

@@ -4,6 +4,8 @@ import type Provider from 'oidc-provider';
 import type { Grant } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
+import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import { webhookEvent } from '../webhooks/events.ts';
 
 /** Revokes a grant with every code and token issued from it. */
 export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
@@ -57,10 +59,17 @@ export async function appsWithAccess(db: Db, provider: Provider, accountId: stri
   return [...apps.values()];
 }
 
-/** Revokes everything a user granted to a client: its access and refresh tokens stop working at once. */
+/**
+ * Revokes everything a user granted to a client: its access and refresh tokens stop working at
+ * once. The record goes with the app's grant.revoked event (user_disconnected), in one transaction.
+ */
 export async function revokeAppAccess(db: Db, provider: Provider, accountId: string, clientId: string): Promise<number> {
   const grantIds: string[] = await db('user_grants').where({ account_id: accountId, client_id: clientId }).pluck('grant_id');
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
-  await db('user_grants').where({ account_id: accountId, client_id: clientId }).delete();
+  await prepareWebhookOutbox(db, clientId);
+  await db.transaction(async (trx) => {
+    const removed = await trx('user_grants').where({ account_id: accountId, client_id: clientId }).delete();
+    if (removed > 0) await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'user_disconnected' })]);
+  });
   return grantIds.length;
 }

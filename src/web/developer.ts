@@ -17,6 +17,9 @@ import { field, fields, formBody, page, redirectWithFlash, requireCsrf } from '.
 import { pageGuards } from './account.ts';
 import { newRouter, numericParam } from '../http/router.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
+import { recentDeliveries, sendTestEvent, setWebhookUrl, webhookUrlOf } from '../webhooks/settings.ts';
+import { WEBHOOK_PUBLIC_KEY_PATH } from '../webhooks/public-key.ts';
+import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 const GRID = scopeGrid();
@@ -45,7 +48,7 @@ function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRe
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 
-export function developerRoutes({ db, artifacts, publicUrls }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls }) {
+export function developerRoutes({ db, artifacts, publicUrls, production }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls; production: boolean }) {
   const router = newRouter();
   const { signedIn } = pageGuards(db);
   const endpoints = publicEndpoints(publicUrls);
@@ -80,6 +83,8 @@ export function developerRoutes({ db, artifacts, publicUrls }: { db: Db; artifac
       errors: {},
       form: { scopes: client.scopes, redirectUris: client.redirectUris.join('\n'), policyUri: client.policyUri ?? '', tosUri: client.tosUri ?? '' },
       renameForm: { name: client.name },
+      webhook: { url: await webhookUrlOf(db, client.clientId), deliveries: await recentDeliveries(db, client.clientId), publicKeyUrl: `${publicUrls.baseUrl}${WEBHOOK_PUBLIC_KEY_PATH}`, production, maxLength: MAX_WEBHOOK_URL_LENGTH },
+      webhookForm: { url: (await webhookUrlOf(db, client.clientId)) ?? '' },
       ...extra,
     });
   }
@@ -184,6 +189,36 @@ export function developerRoutes({ db, artifacts, publicUrls }: { db: Db; artifac
       if (!(err instanceof InputError)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
     }
+  });
+
+  // Webhooks: the URL (checked against the address rule), clearing it, and a test event.
+  router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    const webhookForm = { url: field(ctx, 'webhook_url') };
+    try {
+      await setWebhookUrl(db, client.clientId, webhookForm.url, actor(ctx), { production });
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return refused(ctx, () => showClient(ctx, client, { errors: { webhook_url: sentence(err.message) }, webhookForm }));
+    }
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL saved. Use “Send test event” to check that your app receives it.' });
+  });
+
+  router.post(`${BASE}/:id/webhook/clear`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    await setWebhookUrl(db, client.clientId, null, actor(ctx), { production });
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL removed. No more events are sent.' });
+  });
+
+  router.post(`${BASE}/:id/webhook/test`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    try {
+      await sendTestEvent(db, client.clientId, actor(ctx));
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
+    }
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Test event queued. Reload the page to see the delivery below.' });
   });
 
   const ONLY_SECRET = 'This is the only active secret: generate a new one and switch your app to it before revoking this one.';

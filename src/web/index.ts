@@ -24,6 +24,8 @@ export interface WebDeps {
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;
   publicUrls: PublicUrls;
+  /** NODE_ENV=production: webhook URLs must be https on public addresses. */
+  production: boolean;
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {

@@ -1,0 +1,36 @@
+// What the server tells apps, and in which words. Every event has an id (also the webhook-id
+// header: the same on every attempt, so an app can drop duplicates), a type, the time it happened
+// and its data; the data always names the client. Never a secret's value, a token or a password.
+import { randomBytes } from 'node:crypto';
+
+/** Why a user's grant to the app ended. */
+export type GrantRevokedReason = 'user_disconnected' | 'admin_revoked' | 'refresh_token_replayed' | 'client_suspended';
+
+export interface WebhookEventData {
+  /** The user's grant ended: the app's tokens for this user no longer work. */
+  'grant.revoked': { user_id: string; reason: GrantRevokedReason };
+  /** An administrator moved the client (approved, rejected, suspended, reinstated). */
+  'client.status_changed': { from: string; to: string };
+  /** An administrator decided on a change the owner asked for (added scopes or redirect URIs). */
+  'client.change_decided': { change_id: number; decision: 'approved' | 'rejected'; add_scopes: string[]; add_redirect_uris: string[]; reason?: string };
+  'secret.generated': { secret_id: number };
+  'secret.revoked': { secret_id: number };
+  /** Sent from the developer page's "Send test event". */
+  'webhook.test': { message: string };
+}
+
+export type WebhookEventType = keyof WebhookEventData;
+export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'webhook.test'] as const satisfies readonly WebhookEventType[];
+
+export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
+  id: string;
+  type: T;
+  /** When it happened (ISO 8601), not when it is sent. */
+  timestamp: string;
+  data: { client_id: string } & WebhookEventData[T];
+}
+
+/** A new event about a client, with a fresh id (the Standard Webhooks msg_ form). */
+export function webhookEvent<T extends WebhookEventType>(clientId: string, type: T, data: WebhookEventData[T]): WebhookEvent<T> {
+  return { id: `msg_${randomBytes(16).toString('base64url')}`, type, timestamp: new Date().toISOString(), data: { client_id: clientId, ...data } };
+}

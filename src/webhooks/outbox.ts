@@ -1,0 +1,80 @@
+// The outbox: events are written as pg-boss jobs in the transaction of the change that causes
+// them, so a change is never committed without its events, nor an event sent for a change that
+// rolled back. Only clients with a webhook URL get jobs.
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Db } from '../storage/db.ts';
+import { inTransaction, WEBHOOK_QUEUE, type WebhookQueue } from './queue.ts';
+import type { WebhookEvent } from './events.ts';
+
+/** What a delivery job carries: the body is serialized once, so every attempt signs the same bytes. */
+export interface DeliveryJob {
+  clientId: string;
+  eventId: string;
+  type: string;
+  /** When the event happened (ms since the epoch): retries stop 24 hours after it. */
+  occurredAt: number;
+  body: string;
+}
+
+// The queue of each database: the server's (started with its worker) or the operator scripts'
+// (started on first need). Keyed by the knex instance the service functions are given.
+const queues = new WeakMap<Db, () => Promise<WebhookQueue>>();
+
+/** Makes a queue available to the service functions that change clients on this database. */
+export function attachWebhookQueue(db: Db, queue: () => Promise<WebhookQueue>): void {
+  let started: Promise<WebhookQueue> | undefined;
+  queues.set(db, () => (started ??= queue().catch((err) => ((started = undefined), Promise.reject(err)))));
+}
+
+export function detachWebhookQueue(db: Db): void {
+  queues.delete(db);
+}
+
+async function queueOf(db: Db): Promise<WebhookQueue> {
+  const queue = queues.get(db);
+  if (!queue) throw new Error('webhooks: no delivery queue is attached to this database (see attachWebhookQueue)');
+  return queue();
+}
+
+export async function webhookUrlOf(q: Db | Knex.Transaction, clientId: string): Promise<string | null> {
+  const row: { webhook_url: string | null } | undefined = await q('oauth_clients').where('id', clientId).first('webhook_url');
+  return row?.webhook_url ?? null;
+}
+
+/**
+ * Before a change's transaction: starts the queue if the client has a webhook URL. On the embedded
+ * PGlite (one connection) the queue cannot start while a transaction holds that connection.
+ */
+export async function prepareWebhookOutbox(db: Db, clientId: string): Promise<void> {
+  if (queues.has(db) && (await webhookUrlOf(db, clientId))) await queueOf(db);
+}
+
+// The queue orders one client's jobs by (created_on, id), and created_on is the transaction's
+// start: the events of one change tie on it. Job ids that grow with time and within the
+// millisecond (UUID version 7 with a counter, RFC 9562 6.2 method 1) keep them in the order written.
+let lastMs = 0;
+let sequence = 0;
+function orderedJobId(): string {
+  const now = Date.now();
+  if (now > lastMs) [lastMs, sequence] = [now, 0];
+  else if (++sequence > 0xfff) [lastMs, sequence] = [lastMs + 1, 0];
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(lastMs, 0, 6);
+  bytes[6] = 0x70 | (sequence >> 8);
+  bytes[7] = sequence & 0xff;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Writes the events as delivery jobs in `trx`; nothing when the client has no webhook URL. */
+export async function enqueueWebhookEvents(db: Db, trx: Knex.Transaction, clientId: string, events: WebhookEvent[]): Promise<void> {
+  if (events.length === 0 || !(await webhookUrlOf(trx, clientId))) return;
+  const queue = await queueOf(db);
+  for (const event of events) {
+    const job: DeliveryJob = { clientId, eventId: event.id, type: event.type, occurredAt: Date.parse(event.timestamp), body: JSON.stringify(event) };
+    // singletonKey: the queue's key_strict_fifo policy delivers one client's events in order.
+    await queue.send(WEBHOOK_QUEUE, job, { id: orderedJobId(), singletonKey: clientId, db: inTransaction(trx) });
+  }
+}

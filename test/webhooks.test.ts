@@ -1,0 +1,433 @@
+// Signed webhooks to apps over real HTTP, real PostgreSQL and real receivers on 127.0.0.1: every
+// event type arrives signed (verified with the published public key), retries keep the webhook-id,
+// a restart loses nothing, the address rule holds in production (page, script, delivery time),
+// and only a client's owner sets its webhook.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPublicKey, verify } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
+import { createTestDatabase } from './support/services.ts';
+import { Browser, type Page } from './support/browser.ts';
+import { tokenRequest, type TestUser } from './support/oauth.ts';
+import { newUser, operator, REDIRECT, tokensFor } from './support/fixtures.ts';
+import { admin as runAdmin } from './support/processes.ts';
+import { clientsSetStatus, clientsSetWebhook, secretsGenerate, secretsRevoke } from '../src/admin/commands.ts';
+import { createClient } from '../src/clients/service.ts';
+import { decideChange, editClient } from '../src/clients/changes.ts';
+import { isPublicAddress, parseWebhookUrl } from '../src/webhooks/address-policy.ts';
+import { postWebhook } from '../src/webhooks/delivery.ts';
+
+const BASE = '/settings/developer/oauth-clients';
+const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', REFRESH_GRACE_SECONDS: '0' };
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A local app that records what it receives and answers with the next status of `statuses` (then 204). */
+async function receiver(statuses: number[] = [], port = 0) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(statuses.shift() ?? 204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    received,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    events: () => received.map((r) => JSON.parse(r.body) as { id: string; type: string; timestamp: string; data: Record<string, unknown> }),
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Verifies a delivery the way an app would: the Standard Webhooks v1a signature with the published key. */
+async function verifySignature(base: string, delivery: Received): Promise<boolean> {
+  const { keys } = (await (await fetch(`${base}/v2/auth/webhooks/public-key`)).json()) as { keys: Array<{ public_key: string }> };
+  const raw = Buffer.from(keys[0]!.public_key.replace(/^whpk_/, ''), 'base64');
+  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
+  const { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': sig } = delivery.headers as Record<string, string>;
+  if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
+  return sig!.split(' ').some((s) => s.startsWith('v1a,') && verify(null, Buffer.from(`${id}.${ts}.${delivery.body}`), key, Buffer.from(s.slice(4), 'base64')));
+}
+
+async function signIn(base: string, user: TestUser): Promise<Browser> {
+  const browser = new Browser();
+  const login = await browser.get(`${base}/login`);
+  expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
+  return browser;
+}
+
+async function post(browser: Browser, base: string, path: string, fields: Record<string, string>): Promise<Page> {
+  const csrf = (await browser.get(`${base}${BASE}`)).$('input[name=csrf]').val() as string;
+  return browser.request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, ...fields }).toString() });
+}
+
+async function ownedClient(server: { system: { db: TestServer['system']['db'] } }, ownerUserId: number, name = 'Hooked App') {
+  const { client, secret } = await createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId }, { actor: 'test' });
+  return { client_id: client.clientId, client_secret: secret!.value };
+}
+
+describe('webhooks', () => {
+  let server: TestServer;
+  let dev: TestUser & { id: number };
+  let other: TestUser & { id: number };
+  beforeAll(async () => {
+    server = await startTestServer('redis', ENV);
+    [dev, other] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Other')]);
+  });
+  afterAll(() => server?.close());
+
+  it('publishes the Ed25519 public key in the Standard Webhooks form', async () => {
+    const res = await fetch(`${server.url}/v2/auth/webhooks/public-key`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { keys: Array<{ id: string; public_key: string }> };
+    expect(body.keys).toHaveLength(1);
+    expect(body.keys[0]!.public_key).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+    const stored = await server.pg.db('webhook_signing_keys').first();
+    expect(body.keys[0]!.id).toBe(stored.id);
+    expect(JSON.stringify(body)).not.toContain(stored.private_key);
+  });
+
+  it('delivers every event type, in order, signed with the published key', async () => {
+    const app = await receiver();
+    try {
+      const client = await ownedClient(server, dev.id);
+      const browser = await signIn(server.url, dev);
+      const saved = await post(browser, server.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: app.url });
+      expect(saved.status, saved.$('.field-error').text()).toBe(303);
+
+      await clientsSetStatus(operator(server), client.client_id, 'approved'); // client.status_changed
+      const secret = await secretsGenerate(operator(server), client.client_id); // secret.generated
+      await secretsRevoke(operator(server), client.client_id, String(secret.secret_id)); // secret.revoked
+      const edit = await editClient(server.system.db, client.client_id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
+      await decideChange(server.system.db, edit.pending!.id, true, { actor: 'admin:test', reason: 'looks fine' }); // client.change_decided
+
+      // A refresh token used twice: the library revokes the grant (refresh_token_replayed).
+      const replayer = await newUser(server, 'Replayer');
+      const tokens = await tokensFor(server, client, replayer, 'PROFILE_READ');
+      const refresh = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client };
+      expect((await tokenRequest(server.url, refresh)).status).toBe(200);
+      expect((await tokenRequest(server.url, refresh)).status).toBe(400);
+
+      // A user disconnects the app on "apps with access" (user_disconnected).
+      const leaver = await newUser(server, 'Leaver');
+      await tokensFor(server, client, leaver, 'PROFILE_READ');
+      const leaverBrowser = await signIn(server.url, leaver);
+      const page = await leaverBrowser.get(`${server.url}/settings/connected-apps`);
+      const csrf = page.$('input[name=csrf]').first().val() as string;
+      const revoked = await leaverBrowser.request(`${server.url}/settings/connected-apps/${client.client_id}/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, confirm: 'yes' }).toString(),
+      });
+      expect(revoked.status).toBe(303);
+
+      // Suspension ends the grant of every user who still has one (client_suspended).
+      const stayer = await newUser(server, 'Stayer');
+      await tokensFor(server, client, stayer, 'PROFILE_READ');
+      await clientsSetStatus(operator(server), client.client_id, 'suspended');
+
+      // The page's "Send test event".
+      const tested = await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {});
+      expect(tested.status).toBe(303);
+
+      const events = await until('all events', app.events, (e) => e.length >= 9);
+      // One client's events arrive one at a time, in the order they happened.
+      expect(events.map((e) => `${e.type}${e.type === 'grant.revoked' ? `:${e.data.reason}` : ''}`)).toEqual([
+        'client.status_changed',
+        'secret.generated',
+        'secret.revoked',
+        'client.change_decided',
+        'grant.revoked:refresh_token_replayed',
+        'grant.revoked:user_disconnected',
+        'client.status_changed',
+        'grant.revoked:client_suspended',
+        'webhook.test',
+      ]);
+      const byType = (type: string) => events.filter((e) => e.type === type);
+      expect(byType('client.status_changed').map((e) => e.data)).toEqual([
+        { client_id: client.client_id, from: 'pending', to: 'approved' },
+        { client_id: client.client_id, from: 'approved', to: 'suspended' },
+      ]);
+      expect(byType('secret.generated')[0]!.data).toEqual({ client_id: client.client_id, secret_id: secret.secret_id });
+      expect(byType('secret.revoked')[0]!.data).toEqual({ client_id: client.client_id, secret_id: secret.secret_id });
+      expect(byType('client.change_decided')[0]!.data).toEqual({ client_id: client.client_id, change_id: edit.pending!.id, decision: 'approved', add_scopes: ['BOOKING_READ'], add_redirect_uris: [], reason: 'looks fine' });
+      expect(byType('grant.revoked').map((e) => e.data).sort((a, b) => String(a.reason).localeCompare(String(b.reason)))).toEqual([
+        { client_id: client.client_id, user_id: String(stayer.id), reason: 'client_suspended' },
+        { client_id: client.client_id, user_id: String(replayer.id), reason: 'refresh_token_replayed' },
+        { client_id: client.client_id, user_id: String(leaver.id), reason: 'user_disconnected' },
+      ]);
+      expect(byType('webhook.test')).toHaveLength(1);
+      for (const delivery of app.received) {
+        expect(await verifySignature(server.url, delivery)).toBe(true);
+        const event = JSON.parse(delivery.body);
+        expect(delivery.headers['webhook-id']).toBe(event.id);
+        expect(event.id).toMatch(/^msg_/);
+        expect(Date.parse(event.timestamp)).toBeGreaterThan(Date.now() - 120_000);
+        expect(delivery.body).not.toContain(secret.client_secret);
+      }
+      // A changed byte fails verification: the check above can fail.
+      expect(await verifySignature(server.url, { ...app.received[0]!, body: app.received[0]!.body.replace('}', ' }') })).toBe(false);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('retries a failing app with back-off, with the same webhook-id, and lists the attempts on the page', async () => {
+    const app = await receiver([500, 503]);
+    try {
+      const client = await ownedClient(server, dev.id, 'Flaky App');
+      await clientsSetWebhook(operator(server), client.client_id, app.url);
+      const browser = await signIn(server.url, dev);
+      expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {})).status).toBe(303);
+      await until('three attempts', () => app.received.length, (n) => n >= 3);
+      expect(new Set(app.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
+      expect(new Set(app.received.map((r) => r.body)).size).toBe(1);
+      for (const delivery of app.received) expect(await verifySignature(server.url, delivery)).toBe(true);
+      const rows = await until('three recorded attempts', () => server.pg.db('webhook_deliveries').where('client_id', client.client_id).orderBy('id'), (r) => r.length >= 3);
+      expect(rows.map((r) => [r.attempt, r.status_code, r.succeeded])).toEqual([[1, 500, false], [2, 503, false], [3, 204, true]]);
+      const page = await browser.get(`${server.url}${BASE}/${client.client_id}`);
+      const cells = page.$('table.deliveries tbody tr').map((_, tr) => page.$(tr).find('td').map((__, td) => page.$(td).text().trim()).get().join(' | ')).get();
+      expect(cells).toHaveLength(3);
+      expect(cells[0]).toMatch(/webhook\.test .*\| HTTP 204 \| 3$/);
+      expect(cells[2]).toMatch(/webhook\.test .*\| HTTP 500 \| 1$/);
+      const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+      expect(metrics).toMatch(/webhook_deliveries_total\{outcome="failed"\} [1-9]/);
+      expect(metrics).toMatch(/webhook_deliveries_total\{outcome="delivered"\} [1-9]/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('does not follow redirects: a 3xx is a failed attempt', async () => {
+    const target = await receiver();
+    const redirecting = http.createServer((_req, res) => res.writeHead(307, { location: target.url }).end());
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = new URL(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/hooks`);
+      expect(await postWebhook(url, {}, '{}', { production: false })).toEqual({ statusCode: 307 });
+      expect(target.received).toHaveLength(0);
+    } finally {
+      redirecting.closeAllConnections();
+      redirecting.close();
+      await target.close();
+    }
+  });
+
+  it('lets only the owner set a client\'s webhook, and refuses bad URLs without changing anything', async () => {
+    const client = await ownedClient(server, dev.id, 'Guarded App');
+    await clientsSetWebhook(operator(server), client.client_id, 'http://127.0.0.1:9/kept');
+    const stored = async () => (await server.pg.db('oauth_clients').where('id', client.client_id).first()).webhook_url;
+    const intruder = await signIn(server.url, other);
+    for (const path of ['webhook', 'webhook/clear', 'webhook/test']) {
+      const res = await post(intruder, server.url, `${BASE}/${client.client_id}/${path}`, { webhook_url: 'http://127.0.0.1:9/evil' });
+      expect(res.status).toBe(404);
+    }
+    expect(await stored()).toBe('http://127.0.0.1:9/kept');
+
+    const owner = await signIn(server.url, dev);
+    for (const [bad, reason] of [
+      [`https://app.example.com/${'a'.repeat(2000)}`, /at most 2000 characters/],
+      ['https://user:pass@app.example.com/hooks', /user name or password/],
+      ['https://app.example.com/hooks#frag', /fragment/],
+      ['https://app.exa\tmple.com/hooks', /spaces or control characters/],
+      ['ftp://app.example.com/hooks', /https/],
+      ['not a url', /spaces|absolute URL/],
+      ['', /enter the webhook URL/i],
+    ] as const) {
+      const res = await post(owner, server.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: bad });
+      expect(res.status, bad).toBe(400);
+      expect(res.$('#webhook_url-error').text()).toMatch(reason);
+    }
+    expect(await stored()).toBe('http://127.0.0.1:9/kept');
+    expect((await post(owner, server.url, `${BASE}/${client.client_id}/webhook/clear`, {})).status).toBe(303);
+    expect(await stored()).toBeNull();
+    const test = await post(owner, server.url, `${BASE}/${client.client_id}/webhook/test`, {});
+    expect(test.status).toBe(303);
+    expect((await owner.get(test.location!)).$('.alert').text()).toMatch(/set a webhook URL first/i);
+  });
+
+  it('sets and clears the URL with the operator script', async () => {
+    const client = await ownedClient(server, dev.id, 'Scripted App');
+    const env = { DATABASE_URL: server.pg.url };
+    const set = await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, 'http://127.0.0.1:9/hooks'], env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/hooks' });
+    const both = await runAdmin(['clients', 'set-webhook', client.client_id], env);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/webhook URL or --clear/);
+    const cleared = await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, '--clear'], env);
+    expect(JSON.parse(cleared.stdout).webhook_url).toBeNull();
+    const audit = await server.pg.db('audit_events').where('client_id', client.client_id).whereLike('action', 'client.webhook_%').orderBy('id').pluck('action');
+    expect(audit).toEqual(['client.webhook_set', 'client.webhook_cleared']);
+  });
+});
+
+describe('the address rule in production', () => {
+  let instance: AppInstance;
+  let pg: Awaited<ReturnType<typeof createTestDatabase>>;
+  beforeAll(async () => {
+    pg = await createTestDatabase();
+    instance = await startInstance({ ...ENV, NODE_ENV: 'production', DATABASE_URL: pg.url, COOKIE_KEYS: 'a-production-cookie-key-of-32-chars!!' }, { db: pg.db });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await pg?.drop();
+  });
+
+  const internal = ['http://app.example.com/hooks', 'https://127.0.0.1/hooks', 'https://localhost/hooks', 'https://10.1.2.3/', 'https://192.168.0.10/', 'https://169.254.169.254/latest', 'https://100.64.0.1/', 'https://[::1]/', 'https://[::ffff:127.0.0.1]/', 'https://[fd00::1]/', 'https://0.0.0.0/', 'https://2130706433/', 'https://224.0.0.1/'];
+
+  it('refuses internal addresses on the page', async () => {
+    const user = await newUser({ system: instance.system } as TestServer);
+    const client = await ownedClient(instance, user.id, 'Prod App');
+    const browser = await signIn(instance.url, user);
+    for (const url of internal) {
+      const res = await post(browser, instance.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: url });
+      expect(res.status, url).toBe(400);
+      expect(res.$('#webhook_url-error').text(), url).toMatch(/https|public address/);
+    }
+    // A public address literal is accepted (nothing is sent until an event happens).
+    expect((await post(browser, instance.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: 'https://93.184.215.14/hooks' })).status).toBe(303);
+  });
+
+  it('refuses internal addresses in the operator script', async () => {
+    const user = await newUser({ system: instance.system } as TestServer);
+    const client = await ownedClient(instance, user.id, 'Prod Script App');
+    const env = { NODE_ENV: 'production', DATABASE_URL: pg.url, COOKIE_KEYS: 'a-production-cookie-key-of-32-chars!!' };
+    for (const url of ['https://127.0.0.1/hooks', 'https://[::ffff:10.0.0.1]/']) {
+      const res = await runAdmin(['clients', 'set-webhook', client.client_id, url], env);
+      expect(res.code, url).toBe(1);
+      expect(res.stderr).toMatch(/public address/);
+    }
+    expect((await pg.db('oauth_clients').where('id', client.client_id).first()).webhook_url).toBeNull();
+  });
+
+  it('refuses at delivery time a name that resolves to an internal address, and connects to the checked address', async () => {
+    const app = await receiver();
+    try {
+      const port = new URL(app.url).port;
+      const url = new URL(`http://hooks.example.test:${port}/hooks`);
+      const toLoopback = async () => [{ address: '127.0.0.1', family: 4 }];
+      const refused = await postWebhook(url, {}, '{}', { production: true, resolve: toLoopback });
+      expect(refused.error).toMatch(/local or private address/);
+      expect(app.received).toHaveLength(0);
+      // The same name outside production: the connection goes to the address the lookup gave.
+      expect(await postWebhook(url, {}, '{}', { production: false, resolve: toLoopback })).toEqual({ statusCode: 204 });
+      expect(app.received).toHaveLength(1);
+      // One internal address among public ones is enough to refuse.
+      const mixed = async () => [{ address: '93.184.215.14', family: 4 }, { address: '10.0.0.1', family: 4 }];
+      expect((await postWebhook(url, {}, '{}', { production: true, resolve: mixed })).error).toMatch(/local or private/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('classifies addresses', () => {
+    for (const a of ['93.184.215.14', '8.8.8.8', '2606:4700::1111']) expect(isPublicAddress(a), a).toBe(true);
+    for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.1.1', '100.64.1.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::', '::1', '::ffff:8.8.8.8', '::ffff:127.0.0.1', 'fe80::1', 'fc00::1', 'ff02::1', '64:ff9b::a00:1', '2002:a00:1::', '2001:db8::1', 'not-an-ip']) {
+      expect(isPublicAddress(a), a).toBe(false);
+    }
+    expect(() => parseWebhookUrl('http://127.0.0.1:3000/hooks', { production: false })).not.toThrow();
+    expect(() => parseWebhookUrl('https://0x7f.1/hooks', { production: true })).toThrow(/public address/);
+  });
+});
+
+describe('a restart between the change and the delivery', () => {
+  it('loses nothing: the next instance delivers the queued event', async () => {
+    const pg = await createTestDatabase();
+    // A port with nobody listening yet: the app is down when the event happens.
+    const probe = await receiver();
+    const port = Number(new URL(probe.url).port);
+    await probe.close();
+    let first: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+    let second: AppInstance | undefined;
+    let app: Awaited<ReturnType<typeof receiver>> | undefined;
+    try {
+      const user = await newUser({ system: first.system } as TestServer);
+      const client = await ownedClient(first, user.id, 'Restarted App');
+      await clientsSetWebhook({ db: pg.db, artifacts: first.system.artifacts, by: { actor: 'test' } }, client.client_id, `http://127.0.0.1:${port}/hooks`);
+      await secretsGenerate({ db: pg.db, artifacts: first.system.artifacts, by: { actor: 'test' } }, client.client_id);
+      await until('a failed attempt', () => pg.db('webhook_deliveries').where('client_id', client.client_id), (rows) => rows.length >= 1);
+      await first.close();
+      first = undefined;
+      app = await receiver([], port);
+      second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+      const [event] = await until('the event after the restart', app.events, (e) => e.length >= 1);
+      expect(event!.type).toBe('secret.generated');
+      expect(await verifySignature(second.url, app.received[0]!)).toBe(true);
+    } finally {
+      await first?.close();
+      await second?.close();
+      await app?.close();
+      await pg.drop();
+    }
+  });
+});
+
+describe('on the embedded PGlite', () => {
+  it('queues and delivers in the one process', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-pglite-'));
+    const app = await receiver();
+    const instance = await startInstance({ ...ENV, DATA_DIR: dataDir });
+    try {
+      const user = await newUser({ system: instance.system } as TestServer);
+      const client = await ownedClient(instance, user.id, 'Embedded App');
+      const ctx = { db: instance.system.db, artifacts: instance.system.artifacts, by: { actor: 'test' } };
+      await clientsSetWebhook(ctx, client.client_id, app.url);
+      await clientsSetStatus(ctx, client.client_id, 'approved');
+      const [event] = await until('the event', app.events, (e) => e.length >= 1);
+      expect(event!.data).toEqual({ client_id: client.client_id, from: 'pending', to: 'approved' });
+      expect(await verifySignature(instance.url, app.received[0]!)).toBe(true);
+    } finally {
+      await instance.close();
+      await app.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('several instances', () => {
+  it('deliver each event once, by one of them', async () => {
+    const pg = await createTestDatabase();
+    const app = await receiver();
+    const instances = [await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db }), await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db })];
+    try {
+      const user = await newUser({ system: instances[0]!.system } as TestServer);
+      const clients = [await ownedClient(instances[0]!, user.id, 'Multi A'), await ownedClient(instances[1]!, user.id, 'Multi B')];
+      const ctx = { db: pg.db, artifacts: instances[0]!.system.artifacts, by: { actor: 'test' } };
+      for (const client of clients) await clientsSetWebhook(ctx, client.client_id, app.url);
+      for (let i = 0; i < 4; i++) for (const client of clients) await secretsGenerate(ctx, client.client_id).then((s) => secretsRevoke(ctx, client.client_id, String(s.secret_id)));
+      const events = await until('16 events', app.events, (e) => e.length >= 16);
+      await new Promise((r) => setTimeout(r, 1500)); // a duplicate would come now
+      expect(app.received).toHaveLength(16);
+      expect(new Set(events.map((e) => e.id)).size).toBe(16);
+      for (const client of clients) {
+        const mine = events.filter((e) => e.data.client_id === client.client_id).map((e) => e.type);
+        expect(mine).toEqual(Array.from({ length: 4 }, () => ['secret.generated', 'secret.revoked']).flat());
+      }
+    } finally {
+      for (const instance of instances) await instance.close();
+      await app.close();
+      await pg.drop();
+    }
+  });
+});
