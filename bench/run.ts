@@ -1,5 +1,5 @@
 // `npm run bench`: our server (src/main.ts, its own process, PostgreSQL + Redis, production mode)
-// against the pinned anchors of ../shared/bench-anchors, each of our cases right after its anchor in
+// against the pinned bench anchors (docs/benchmark.md; BENCH_ANCHORS_DIR), each of our cases right after its anchor in
 // every repetition, with wrk as the load generator. `--scale` adds the scale figures (lib/scale.ts).
 // Results: bench/results/latest.{md,json}; a full run also writes bench/BASELINE.md.
 import { execFileSync } from 'node:child_process';
@@ -25,6 +25,7 @@ const USAGE = `npm run bench -- [options]
   --scale            also the scale figures: 1,000,000 vs 1,000 access tokens, 10,000 vs 10 clients
   --storage-unpinned leave the local PostgreSQL and Redis on their cores (default: moved to the load core)
   --max-foreign-cpu P  before a timed run, wait while other processes use over P% of a core (default 20)
+BENCH_ANCHORS_DIR  the bench anchors' folder (docs/benchmark.md); default: beside this repository, as the team keeps it
 BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres): a fresh database is made there
 BENCH_REDIS_URL    (default redis://127.0.0.1:6379/9): a reserved logical database, FLUSHED (--scale also the next one)`;
 
@@ -224,7 +225,7 @@ ${resultsTable(results, sums)}
 
 ${targetsTable(targets)}
 
-Each of our cases runs right after its anchor (\`../shared/bench-anchors\`: bare oidc-provider 9.13 on its in-memory adapter; Koa hello) in every repetition; ratio: our median ÷ the anchor’s median of the same run (in brackets: the range of the per-repetition ratios). p50/p99: wrk’s (from each request’s send); paced rows: open loop from a Node loop (bench/lib/paced.ts) at half the saturated rate of the same repetition, latency from each request’s due time, beside Koa hello at the same rate (the floor of that measurement here). Tokens: 1,000 access tokens (cycled, one per request), and refresh tokens minted before each run and each presented once; ours minted by our own provider models, the anchor’s by its \`/__bench/mint\`. Our client’s budget is raised with \`clients set-rate-limit\` (limits on, not hit); the burst client keeps the default. unexpected: answers other than 200, and socket errors.
+Each of our cases runs right after its anchor (the bench anchors, see \`docs/benchmark.md\`: bare oidc-provider 9.13 on its in-memory adapter; Koa hello) in every repetition; ratio: our median ÷ the anchor’s median of the same run (in brackets: the range of the per-repetition ratios). p50/p99: wrk’s (from each request’s send); paced rows: open loop from a Node loop (bench/lib/paced.ts) at half the saturated rate of the same repetition, latency from each request’s due time, beside Koa hello at the same rate (the floor of that measurement here). Tokens: 1,000 access tokens (cycled, one per request), and refresh tokens minted before each run and each presented once; ours minted by our own provider models, the anchor’s by its \`/__bench/mint\`. Our client’s budget is raised with \`clients set-rate-limit\` (limits on, not hit); the burst client keeps the default. unexpected: answers other than 200, and socket errors.
 
 Stores, per request our server answered, by their own counters: SQL transactions (statements outside a transaction count one each) and rows read (\`tup_returned\`) from \`pg_stat_database\` of the bench database, read 10.5 s after the load so that every backend has reported; Redis commands (those run inside scripts included) from \`INFO commandstats\`, and reads (\`total_reads_processed\`: network round trips, several pipelined commands being one) — server-wide counters, so * marks a run during which another client of that Redis was active.
 

@@ -10,7 +10,12 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BENCH = path.join(ROOT, 'bench');
-export const ANCHORS = path.resolve(ROOT, '../shared/bench-anchors');
+/**
+ * The team's fixed reference servers (docs/benchmark.md says what they serve). They are not part
+ * of this repository: BENCH_ANCHORS_DIR names their folder; by default the team's checkout keeps
+ * them beside this repository.
+ */
+export const ANCHORS = path.resolve(ROOT, process.env.BENCH_ANCHORS_DIR || '../shared/bench-anchors');
 
 const cleanups: { name: string; run: () => unknown }[] = [];
 export const onCleanup = (name: string, run: () => unknown) => void cleanups.push({ name, run });
@@ -141,8 +146,11 @@ export function logFile(name: string): string {
   return path.join(BENCH, 'results', `${name.replace(/\W+/g, '-')}.log`);
 }
 
-/** The shared anchors (../shared/bench-anchors), installed there once with `npm ci` if needed. */
+/** An anchor server (see ANCHORS), its dependencies installed there once with `npm ci` if needed. */
 export async function startAnchor(kind: 'oidc' | 'hello'): Promise<Server> {
+  if (!fs.existsSync(path.join(ANCHORS, 'anchor-oidc.mjs'))) {
+    throw new Error(`no bench anchors in ${ANCHORS}: set BENCH_ANCHORS_DIR to the folder with anchor-oidc.mjs and anchor-hello.mjs (see docs/benchmark.md)`);
+  }
   if (!fs.existsSync(path.join(ANCHORS, 'node_modules'))) {
     console.log(`installing the anchors' dependencies (npm ci in ${ANCHORS})`);
     const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: ANCHORS, stdio: 'inherit' });
