@@ -3,7 +3,8 @@
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
 import type { Context, Next } from 'koa';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { requestMetrics } from './request-metrics.ts';
 import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).
@@ -36,14 +37,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by endpoint and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency by endpoint',
-    labelNames: ['route'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
+  const recordRequest = requestMetrics(registry);
   const tokensIssued = new Counter({ name: 'oauth_tokens_issued_total', help: 'Token responses by grant type', labelNames: ['grant_type'] as const, registers: [registry] });
   const authFailures = new Counter({
     name: 'oauth_auth_failures_total',
@@ -55,8 +49,15 @@ export function createMetrics() {
   // Webhooks to apps (src/webhooks/delivery.ts): every attempt, delivered or failed; given_up once per event after 24 hours.
   const webhookDeliveries = new Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, failed, given_up)', labelNames: ['outcome'] as const, registers: [registry] });
 
+  /** Counts and times one answered request. */
+  function record(route: string, method: string, status: number, seconds: number): void {
+    recordRequest(route, method, status, seconds);
+    if (status === 429) securityEvents.inc({ event: 'rate_limited' });
+  }
+
   return {
     registry,
+    record,
     tokensIssued,
     authFailures,
     securityEvents,
@@ -64,15 +65,12 @@ export function createMetrics() {
     /** Koa middleware: counts and times every request. */
     async observe(ctx: Context, next: Next) {
       const route = routeName(ctx.path); // before the provider mount rewrites the path
-      const end = duration.startTimer({ route });
+      const started = performance.now();
       try {
         await next();
       } finally {
-        end();
         // The provider answers on ctx.res directly (ctx.respond = false): read the real status there.
-        const status = ctx.respond === false ? ctx.res.statusCode : ctx.status;
-        requests.inc({ route, method: ctx.method, status: String(status) });
-        if (status === 429) securityEvents.inc({ event: 'rate_limited' });
+        record(route, ctx.method, ctx.respond === false ? ctx.res.statusCode : ctx.status, (performance.now() - started) / 1000);
       }
     },
   };
