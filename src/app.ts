@@ -2,6 +2,7 @@
 // APP_URL), the sign-in and consent pages, the resource API and the operational endpoints.
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { RequestListener } from 'node:http';
 import Koa, { type Context, type Next } from 'koa';
 import type Router from '@koa/router';
 import type Provider from 'oidc-provider';
@@ -13,16 +14,21 @@ import type { Logger } from './log.ts';
 import { handleErrors, respondWithError } from './http/error-responses.ts';
 import { providerEndpoints } from './oauth/endpoints.ts';
 import type { RateLimits } from './oauth/rate-limits.ts';
-import { meRoutes } from './api/me.ts';
-import { checkRoutes } from './api/check.ts';
+import { meRoutes, readMe } from './api/me.ts';
+import { checkRoutes, gatewayCheck } from './api/check.ts';
+import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
+import { hotPathListener } from './api/listener.ts';
 import { VIEWS_DIR } from './views.ts';
 import { securityHeaders } from './http/security-headers.ts';
-import { requestLog } from './http/request-log.ts';
+import { requestLineWriter, requestLog, type RequestLineWriter } from './http/request-log.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { ClientArtifacts } from './storage/client-artifacts.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
+import { untrustedProxyWarning, type ProxyWarning } from './http/untrusted-proxy.ts';
+import { urlProblem } from './http/url-limits.ts';
+import type { TokenCache } from './storage/token-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { WebhookSigningKey } from './webhooks/signing.ts';
 import { webhookPublicKeyRoutes } from './webhooks/public-key.ts';
@@ -48,37 +54,22 @@ export interface AppDeps {
   publicUrls: PublicUrls;
   /** The key that signs webhooks to apps; its public half is published (src/webhooks/public-key.ts). */
   webhookKey: WebhookSigningKey;
+  /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
+  tokenCache?: TokenCache | undefined;
 }
 
 
-/**
- * In production with no trusted proxy, a request that carries X-Forwarded-Proto came through a
- * proxy we ignore: client addresses (rate limits) and the scheme are then the proxy's. Say so
- * once, naming the setting.
- */
-function warnOfUntrustedProxy(log: Logger) {
-  let warned = false;
+function warnOfUntrustedProxy(warning: ProxyWarning) {
   return async function untrustedProxyWarning(ctx: Context, next: Next) {
-    if (!warned && ctx.get('X-Forwarded-Proto')) {
-      warned = true;
-      log.warn('a request came with X-Forwarded-Proto but no proxy is trusted: set TRUST_PROXY to the number of proxies in front of this server');
-    }
+    warning(ctx.headers);
     return next();
   };
 }
 
-
-// Longer URLs have no legitimate use here and only cost parsing; headers are capped by Node (16 KiB).
-const MAX_URL_LENGTH = 8 * 1024;
-
-// A NUL byte has no legitimate use in any URL here, and PostgreSQL text cannot hold one.
-const NUL = /%00|\0/i;
-
 async function limitUrlLength(ctx: Context, next: Next) {
-  const tooLong = ctx.url.length > MAX_URL_LENGTH;
-  if (!tooLong && !NUL.test(ctx.url)) return next();
-  const message = tooLong ? 'the request URL is too long' : 'the request URL contains a NUL byte';
-  return respondWithError(ctx, { status: tooLong ? 414 : 400, code: 'invalid_request', message });
+  const problem = urlProblem(ctx.url);
+  if (!problem) return next();
+  return respondWithError(ctx, { ...problem, code: 'invalid_request' });
 }
 
 /** Nothing answered: a 404 in the shape of the route family (JSON on the API, a page elsewhere). */
@@ -113,24 +104,39 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
   return router;
 }
 
-export function createApp(deps: AppDeps): Koa {
+/** The server's request listener: the API's hot paths first (src/api/listener.ts), then the app. */
+export function createListener(deps: AppDeps): RequestListener {
+  const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
+  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps.db) };
+  // What both listeners do for every request, made once so that they do it alike.
+  const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
+  const app = createApp(deps, api, shared);
+  return hotPathListener({ ...api, ...shared, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+}
+
+interface Shared {
+  writeLine: RequestLineWriter;
+  proxyWarning: ProxyWarning;
+}
+
+function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, shared: Shared): Koa {
   const { provider, db, log, metrics } = deps;
   // Koa takes the client address from X-Forwarded-For as the nearest trusted proxy saw it: the
   // entry proxyHops from the right. Entries further left are written by the client.
   const app = new Koa({ proxy: deps.proxyHops > 0, maxIpsCount: deps.proxyHops, keys: deps.cookieKeys });
 
   // Every request, in this order:
-  app.use(requestLog(log)); // one log line, with a request id
+  app.use(requestLog(shared.writeLine)); // one log line, with a request id
   app.use(metrics.observe); // counted and timed
   app.use(securityHeaders({ https: deps.https })); // browser protections
   app.use(secureCookies(deps.https)); // Secure __Host- cookies where APP_URL is https
-  if (deps.production && deps.proxyHops === 0) app.use(warnOfUntrustedProxy(log));
+  app.use(warnOfUntrustedProxy(shared.proxyWarning));
   app.use(limitUrlLength); // no huge URLs, no NUL bytes
   app.use(notFound); // nothing answered: a 404 in the shape of the route family
   app.use(handleErrors(log)); // every error, in the shape of the route family
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
-  for (const router of [checkRoutes(provider), meRoutes(provider, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;

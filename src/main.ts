@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   config = withListeningPort(config, (server.address() as AddressInfo).port);
 
   const system = await buildSystem(config);
-  starting.ready(system.app.callback());
+  starting.ready(system.listener);
   const { log } = system;
 
   if (config.usingDevCookieKeys) log.warn('COOKIE_KEYS is not set: using development cookie keys (refused in production)');

@@ -1,5 +1,5 @@
 // Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
-import type Koa from 'koa';
+import type { RequestListener } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { RedisClient } from './storage/redis.ts';
 import { connectRedis } from './storage/redis.ts';
@@ -13,7 +13,7 @@ import { flushGrantUses } from './oauth/grant-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
-import { createApp } from './app.ts';
+import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
@@ -24,7 +24,8 @@ import { loadWebhookSigningKey } from './webhooks/signing.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 
 export interface System {
-  app: Koa;
+  /** The public listener: the API's hot paths, then the Koa app. */
+  listener: RequestListener;
   provider: Provider;
   db: Db;
   redis: RedisClient | undefined;
@@ -67,7 +68,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   attachWebhookQueue(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, signingKey: webhookKey, policy: { production }, metrics, log });
   watchProviderEvents(provider, { db, metrics, log });
-  const app = createApp({
+  const listener = createListener({
     provider,
     db,
     redis,
@@ -82,6 +83,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     platformName: config.platformName,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhookKey,
+    tokenCache: tokenCache?.cache,
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
@@ -91,7 +93,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   purge?.unref();
 
   return {
-    app,
+    listener,
     provider,
     db,
     redis,

@@ -10,6 +10,7 @@ import { Browser } from './support/browser.ts';
 import { REDIRECT } from './support/fixtures.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
+import { revokeAppAccess } from '../src/oauth/grants.ts';
 import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
 
 let pg: TestDatabase;
@@ -194,6 +195,13 @@ describe('the access token cache', () => {
     expect((await tokenRequest(b.url, { grant_type: 'refresh_token', refresh_token: second.refresh_token, ...client })).body.error).toBe('invalid_grant');
     expect(await check(b.url, live)).toBe(401);
     expect(await refusedWithin(a.url, live)).toBeLessThanOrEqual(PROPAGATION_MS);
+
+    // The user disconnects the app in "apps with access" on a (what the page's Revoke runs): its grants.
+    const granted = await tokens(client);
+    await cached(granted.access_token);
+    expect(await revokeAppAccess(a.system.db, a.system.provider, String(userId), client.client_id)).toBeGreaterThan(0);
+    expect(await check(a.url, granted.access_token)).toBe(401);
+    expect(await refusedWithin(b.url, granted.access_token)).toBeLessThanOrEqual(PROPAGATION_MS);
 
     // The operator suspends the client (its own process): every instance, by the time the script returns.
     const fourth = await tokens(client);

@@ -1,12 +1,15 @@
 // Access decisions for the scheduling API: the bearer token (RFC 6750) judged against the route
-// policy. One decision, used by our own resource routes and by the gateway check endpoint.
+// policy. One decision, used by our own resource routes and by the gateway check endpoint, on
+// whichever transport carried the request (the Koa app or the hot-path listener).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import getRawBody from 'raw-body';
 import { neededFor } from './route-policy.ts';
-import { rejectRequest, rejectScope, rejectToken, sendError } from './responses.ts';
+import { rejectRequest, rejectScope, rejectToken, errorAnswer, reply, type Answer } from './responses.ts';
 import { LEGACY_FULL_ACCESS, scopeSatisfies } from '../scopes.ts';
+import { artifactKey } from '../storage/artifact-key.ts';
+import type { TokenCache } from '../storage/token-cache.ts';
 
 export interface VerifiedToken {
   accountId: string;
@@ -32,18 +35,50 @@ declare module 'koa' {
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
+/** The token's facts, or why it is not valid. */
+export type VerifyToken = (value: string) => Promise<VerifiedToken | string>;
+
 /**
- * The token's facts, or why it is not valid. Only the token lookup: a client that stops being
- * approved has all its tokens deleted (setClientStatus in src/clients/service.ts), so no client read is needed.
+ * Verifies access tokens with the provider's own lookup (AccessToken.find). Only the token: a
+ * client that stops being approved has all its tokens deleted (setClientStatus in
+ * src/clients/service.ts), so no client read is needed. With the token cache, the facts of a token
+ * the provider has verified are kept beside its cached payload, so a repeated lookup is one hash
+ * and a map read; they go when the payload goes (revocation, expiry, a lost revocation channel).
  */
-export async function verifyAccessToken(provider: Provider, value: string): Promise<VerifiedToken | string> {
-  const token = await provider.AccessToken.find(value);
-  if (!token?.clientId || !token.accountId) return 'the access token is invalid, expired or revoked';
-  if (token.isSenderConstrained()) return 'sender-constrained tokens are not accepted here';
-  const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
-  const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
-  return { accountId: String(token.accountId), clientId: token.clientId, scopes, unscoped };
+export function accessTokenVerifier(provider: Provider, cache?: TokenCache): VerifyToken {
+  return async function verifyAccessToken(value) {
+    const key = cache?.serving ? artifactKey(value) : undefined;
+    const known = key ? cache!.known<VerifiedToken>(key) : undefined;
+    if (known) return known;
+    const token = await provider.AccessToken.find(value);
+    if (!token?.clientId || !token.accountId) return 'the access token is invalid, expired or revoked';
+    if (token.isSenderConstrained()) return 'sender-constrained tokens are not accepted here';
+    const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
+    const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
+    const facts: VerifiedToken = { accountId: String(token.accountId), clientId: token.clientId, scopes, unscoped };
+    if (key) cache!.remember(key, facts);
+    return facts;
+  };
 }
+
+/** What a decision reads of a request, whichever transport carried it. */
+export interface ApiRequest {
+  method: string;
+  /** The path as sent (not decoded), without the query. */
+  path: string;
+  /** `?` and the query, or '' (as Koa's ctx.search). */
+  search: string;
+  headers: IncomingHttpHeaders;
+  rawHeaders: string[];
+}
+
+export const koaRequest = (ctx: Context): ApiRequest => ({ method: ctx.method, path: ctx.path, search: ctx.search, headers: ctx.headers, rawHeaders: ctx.req.rawHeaders });
+
+/** A request header's value, '' when absent (as Koa's ctx.get). */
+export const headerOf = (request: ApiRequest, lowerCaseName: string): string => {
+  const value = request.headers[lowerCaseName];
+  return Array.isArray(value) ? value.join(', ') : (value ?? '');
+};
 
 /** A call to judge: every method a backend may run it as (see callMethods), and its path as sent. */
 export interface Call {
@@ -60,6 +95,7 @@ const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-o
  * else is not public.
  */
 export function callMethods(method: string, headers: IncomingHttpHeaders, query: URLSearchParams): string[] {
+  if (!OVERRIDE_HEADERS.some((h) => headers[h] !== undefined) && !query.has('_method')) return [method.toUpperCase()];
   const named = [...OVERRIDE_HEADERS.flatMap((h) => headers[h] ?? []), ...query.getAll('_method')];
   const overrides = named.flatMap((value) => value.split(',')).map((m) => m.trim().toUpperCase()).filter(Boolean);
   return [...new Set([method.toUpperCase(), ...overrides])];
@@ -71,64 +107,72 @@ export function queryOf(uri: string): URLSearchParams {
   return new URLSearchParams(at < 0 ? '' : uri.slice(at + 1).split('#', 1)[0]);
 }
 
-const FORM_LIMIT = '16kb';
-
 /**
  * The Authorization header, which must be the only way the token comes (RFC 6750 3.1: one method
  * per request). A second Authorization header, or a token also in an `access_token` parameter —
- * in these queries or, with `readBody`, in a form body — is invalid_request: a server behind us
+ * in these queries or in a form body (`bodyHasToken`) — is invalid_request: a server behind us
  * might read the other token than the one judged here.
  */
-export async function bearerHeader(ctx: Context, queries: URLSearchParams[], { readBody = false } = {}): Promise<string | undefined | Refusal> {
+export function bearerHeader(request: ApiRequest, queries: URLSearchParams[], bodyHasToken = false): string | undefined | Refusal {
   // Node keeps the first of repeated Authorization headers; other servers keep the last.
-  const names = ctx.req.rawHeaders.filter((_, i) => i % 2 === 0);
-  if (names.filter((name) => name.toLowerCase() === 'authorization').length > 1) {
-    return { allow: false, status: 400, message: 'send one Authorization header' };
-  }
-  const authorization = ctx.get('Authorization') || undefined;
-  let inParameter = queries.some((q) => q.has('access_token'));
-  if (!inParameter && readBody && authorization && ctx.is('application/x-www-form-urlencoded')) {
-    inParameter = new URLSearchParams(await getRawBody(ctx.req, { limit: FORM_LIMIT, encoding: 'utf8' })).has('access_token');
-  }
-  if (authorization && inParameter) {
+  let authorizations = 0;
+  for (let i = 0; i < request.rawHeaders.length; i += 2) if (request.rawHeaders[i]!.toLowerCase() === 'authorization') authorizations += 1;
+  if (authorizations > 1) return { allow: false, status: 400, message: 'send one Authorization header' };
+  const authorization = headerOf(request, 'authorization') || undefined;
+  if (authorization && (bodyHasToken || queries.some((q) => q.has('access_token')))) {
     return { allow: false, status: 400, message: 'send the access token in the Authorization header only, not also as access_token' };
   }
   return authorization;
 }
 
-export async function decideAccess(provider: Provider, call: Call, authorization: string | undefined): Promise<Decision> {
-  const needs = call.methods.map((method) => neededFor(method, call.path));
-  const denied = needs.find((need) => need.kind === 'deny');
-  if (denied) return { allow: false, status: 403, message: denied.reason };
-  const scopes = [...new Set(needs.flatMap((need) => (need.kind === 'scope' ? [need.scope] : [])))];
+export async function decideAccess(verify: VerifyToken, call: Call, authorization: string | undefined): Promise<Decision> {
+  let scopes: string[] = [];
+  for (const method of call.methods) {
+    const need = neededFor(method, call.path);
+    if (need.kind === 'deny') return { allow: false, status: 403, message: need.reason };
+    if (need.kind === 'scope' && !scopes.includes(need.scope)) scopes = [...scopes, need.scope];
+  }
   if (scopes.length === 0) return { allow: true };
 
   if (!authorization) return { allow: false, status: 401, tokenSent: false, message: 'an access token is required' };
   const match = BEARER.exec(authorization);
   if (!match) return { allow: false, status: 401, tokenSent: true, message: 'the Authorization header must be "Bearer <token>"' };
-  const token = await verifyAccessToken(provider, match[1]!);
+  const token = await verify(match[1]!);
   if (typeof token === 'string') return { allow: false, status: 401, tokenSent: true, message: token };
   const missing = token.unscoped ? undefined : scopes.find((scope) => !scopeSatisfies(token.scopes, scope));
   if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope` };
   return { allow: true, token };
 }
 
-/** Answers a refusal with the CONTRACT 3.2 body and the RFC 6750 challenge. */
-export function refuse(ctx: Context, decision: Refusal): void {
-  if (decision.status === 400) return rejectRequest(ctx, decision.message);
-  if (decision.status === 401) return rejectToken(ctx, decision.tokenSent, decision.message);
-  if (decision.neededScope) return rejectScope(ctx, decision.neededScope);
-  return sendError(ctx, 403, 'access_denied', decision.message);
+/** The answer to a refusal: the CONTRACT 3.2 body and the RFC 6750 challenge. */
+export function refuse(decision: Refusal): Answer {
+  if (decision.status === 400) return rejectRequest(decision.message);
+  if (decision.status === 401) return rejectToken(decision.tokenSent, decision.message);
+  if (decision.neededScope) return rejectScope(decision.neededScope);
+  return errorAnswer(403, 'access_denied', decision.message);
 }
 
-/** Middleware for this service's own resource routes: enforces the route policy. */
-export function routePolicy(provider: Provider) {
+/** The route policy's decision on a request to one of this service's own resource routes. */
+export async function decideRequest(verify: VerifyToken, request: ApiRequest, bodyHasToken = false): Promise<Decision> {
+  const query = new URLSearchParams(request.search.slice(1));
+  const sent = bearerHeader(request, [query], bodyHasToken);
+  if (typeof sent === 'object') return sent;
+  return decideAccess(verify, { methods: callMethods(request.method, request.headers, query), path: request.path }, sent);
+}
+
+const FORM_LIMIT = '16kb';
+
+/** Whether a form body sent with a bearer token carries a token too (read only then). */
+export async function formHasToken(ctx: Context): Promise<boolean> {
+  if (!ctx.get('Authorization') || !ctx.is('application/x-www-form-urlencoded')) return false;
+  return new URLSearchParams(await getRawBody(ctx.req, { limit: FORM_LIMIT, encoding: 'utf8' })).has('access_token');
+}
+
+/** Koa middleware for this service's own resource routes: enforces the route policy. */
+export function routePolicy(verify: VerifyToken) {
   return async function enforceRoutePolicy(ctx: Context, next: Next) {
-    const query = new URLSearchParams(ctx.querystring);
-    const sent = await bearerHeader(ctx, [query], { readBody: true });
-    if (typeof sent === 'object') return refuse(ctx, sent);
-    const decision = await decideAccess(provider, { methods: callMethods(ctx.method, ctx.headers, query), path: ctx.path }, sent);
-    if (!decision.allow) return refuse(ctx, decision);
+    const decision = await decideRequest(verify, koaRequest(ctx), await formHasToken(ctx));
+    if (!decision.allow) return reply(ctx, refuse(decision));
     ctx.state.token = decision.token;
     return next();
   };

@@ -7,7 +7,7 @@
 // policy. Spellings that disagree are refused: a gateway sets one of them, and a client that
 // adds another must not get a second opinion (ingress-nginx, for one, passes the client's
 // headers on to the check).
-import type { Context } from 'koa';
+import { headerOf, type ApiRequest } from './access.ts';
 import { CHECK_PATH } from '../http/paths.ts';
 
 export interface NamedCall {
@@ -17,22 +17,29 @@ export interface NamedCall {
 
 const METHOD_HEADERS = ['X-Forwarded-Method', 'X-Original-Method'];
 const URI_HEADERS = ['X-Forwarded-Uri', 'X-Original-URI'];
+const IN_PATH = `the path after ${CHECK_PATH}`;
 
-/** The one value these sources agree on, undefined when none is given, or a refusal naming the two that disagree. */
-function agreed(sources: Array<[name: string, value: string]>): string | undefined | { conflict: string } {
-  const given = sources.filter(([, value]) => value !== '');
-  const other = given.find(([, value]) => value !== given[0]![1]);
-  if (other) return { conflict: `${given[0]![0]} and ${other[0]} name different calls` };
-  return given[0]?.[1];
+/**
+ * The one value the path (when it names the call) and these headers agree on, undefined when none
+ * gives one, or a refusal naming the first two that disagree.
+ */
+function agreed(request: ApiRequest, inPath: string | undefined, headers: string[]): string | undefined | { conflict: string } {
+  let [source, value] = inPath ? [IN_PATH, inPath] : [undefined, undefined];
+  for (const header of headers) {
+    const given = headerOf(request, header.toLowerCase());
+    if (!given) continue;
+    if (value === undefined) [source, value] = [header, given];
+    else if (given !== value) return { conflict: `${source} and ${header} name different calls` };
+  }
+  return value;
 }
 
 /** The call this check request names, or why it names none or two. */
-export function namedCall(ctx: Context): NamedCall | string {
-  // The Envoy form: everything after the check path, raw (as Koa leaves ctx.path), with the query.
-  const inPath = ctx.path.startsWith(`${CHECK_PATH}/`);
-  const pathSource = (value: string): Array<[string, string]> => (inPath ? [[`the path after ${CHECK_PATH}`, value]] : []);
-  const method = agreed([...pathSource(ctx.method), ...METHOD_HEADERS.map((h): [string, string] => [h, ctx.get(h)])]);
-  const uri = agreed([...pathSource(ctx.path.slice(CHECK_PATH.length) + ctx.search), ...URI_HEADERS.map((h): [string, string] => [h, ctx.get(h)])]);
+export function namedCall(request: ApiRequest): NamedCall | string {
+  // The Envoy form: everything after the check path, raw (as sent), with the query.
+  const inPath = request.path.startsWith(`${CHECK_PATH}/`);
+  const method = agreed(request, inPath ? request.method : undefined, METHOD_HEADERS);
+  const uri = agreed(request, inPath ? request.path.slice(CHECK_PATH.length) + request.search : undefined, URI_HEADERS);
   if (typeof method === 'object') return method.conflict;
   if (typeof uri === 'object') return uri.conflict;
   if (!method || !uri) {

@@ -1,14 +1,15 @@
 // /v2/me: the authorized user's profile (spec 4.4), read with PROFILE_READ, changed with PROFILE_WRITE.
+// Reading is a hot path, answered by the hot-path listener (listener.ts) when the request carries no
+// body; the Koa routes answer the rest.
 import type Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Context } from 'koa';
-import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import { findUserById, updateUserProfile, type ProfileChanges } from '../accounts/store.ts';
+import { findUserById, updateUserProfile, type ProfileChanges, type User } from '../accounts/store.ts';
 import { InputError } from '../errors.ts';
 import { newRouter } from '../http/router.ts';
-import { routePolicy } from './access.ts';
-import { rejectToken, sendData } from './responses.ts';
+import { decideRequest, formHasToken, koaRequest, refuse, routePolicy, type ApiRequest, type VerifyToken } from './access.ts';
+import { dataAnswer, rejectToken, reply, type Answer } from './responses.ts';
 import { ME_PATH } from '../http/paths.ts';
 
 const jsonBody = koaBody({ json: true, jsonStrict: true, urlencoded: false, multipart: false, text: false, jsonLimit: '16kb' });
@@ -22,20 +23,27 @@ function profileChanges(body: unknown): ProfileChanges {
   return { ...(name !== undefined ? { name } : {}), ...(timeZone !== undefined ? { timeZone } : {}) };
 }
 
-export function meRoutes(provider: Provider, db: Db): Router {
+const userAnswer = (user: User | undefined): Answer => (user ? dataAnswer(user) : rejectToken(true, 'the user of this access token no longer exists'));
+
+/** The answer to GET /v2/me; `bodyHasToken`: a form body also carried an access_token. */
+export function readMe(verify: VerifyToken, db: Db) {
+  return async function answerMe(request: ApiRequest, bodyHasToken = false): Promise<Answer> {
+    const decision = await decideRequest(verify, request, bodyHasToken);
+    if (!decision.allow) return refuse(decision);
+    return userAnswer(await findUserById(db, decision.token!.accountId));
+  };
+}
+
+export function meRoutes(verify: VerifyToken, db: Db): Router {
   const router = newRouter();
-  const policy = routePolicy(provider);
+  const policy = routePolicy(verify);
+  const answerMe = readMe(verify, db);
 
-  async function respondWithUser(ctx: Context, user: Awaited<ReturnType<typeof findUserById>>) {
-    if (!user) return rejectToken(ctx, true, 'the user of this access token no longer exists');
-    sendData(ctx, user);
-  }
-
-  router.get(ME_PATH, policy, async (ctx) => respondWithUser(ctx, await findUserById(db, ctx.state.token!.accountId)));
+  router.get(ME_PATH, async (ctx: Context) => reply(ctx, await answerMe(koaRequest(ctx), await formHasToken(ctx))));
 
   router.patch(ME_PATH, policy, jsonBody, async (ctx) => {
     // Bad input throws InputError: a 400 invalid_request from the one error responder.
-    return respondWithUser(ctx, await updateUserProfile(db, ctx.state.token!.accountId, profileChanges(ctx.request.body)));
+    reply(ctx, userAnswer(await updateUserProfile(db, ctx.state.token!.accountId, profileChanges(ctx.request.body))));
   });
 
   return router;

@@ -110,8 +110,27 @@ export function normalisePath(rawPath: string): string[] | undefined {
   return segments;
 }
 
+// What a call needs is a pure function of its method and path, and gateways ask about the same
+// paths over and over: answers for short paths are remembered, a bounded number of them.
+const REMEMBERED = new Map<string, Need>();
+const REMEMBER_AT_MOST = 10_000;
+const REMEMBER_PATHS_UP_TO = 256;
+
 /** What a call with this method and path (as sent, query allowed) needs. */
 export function neededFor(method: string, rawPath: string): Need {
+  const at = rawPath.search(/[?#]/);
+  const path = at < 0 ? rawPath : rawPath.slice(0, at);
+  if (path.length > REMEMBER_PATHS_UP_TO) return judge(method, path);
+  const key = `${method} ${path}`;
+  let need = REMEMBERED.get(key);
+  if (need) return need;
+  need = judge(method, path);
+  if (REMEMBERED.size >= REMEMBER_AT_MOST) REMEMBERED.clear();
+  REMEMBERED.set(key, need);
+  return need;
+}
+
+function judge(method: string, rawPath: string): Need {
   const access = ACCESS_BY_METHOD[method.toUpperCase()];
   if (!access) return { kind: 'deny', reason: `method ${method} is not allowed` };
   const segments = normalisePath(rawPath);

@@ -11,6 +11,17 @@ const HSTS = 'max-age=31536000; includeSubDomains';
 
 const isApi = (path: string) => path === ME_PATH || path === CHECK_PATH || path.startsWith(`${CHECK_PATH}/`);
 
+/** The JSON API's short set (also sent by the hot-path listener, src/api/listener.ts). */
+export function apiSecurityHeaders(https: boolean): Record<string, string> {
+  return {
+    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+    'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
+    ...(https ? { 'Strict-Transport-Security': HSTS } : {}),
+  };
+}
+
 export function securityHeaders({ https }: { https: boolean }) {
   const pages = helmet({
     contentSecurityPolicy: {
@@ -31,13 +42,7 @@ export function securityHeaders({ https }: { https: boolean }) {
     referrerPolicy: { policy: 'no-referrer' },
     strictTransportSecurity: https ? { maxAge: 31536000, includeSubDomains: true } : false,
   });
-  const api: Record<string, string> = {
-    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'no-referrer',
-    ...(https ? { 'Strict-Transport-Security': HSTS } : {}),
-  };
+  const api = apiSecurityHeaders(https);
   return function securityHeaders(ctx: Context, next: Next) {
     if (!isApi(ctx.path)) return pages(ctx, next);
     ctx.set(api);

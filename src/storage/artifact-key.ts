@@ -1,10 +1,10 @@
 // Provider artifacts (codes, tokens, sessions…) are stored under a hash of their id, and
 // without the id in the payload: a dump of Redis or the database yields no usable token.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 
 export function artifactKey(id: string): string {
-  return createHash('sha256').update(id, 'utf8').digest('base64url');
+  return hash('sha256', id, 'base64url');
 }
 
 // Models found by a secondary key (Session by uid, DeviceCode by user code) must keep their

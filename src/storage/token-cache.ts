@@ -11,6 +11,8 @@
 //   missed.
 // - A lookup that started before any revocation message or reconnection is not kept: it may have
 //   read a token that was being revoked (a generation counter says so).
+// - What a reader derived from a payload (the API's verified facts) may be remembered with its
+//   entry, and goes with it.
 // - Entries end at the token's own expiry. Only hits are kept, never "not found". Keys are the
 //   hashed token ids of the Redis storage, and payloads carry no token value.
 // Not on a Redis Cluster: its subscriber connection can move between nodes without a signal we
@@ -34,6 +36,8 @@ export async function announceRevocation(redis: RedisClient, prefix: string, rev
 
 interface Entry {
   payload: AdapterPayload;
+  /** See remember(). */
+  known?: unknown;
   expiresAt: number;
   grantId?: string;
   clientId?: string;
@@ -57,6 +61,22 @@ export class TokenCache {
     const payload = await load();
     if (payload && typeof payload.exp === 'number' && this.live && started === this.generation) this.keep(key, payload);
     return payload;
+  }
+
+  /**
+   * Remembers what the caller derived from the payload now cached under `key` (after reading it
+   * through read()); nothing when the entry is gone meanwhile (revoked, expired, not kept).
+   */
+  remember(key: string, known: unknown): void {
+    const entry = this.live ? this.entries.get(key) : undefined;
+    if (entry) entry.known = known;
+  }
+
+  /** What was remembered for `key`, while its entry may be served. */
+  known<T>(key: string): T | undefined {
+    if (!this.live) return undefined;
+    const entry = this.entries.get(key);
+    return entry && entry.expiresAt > Date.now() ? (entry.known as T | undefined) : undefined;
   }
 
   /** Drops what a revocation names (a message from another instance, or this process's own). */

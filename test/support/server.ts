@@ -35,7 +35,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...env }), overrides);
-  listener.on('request', system.app.callback());
+  listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
   return {

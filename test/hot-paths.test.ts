@@ -1,0 +1,207 @@
+// The API's hot paths (src/api/listener.ts) are answered before the Koa app; the app answers
+// whatever they pass on. One contract, two transports: the same request gets the same answer
+// either way, and each request goes where it should.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInstance, startTestServer, type TestServer } from './support/server.ts';
+import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
+import { hotPathListener } from '../src/api/listener.ts';
+import { dataAnswer } from '../src/api/responses.ts';
+import { clientAddress } from '../src/http/untrusted-proxy.ts';
+import { createLogger } from '../src/log.ts';
+import { requestLineWriter } from '../src/http/request-log.ts';
+import Koa from 'koa';
+
+interface Raw {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request as written: `target` may be absolute-form (`http://host/path`), which fetch cannot send. */
+function raw(base: string, method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Raw> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    // Node sends a GET's body without framing unless told its length.
+    const framed = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    const req = http.request({ hostname, port, method, path: target, headers: framed, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('which listener answers', () => {
+  let base: string;
+  let close: () => Promise<void>;
+  const answeredBy: string[] = [];
+
+  beforeAll(async () => {
+    const handler = (name: string) => async () => {
+      answeredBy.push(name);
+      return dataAnswer({ by: name });
+    };
+    const app: http.RequestListener = (_req, res) => {
+      answeredBy.push('app');
+      res.end('app');
+    };
+    const listener = hotPathListener(
+      { answerCheck: handler('check'), answerMe: handler('me'), log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
+      app,
+    );
+    const server = http.createServer(listener);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+  });
+  afterAll(() => close?.());
+
+  async function by(method: string, target: string, headers: Record<string, string> = {}, body?: string) {
+    answeredBy.length = 0;
+    await raw(base, method, target, headers, body);
+    return answeredBy.join();
+  }
+
+  it('takes the check (GET, HEAD; any method in the Envoy form) and body-less reads of /v2/me', async () => {
+    expect(await by('GET', '/v2/auth/check')).toBe('check');
+    expect(await by('HEAD', '/v2/auth/check?x=1')).toBe('check');
+    expect(await by('DELETE', '/v2/auth/check/v2/bookings/1?x=1')).toBe('check');
+    expect(await by('GET', '/v2/me')).toBe('me');
+    expect(await by('HEAD', '/v2/me')).toBe('me');
+  });
+
+  it('passes everything else to the app: other spellings, methods, bodies, absolute-form, long or NUL URLs', async () => {
+    for (const target of ['/v2/auth/check/', '/v2/auth/Check', '/v2/auth/checks', '/V2/me', '/v2/me/', '/v2/me?', '/v2//me', '/health']) {
+      const expected = target === '/v2/auth/check/' ? 'check' : target === '/v2/me?' ? 'me' : 'app';
+      expect(await by('GET', target), target).toBe(expected);
+    }
+    expect(await by('POST', '/v2/auth/check')).toBe('app');
+    expect(await by('PATCH', '/v2/me', { 'content-type': 'application/json' }, '{}')).toBe('app');
+    expect(await by('GET', '/v2/me', { 'content-type': 'application/x-www-form-urlencoded' }, 'access_token=x')).toBe('app');
+    expect(await by('GET', `${base}/v2/auth/check`)).toBe('app');
+    expect(await by('GET', `/v2/auth/check?${'a'.repeat(9000)}`)).toBe('app');
+    expect(await by('GET', '/v2/auth/check/v2/bookings%00')).toBe('app');
+  });
+
+  it("computes the client address as Koa does, for every proxy setting", () => {
+    const cases: Array<[string | undefined, number]> = [
+      [undefined, 0],
+      ['6.6.6.6', 0],
+      ['6.6.6.6, 203.0.113.7', 1],
+      [' 6.6.6.6 ,198.51.100.1 , 10.0.0.2', 2],
+      ['203.0.113.8', 5],
+      ['', 1],
+    ];
+    for (const [forwarded, hops] of cases) {
+      const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
+      const req = { headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }, socket: { remoteAddress: '127.0.0.9' } } as unknown as http.IncomingMessage;
+      const ctx = app.createContext(req, {} as http.ServerResponse);
+      expect(clientAddress(req.headers, '127.0.0.9', hops), `${forwarded} ${hops}`).toBe(ctx.ip);
+    }
+  });
+});
+
+describe('the request line', () => {
+  it('is the line pino writes for log.info(fields, "request"), bindings included, and none below info', () => {
+    const written: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        written.push(String(chunk));
+        done();
+      },
+    });
+    const fields = { reqId: 'r-1', method: 'GET', path: '/v2/a"b\\c\u00e9', status: 403, ms: 0.4, ip: '::ffff:127.0.0.1' };
+    for (const log of [pino({ level: 'info' }, sink), pino({ level: 'info', base: undefined }, sink).child({ instance: 'b' })]) {
+      written.length = 0;
+      log.info(fields, 'request');
+      requestLineWriter(log)(fields);
+      expect(written).toHaveLength(2);
+      expect(written[1]!.endsWith('\n')).toBe(true);
+      const [theirs, ours] = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(Object.keys(ours!)).toEqual(Object.keys(theirs!));
+      expect({ ...ours, time: 0 }).toEqual({ ...theirs, time: 0 });
+      log.level = 'warn';
+      requestLineWriter(log)(fields);
+      expect(written).toHaveLength(2);
+    }
+  });
+});
+
+describe('the same answer from the hot path and from the app', () => {
+  let server: TestServer;
+  let token: string;
+  let narrow: string;
+
+  beforeAll(async () => {
+    server = await startTestServer('redis');
+    const client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
+    const user = await newUser(server);
+    token = (await tokensFor(server, client, user, 'PROFILE_READ BOOKING_READ')).access_token;
+    narrow = (await tokensFor(server, client, user, 'BOOKING_READ')).access_token;
+  });
+  afterAll(() => server?.close());
+
+  const comparable = ({ status, headers, body }: Raw) => {
+    const { date: _date, 'x-request-id': requestId, connection: _c, 'keep-alive': _k, ...rest } = headers;
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    return { status, headers: rest, body };
+  };
+
+  it('for allowed, refused and malformed checks and reads of /v2/me, as origin-form (hot path) and absolute-form (app)', async () => {
+    const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+    const requests: Array<[string, string, Record<string, string>]> = [
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1', ...bearer(token) }],
+      ['HEAD', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1', ...bearer(token) }],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/v2/bookings/1', ...bearer(token) }],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1', ...bearer('not-a-token') }],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1' }],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET' }],
+      ['GET', '/v2/auth/check?access_token=x', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1', ...bearer(token) }],
+      ['POST', '/v2/auth/check/v2/bookings', {}],
+      ['GET', '/v2/auth/check/v2/admin/x', bearer(token)],
+      ['GET', '/v2/me', bearer(token)],
+      ['GET', '/v2/me', bearer(narrow)],
+      ['GET', '/v2/me', { authorization: 'Basic abc' }],
+    ];
+    for (const [method, path, headers] of requests) {
+      const hot = await raw(server.url, method, path, headers);
+      const app = await raw(server.url, method, `${server.url}${path}`, headers);
+      expect(comparable(hot), `${method} ${path}`).toEqual(comparable(app));
+    }
+  });
+
+  it('logs one line per request with the same fields either way', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const { redis } = server;
+    const instance = await startInstance(
+      { DATABASE_URL: server.pg.url, REDIS_URL: redis!.url, TRUST_PROXY: '1' },
+      { db: server.system.db, redis: redis!.redis, redisPrefix: redis!.prefix, log: pino({ level: 'info' }, sink) },
+    );
+    try {
+      const headers = { 'x-forwarded-for': '6.6.6.6, 203.0.113.7', 'x-request-id': 'req-1', authorization: `Bearer ${narrow}` };
+      await raw(instance.url, 'GET', '/v2/me', headers);
+      await raw(instance.url, 'GET', `${instance.url}/v2/me`, { ...headers, 'x-request-id': 'req-2' });
+      const logged = lines.filter((l) => l.msg === 'request').map(({ time: _t, pid: _p, hostname: _h, ms, ...rest }) => ({ ...rest, ms: typeof ms }));
+      const expected = { level: 30, msg: 'request', method: 'GET', path: '/v2/me', status: 403, ms: 'number', ip: '203.0.113.7' };
+      expect(logged).toEqual([
+        { ...expected, reqId: 'req-1' },
+        { ...expected, reqId: 'req-2' },
+      ]);
+    } finally {
+      await instance.close();
+    }
+  });
+});
