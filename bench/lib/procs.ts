@@ -138,7 +138,9 @@ export async function startServer(name: string, args: string[], opts: { cwd: str
 
 /** Our server as deployed: `node --import tsx src/main.ts`, production mode, log level info. */
 export function startOurs(name: string, env: Record<string, string>): Promise<Server> {
-  return startServer(name, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, ready: /Listening on http:\/\/\S+:(\d+)/, log: logFile(name) });
+  // BENCH_NODE_FLAGS: extra node flags for our server only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  return startServer(name, [...flags, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, ready: /Listening on http:\/\/\S+:(\d+)/, log: logFile(name) });
 }
 
 export function logFile(name: string): string {
