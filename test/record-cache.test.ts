@@ -152,6 +152,18 @@ describe('the record cache', () => {
   });
 });
 
+describe('built clients', () => {
+  it('are kept for more clients than the library keeps (its last 100): a client in use is not rebuilt', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++) ids.push((await newClient(`Many Clients App ${i}`)).client_id);
+    const { Client } = a.system.provider;
+    const first = await Promise.all(ids.map((id) => Client.find(id)));
+    const again = await Promise.all(ids.map((id) => Client.find(id)));
+    expect(first.every((client) => client !== undefined)).toBe(true);
+    expect(again.filter((client, i) => client !== first[i])).toHaveLength(0);
+  });
+});
+
 describe('the access token cache', () => {
   const tokenKey = (token: string) => `${redis.prefix}AccessToken:${artifactKey(token)}`;
   /** Polls `base` until the token is refused; the milliseconds it took, or Infinity after `limit`. */

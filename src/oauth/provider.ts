@@ -16,6 +16,7 @@ import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { refreshGrace } from './refresh-grace.ts';
+import { keepMoreBuiltClients } from './built-clients.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
@@ -157,6 +158,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
+  // Built clients for all clients in use, not the library's last 100 (src/oauth/built-clients.ts).
+  keepMoreBuiltClients(provider);
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
   provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds));
