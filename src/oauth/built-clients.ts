@@ -1,3 +1,4 @@
+/// <reference path="./oidc-provider-internals.d.ts" />
 // oidc-provider turns a client record into a Client by validating every property against its
 // schema, the costliest step of a token request after the stores, and keeps the last 100 it built
 // (an LRU keyed by a hash of the record). With more clients than that in use, token requests kept
