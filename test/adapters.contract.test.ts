@@ -164,6 +164,26 @@ describe('Redis adapter: index sets', () => {
     expect(await redis.redis.ttl(grantIndex(grantId))).toBe(-1);
   });
 
+  it('sends its scripts by SHA1 (EVALSHA), and still saves and consumes after Redis forgot them', async () => {
+    const adapter = new RedisAdapter(redis.redis, 'RefreshToken', redis.prefix);
+    const calls = async () => {
+      const stats = String(await redis.redis.info('commandstats'));
+      return Object.fromEntries(['eval', 'evalsha'].map((name) => [name, Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)]));
+    };
+    await adapter.upsert(id(), { kind: 'RefreshToken', grantId: id() }, 60); // loads the scripts once, if needed
+    const before = await calls();
+    const jti = id();
+    await adapter.upsert(jti, { jti, kind: 'RefreshToken', grantId: id() }, 60);
+    await adapter.consume(jti);
+    const after = await calls();
+    expect(after.evalsha! - before.evalsha!).toBeGreaterThanOrEqual(2);
+    await redis.redis.script('FLUSH');
+    const again = id();
+    await adapter.upsert(again, { jti: again, kind: 'RefreshToken', grantId: id() }, 60);
+    await adapter.consume(again);
+    expect((await adapter.find(again))?.consumed).toEqual(expect.any(Number));
+  });
+
   it('rejects a save that Redis refuses in part, rather than leave an unindexed token unnoticed', async () => {
     const grantId = id();
     // The grant's index is not a set: its SADD fails with WRONGTYPE, and the artifact is not written.

@@ -9,7 +9,7 @@
 // Nothing usable at rest: the remembered answer is stored only encrypted (AES-256-GCM) under a
 // key derived from the presented refresh token, whose value the server never stores, and it
 // expires with the window.
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
@@ -27,26 +27,47 @@ interface Remembered {
 }
 
 const idOf = (token: string) => createHmac('sha256', 'refresh-grace:id').update(token).digest('base64url');
-const keyOf = (token: string) => Buffer.from(hkdfSync('sha256', token, Buffer.alloc(0), 'refresh-grace:key', 32));
+// The key: HMAC-SHA256 keyed by the token (a PRF; the token is a 256-bit random value, so no
+// salt or stretching is needed). hkdfSync cost several times more on every refresh.
+const keyOf = (token: string) => createHmac('sha256', token).update('refresh-grace:key').digest();
+/** The key of answers sealed before a deploy that changed keyOf, tried when keyOf's fails. */
+const earlierKeyOf = (token: string) => Buffer.from(hkdfSync('sha256', token, Buffer.alloc(0), 'refresh-grace:key', 32));
+
+// Nonces from a pool filled 4 KiB at a time: one small randomBytes call per refresh cost more
+// than the encryption. A nonce is never reused, and each key seals one answer anyway.
+const NONCE_BYTES = 12;
+const noncePool = Buffer.alloc(4096 - (4096 % NONCE_BYTES));
+let nonceOffset = noncePool.length;
+function nonce(): Buffer {
+  if (nonceOffset === noncePool.length) {
+    randomFillSync(noncePool);
+    nonceOffset = 0;
+  }
+  nonceOffset += NONCE_BYTES;
+  return Buffer.from(noncePool.subarray(nonceOffset - NONCE_BYTES, nonceOffset));
+}
 
 const FAILED = 'failed';
 
 function seal(token: string, remembered: Remembered): string {
-  const iv = randomBytes(12);
+  const iv = nonce();
   const cipher = createCipheriv('aes-256-gcm', keyOf(token), iv);
   const data = Buffer.concat([cipher.update(JSON.stringify(remembered), 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64url');
 }
 
 function open(token: string, sealed: string): Remembered | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', keyOf(token), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as Remembered;
-  } catch {
-    return undefined;
+  const raw = Buffer.from(sealed, 'base64url');
+  for (const key of [keyOf, earlierKeyOf]) {
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key(token), raw.subarray(0, NONCE_BYTES));
+      decipher.setAuthTag(raw.subarray(NONCE_BYTES, NONCE_BYTES + 16));
+      return JSON.parse(Buffer.concat([decipher.update(raw.subarray(NONCE_BYTES + 16)), decipher.final()]).toString('utf8')) as Remembered;
+    } catch {
+      // Not sealed under this key (or tampered with): try the next, then give up.
+    }
   }
+  return undefined;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

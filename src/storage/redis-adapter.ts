@@ -2,7 +2,7 @@
 // configured. Every artifact is a hash {payload, consumed?} under a hashed key, expiring with the
 // artifact. On a cluster every command and script touches one key, so no two keys ever need to
 // share a hash slot; on a single node a save is one script.
-import type { RedisClient } from './redis.ts';
+import { redisScript, type RedisClient } from './redis.ts';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
@@ -56,6 +56,7 @@ function throwFirstError(results: [Error | null, unknown][] | null): void {
 export class RedisAdapter implements Adapter {
   /** Access tokens only: read through the token cache, and every deletion announced. */
   private readonly tokens: boolean;
+  private readonly scripts: Record<'upsert' | 'indexAdd' | 'consume', ReturnType<typeof redisScript>>;
 
   constructor(
     private readonly redis: RedisClient,
@@ -64,6 +65,11 @@ export class RedisAdapter implements Adapter {
     private readonly cache?: TokenCache,
   ) {
     this.tokens = model === 'AccessToken';
+    this.scripts = {
+      upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
+      indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
+      consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
+    };
   }
 
   /** After access tokens were deleted: this process forgets them now, the others when told. */
@@ -95,14 +101,14 @@ export class RedisAdapter implements Adapter {
     if (!this.redis.isCluster) {
       // One node (or Sentinel's master): one script, one command — a token save is on the path of
       // every token request, and a single command shares a write with other requests' commands.
-      await this.redis.eval(UPSERT_SCRIPT, 1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id);
+      await this.scripts.upsert(1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id);
       return;
     }
     // A cluster: the keys live in different slots, so one command per key. Indexes first: a failure
     // in between leaves at most an index entry for a missing key, never an artifact that revocation
     // by grant or client cannot find.
     await Promise.all([
-      ...indexes.map((index) => this.redis.eval(INDEX_ADD_SCRIPT, 1, index, key, expiresIn)),
+      ...indexes.map((index) => this.scripts.indexAdd(1, index, key, expiresIn)),
       ...lookups.map((lookup) => (expiresIn ? this.redis.set(lookup, id, 'EX', expiresIn) : this.redis.set(lookup, id))),
     ]);
     const tx = this.redis.multi().del(key).hset(key, 'payload', json);
@@ -136,7 +142,7 @@ export class RedisAdapter implements Adapter {
   // Atomic, so two concurrent redemptions of one code or refresh token cannot both pass:
   // oidc-provider checks `consumed` and calls consume() in separate steps.
   async consume(id: string): Promise<void> {
-    const marked = await this.redis.eval(CONSUME_SCRIPT, 1, this.key(id), Math.floor(Date.now() / 1000));
+    const marked = await this.scripts.consume(1, this.key(id), Math.floor(Date.now() / 1000));
     if (marked !== 1 && CONSUMABLE.has(this.model)) {
       throw new ArtifactAlreadyConsumed(this.model);
     }

@@ -46,3 +46,13 @@ export async function pingRedis(client: RedisClient): Promise<void> {
   }
   await client.ping();
 }
+
+/**
+ * A Lua script sent by its SHA1 (EVALSHA), not its text, on every call: ioredis loads it once
+ * where Redis does not know it yet (after a restart too). Its first argument is the number of keys.
+ */
+export function redisScript(client: RedisClient, name: string, lua: string): (...args: Array<string | number>) => Promise<unknown> {
+  const commands = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
+  if (typeof commands[name] !== 'function') client.defineCommand(name, { lua });
+  return (...args) => commands[name]!(...args);
+}
