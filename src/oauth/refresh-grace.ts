@@ -49,14 +49,14 @@ function nonce(): Buffer {
 
 const FAILED = 'failed';
 
-function seal(token: string, remembered: Remembered): string {
+export function seal(token: string, remembered: Remembered): string {
   const iv = nonce();
   const cipher = createCipheriv('aes-256-gcm', keyOf(token), iv);
   const data = Buffer.concat([cipher.update(JSON.stringify(remembered), 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64url');
 }
 
-function open(token: string, sealed: string): Remembered | undefined {
+export function open(token: string, sealed: string): Remembered | undefined {
   const raw = Buffer.from(sealed, 'base64url');
   for (const key of [keyOf, earlierKeyOf]) {
     try {
