@@ -111,7 +111,8 @@ export function createListener(deps: AppDeps): RequestListener {
   // What both listeners do for every request, made once so that they do it alike.
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
-  return hotPathListener({ ...api, ...shared, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  const backChannel = createBackChannelApp(deps, shared);
+  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
 }
 
 interface Shared {
@@ -119,25 +120,40 @@ interface Shared {
   proxyWarning: ProxyWarning;
 }
 
-function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, shared: Shared): Koa {
-  const { provider, db, log, metrics } = deps;
+/** A Koa app with the steps every request takes, in this order, before its route's. */
+function appWithCommonSteps(deps: AppDeps, shared: Shared): Koa {
   // Koa takes the client address from X-Forwarded-For as the nearest trusted proxy saw it: the
   // entry proxyHops from the right. Entries further left are written by the client.
   const app = new Koa({ proxy: deps.proxyHops > 0, maxIpsCount: deps.proxyHops, keys: deps.cookieKeys });
-
-  // Every request, in this order:
   app.use(requestLog(shared.writeLine)); // one log line, with a request id
-  app.use(metrics.observe); // counted and timed
+  app.use(deps.metrics.observe); // counted and timed
   app.use(securityHeaders({ https: deps.https })); // browser protections
   app.use(secureCookies(deps.https)); // Secure __Host- cookies where APP_URL is https
   app.use(warnOfUntrustedProxy(shared.proxyWarning));
   app.use(limitUrlLength); // no huge URLs, no NUL bytes
   app.use(notFound); // nothing answered: a 404 in the shape of the route family
-  app.use(handleErrors(log)); // every error, in the shape of the route family
+  app.use(handleErrors(deps.log)); // every error, in the shape of the route family
+  return app;
+}
+
+function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, shared: Shared): Koa {
+  const { provider, db, metrics } = deps;
+  const app = appWithCommonSteps(deps, shared);
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
+  return app;
+}
+
+/**
+ * The OAuth back channel — POSTs to the token, revocation and introspection endpoints, which apps
+ * and gateways call all the time — with the same steps and the same provider endpoints, but
+ * without walking the API's and the pages' routers first (src/api/listener.ts sends them here).
+ */
+function createBackChannelApp(deps: AppDeps, shared: Shared): Koa {
+  const app = appWithCommonSteps(deps, shared);
+  app.use(providerEndpoints(deps.provider, deps.rateLimits.token));
   return app;
 }

@@ -53,7 +53,14 @@ describe('which listener answers', () => {
       res.end('app');
     };
     const listener = hotPathListener(
-      { answerCheck: handler('check'), answerMe: handler('me'), log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
+      {
+        answerCheck: handler('check'),
+        answerMe: handler('me'),
+        answerBackChannel: (_req, res) => {
+          answeredBy.push('back channel');
+          res.end('back channel');
+        },
+        log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
       app,
     );
     const server = http.createServer(listener);
@@ -75,6 +82,18 @@ describe('which listener answers', () => {
     expect(await by('DELETE', '/v2/auth/check/v2/bookings/1?x=1')).toBe('check');
     expect(await by('GET', '/v2/me')).toBe('me');
     expect(await by('HEAD', '/v2/me')).toBe('me');
+  });
+
+  it('takes the POSTs of the token, revocation and introspection endpoints to the back channel, exactly as spelled', async () => {
+    for (const endpoint of ['token', 'revoke', 'introspect']) {
+      expect(await by('POST', `/v2/auth/oauth2/${endpoint}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'a=b')).toBe('back channel');
+      expect(await by('POST', `/v2/auth/oauth2/${endpoint}?x=1`)).toBe('back channel');
+      for (const variant of [`/v2/auth/oauth2/${endpoint}/`, `/v2/auth/OAuth2/${endpoint}`, `/v2/auth/oauth2/${endpoint.toUpperCase()}`, `/v2/auth/oauth2/%74${endpoint.slice(1)}`]) {
+        expect(await by('POST', variant), variant).toBe('app');
+      }
+      expect(await by('GET', `/v2/auth/oauth2/${endpoint}`)).toBe('app');
+      expect(await by('POST', `${base}/v2/auth/oauth2/${endpoint}`)).toBe('app');
+    }
   });
 
   it('passes everything else to the app: other spellings, methods, bodies, absolute-form, long or NUL URLs', async () => {
@@ -138,10 +157,11 @@ describe('the same answer from the hot path and from the app', () => {
   let server: TestServer;
   let token: string;
   let narrow: string;
+  let client: Awaited<ReturnType<typeof approvedClient>>;
 
   beforeAll(async () => {
     server = await startTestServer('redis');
-    const client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
+    client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
     const user = await newUser(server);
     token = (await tokensFor(server, client, user, 'PROFILE_READ BOOKING_READ')).access_token;
     narrow = (await tokensFor(server, client, user, 'BOOKING_READ')).access_token;
@@ -174,6 +194,28 @@ describe('the same answer from the hot path and from the app', () => {
       const hot = await raw(server.url, method, path, headers);
       const app = await raw(server.url, method, `${server.url}${path}`, headers);
       expect(comparable(hot), `${method} ${path}`).toEqual(comparable(app));
+    }
+  });
+
+  it('for the back channel: token, revocation and introspection POSTs, as origin-form (back channel) and absolute-form (app)', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const basic = { authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}` };
+    const requests: Array<[string, Record<string, string>, string]> = [
+      ['/v2/auth/oauth2/token', form, `grant_type=refresh_token&refresh_token=junk&client_id=${client.client_id}&client_secret=${client.client_secret}`],
+      ['/v2/auth/oauth2/token', { ...form, ...basic }, 'grant_type=refresh_token&refresh_token=junk'],
+      ['/v2/auth/oauth2/token', { 'content-type': 'application/json', ...basic }, JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'junk' })],
+      ['/v2/auth/oauth2/token', { 'content-type': 'application/json', ...basic }, '{"grant_type": 1}'],
+      ['/v2/auth/oauth2/token', { 'content-type': 'text/plain', ...basic }, 'grant_type=refresh_token'],
+      ['/v2/auth/oauth2/token', form, `grant_type=refresh_token&refresh_token=junk&client_id=${client.client_id}&client_secret=wrong`],
+      ['/v2/auth/oauth2/token', form, 'grant_type=password'],
+      ['/v2/auth/oauth2/introspect', { ...form, ...basic }, `token=${token}`],
+      ['/v2/auth/oauth2/introspect', { ...form, ...basic }, 'token=junk'],
+      ['/v2/auth/oauth2/revoke', { ...form, ...basic }, 'token=junk'],
+    ];
+    for (const [path, headers, body] of requests) {
+      const channel = await raw(server.url, 'POST', path, headers, body);
+      const app = await raw(server.url, 'POST', `${server.url}${path}`, headers, body);
+      expect(comparable(channel), `${path} ${body}`).toEqual(comparable(app));
     }
   });
 

@@ -9,7 +9,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { routeName } from '../http/metrics.ts';
-import { CHECK_PATH, ME_PATH } from '../http/paths.ts';
+import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
 import { msSince, requestIdOf, type RequestLineWriter } from '../http/request-log.ts';
 import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { clientAddress, type ProxyWarning } from '../http/untrusted-proxy.ts';
@@ -23,6 +23,8 @@ type Handler = (request: ApiRequest) => Promise<Answer>;
 export interface HotPathDeps {
   answerCheck: Handler;
   answerMe: Handler;
+  /** The token, revocation and introspection POSTs: the app's steps without its routers (src/app.ts). */
+  answerBackChannel: RequestListener;
   log: Logger;
   metrics: Pick<Metrics, 'record'>;
   https: boolean;
@@ -90,6 +92,7 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     if (!PLAIN_URL.test(url) || urlProblem(url)) return app(req, res);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    if (method === 'POST' && OAUTH_ENDPOINTS.has(path)) return deps.answerBackChannel(req, res);
     const handler = handlerFor(req, method, path);
     if (!handler) return app(req, res);
     const query = q < 0 ? '' : url.slice(q + 1);

@@ -1,15 +1,17 @@
 // Browser protections on every response. Pages (helmet): no framing, no MIME sniffing, no
 // referrer, and a Content-Security-Policy that allows only our own stylesheet and script file,
-// nothing inline. The JSON API (/v2/me, the gateway check), which is on the path of every API call
-// and never rendered as a page, gets the short set OWASP recommends for REST services instead:
-// the same protections, set at once, without a dozen headers meant for HTML.
+// nothing inline. The JSON API (/v2/me, the gateway check) and the OAuth back channel, which
+// programs call all the time and which are never rendered as pages, get the short set OWASP
+// recommends for REST services instead: the same protections, set at once, without a dozen
+// headers meant for HTML.
 import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
-import { CHECK_PATH, ME_PATH } from './paths.ts';
+import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from './paths.ts';
 
 const HSTS = 'max-age=31536000; includeSubDomains';
 
-const isApi = (path: string) => path === ME_PATH || path === CHECK_PATH || path.startsWith(`${CHECK_PATH}/`);
+/** JSON for programs, never a page: the API and the OAuth back channel (token, revocation, introspection). */
+const isApi = (path: string) => path === ME_PATH || path === CHECK_PATH || path.startsWith(`${CHECK_PATH}/`) || OAUTH_ENDPOINTS.has(path);
 
 /** The JSON API's short set (also sent by the hot-path listener, src/api/listener.ts). */
 export function apiSecurityHeaders(https: boolean): Record<string, string> {

@@ -19,7 +19,9 @@ export function mountProvider(provider: Provider, prefix: string, routes: RegExp
     // The provider derives its mount path from originalUrl minus url (see OIDCContext.urlFor).
     const req = ctx.req as typeof ctx.req & { originalUrl?: string };
     req.originalUrl = ctx.req.url;
-    ctx.req.url = ctx.req.url!.slice(prefix.length) || '/';
+    // From the parsed path, not the raw URL: an absolute-form request target (RFC 9112 3.2.2)
+    // names the same resource.
+    ctx.req.url = ctx.path.slice(prefix.length) + ctx.search;
     ctx.respond = false;
     await handle(withBodyToRead(ctx.req), ctx.res);
   };
