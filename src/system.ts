@@ -10,6 +10,7 @@ import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
 import { flushGrantUses } from './oauth/grant-use.ts';
+import { flushSecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
@@ -110,6 +111,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       await changeFeed.close();
       await tokenCache?.close();
       await flushGrantUses(db).catch((err) => log.warn({ err }, 'last grant uses not written'));
+      await flushSecretUses(db).catch((err) => log.warn({ err }, 'last secret uses not written'));
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

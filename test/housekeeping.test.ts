@@ -1,6 +1,6 @@
-// What runs behind the requests: expired artifacts purged from SQL storage, a secret's
-// last_used_at written at most once a minute (not on every token request), and the grants' "last
-// used" written together (one statement for many token requests).
+// What runs behind the requests: expired artifacts purged from SQL storage, and the "last used" of
+// secrets and grants written at most once a minute each, together (one statement for many token
+// requests), never on every token request.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
@@ -34,11 +34,30 @@ describe('housekeeping', () => {
     expect(await lastUsed()).toBeNull();
     const authenticate = async () => expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: 'junk', ...client })).body.error).toBe('invalid_grant');
     await authenticate();
+    await expect.poll(lastUsed).toBeInstanceOf(Date); // written after the answer, in a batch
     const first = await lastUsed();
-    expect(first).toBeInstanceOf(Date);
     await new Promise((r) => setTimeout(r, 20));
     for (let i = 0; i < 3; i++) await authenticate();
+    await new Promise((r) => setTimeout(r, 400)); // longer than a batch waits
     expect((await lastUsed())!.getTime()).toBe(first!.getTime());
+  });
+
+  it("writes the secrets' last use in batches: one statement for many clients", async () => {
+    const clients = await Promise.all(Array.from({ length: 6 }, () => approvedClient(server, ['PROFILE_READ'])));
+    const db = server.system.db;
+    const writes: string[] = [];
+    const count = (q: { sql: string }) => /update "?oauth_client_secrets"?/i.test(q.sql) && writes.push(q.sql);
+    db.on('query', count);
+    try {
+      const answers = await Promise.all(clients.map((c) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: 'junk', ...c })));
+      expect(answers.map((a) => a.body.error)).toEqual(clients.map(() => 'invalid_grant'));
+      const used = () => db('oauth_client_secrets').whereIn('client_id', clients.map((c) => c.client_id)).pluck('last_used_at');
+      await expect.poll(async () => (await used()).every(Boolean)).toBe(true);
+    } finally {
+      db.off('query', count);
+    }
+    expect(writes.length).toBeGreaterThanOrEqual(1);
+    expect(writes.length).toBeLessThan(clients.length);
   });
 
   it('writes the grants\' last use in batches: one statement for many refreshes', async () => {

@@ -40,9 +40,9 @@ describe('client secret rotation', () => {
     expect((await exchange(other.url, await codeFor(server, withNew, user, 'PROFILE_READ'), withNew)).status).toBe(200);
     await expect(secretsGenerate(operator(server), client.client_id)).rejects.toThrow(InputError);
 
-    // last_used_at records that the secrets are in use.
-    const shown = await clientsShow(operator(server), client.client_id);
-    expect(shown.secrets.map((s) => s.last_used_at)).toEqual([expect.any(String), expect.any(String)]);
+    // last_used_at records that the secrets are in use (written after the answers, in a batch).
+    const usedAt = async () => (await clientsShow(operator(server), client.client_id)).secrets.map((s) => s.last_used_at);
+    await expect.poll(usedAt).toEqual([expect.any(String), expect.any(String)]);
 
     // 2. Revoke the old one: refused at once on both instances; the new one keeps working.
     await secretsRevoke(operator(server), client.client_id, String(oldSecretId));

@@ -160,8 +160,12 @@ export async function revokeSecretRow(trx: Knex.Transaction, clientId: string, s
   return updated > 0;
 }
 
-export async function markSecretUsed(db: Db, secretId: number): Promise<void> {
-  await db('oauth_client_secrets').where('id', secretId).update({ last_used_at: db.fn.now() });
+/** Sets last_used_at of these secrets, skipping those another instance set within the minute. */
+export async function markSecretsUsed(db: Db, secretIds: number[]): Promise<void> {
+  await db('oauth_client_secrets')
+    .whereIn('id', secretIds)
+    .where((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', db.raw(`now() - interval '1 minute'`)))
+    .update({ last_used_at: db.fn.now() });
 }
 
 const activeSecretById = preparedRead<{ id: number }, [string]>('active_secret_by_id', (db, secretId) =>

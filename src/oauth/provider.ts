@@ -6,7 +6,8 @@ import type { Config } from '../config.ts';
 import { ClientAdapter } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
-import { isSecretActive, markSecretUsed } from '../clients/service.ts';
+import { isSecretActive } from '../clients/service.ts';
+import { recordSecretUse } from '../clients/secret-use.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
@@ -175,7 +176,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: { secret_hashes?: StoredSecret[] }, presented: string) {
     const secretId = matchClientSecret(presented, this.secret_hashes ?? []);
     if (secretId === undefined || !(await isSecretActive(db, secretId))) return false;
-    await touchSecret(db, secretId);
+    // Informational, never delaying the answer; a failed write is the database's outage, which
+    // the next request meets and reports.
+    void recordSecretUse(db, secretId).catch(() => {});
     return true;
   };
 
@@ -246,14 +249,4 @@ function resourceServerMayIntrospect(client: object, token: { kind: string; scop
   const scopes = (token.scope ?? '').split(' ');
   // An unscoped legacy token may do everything its user can: it carries every scope.
   return wanted.length === 0 || scopes.includes(LEGACY_FULL_ACCESS) || wanted.some((s) => scopes.includes(s));
-}
-
-// last_used_at is informational: write it at most once a minute per secret, not per request.
-const TOUCH_INTERVAL_MS = 60_000;
-const lastTouched = new Map<number, number>();
-async function touchSecret(db: Db, secretId: number): Promise<void> {
-  const now = Date.now();
-  if (now - (lastTouched.get(secretId) ?? 0) < TOUCH_INTERVAL_MS) return;
-  lastTouched.set(secretId, now);
-  await markSecretUsed(db, secretId);
 }

@@ -1,0 +1,58 @@
+// "Last used" times — of a grant, of a client secret — are informational, so recording them costs
+// the token endpoint next to nothing: this process skips keys it recorded within the minute, and
+// the uses it does record are written together, one statement for all of them at most every
+// FLUSH_MS (the statement also skips rows another instance wrote within the minute). Nobody waits
+// for the write. A crash loses at most those few hundred milliseconds of "last used".
+import type { Db } from './db.ts';
+
+const INTERVAL_MS = 60_000;
+const FLUSH_MS = 250;
+const MAX_REMEMBERED = 10_000;
+
+export interface LastUse<T> {
+  /** Records a use of `key`; resolves once it is written with the others of its batch. */
+  record(db: Db, key: string, use: T): Promise<void>;
+  /** Writes what is waiting now (at shutdown). */
+  flush(db: Db): Promise<void>;
+}
+
+/** `write` stores one batch: the uses by key, each the first of its key in its minute here. */
+export function lastUseRecorder<T>(write: (db: Db, uses: Map<string, T>) => Promise<void>): LastUse<T> {
+  const lastWritten = new Map<string, number>();
+  // Per database (tests run several instances in one process).
+  const batches = new Map<Db, { uses: Map<string, T>; written: Promise<void> }>();
+
+  function forgetOld(now: number): void {
+    for (const [key, at] of lastWritten) if (now - at >= INTERVAL_MS) lastWritten.delete(key);
+    if (lastWritten.size >= MAX_REMEMBERED) lastWritten.clear(); // a burst of distinct keys: start over
+  }
+
+  return {
+    record(db, key, use) {
+      const now = Date.now();
+      if (now - (lastWritten.get(key) ?? 0) < INTERVAL_MS) return Promise.resolve();
+      if (lastWritten.size >= MAX_REMEMBERED) forgetOld(now);
+      lastWritten.set(key, now);
+      let batch = batches.get(db);
+      if (!batch) {
+        const uses = new Map<string, T>();
+        const written = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_MS).unref()).then(() => {
+          if (batches.get(db)?.uses === uses) batches.delete(db);
+          return uses.size ? write(db, uses) : undefined;
+        });
+        batches.set(db, (batch = { uses, written }));
+      }
+      batch.uses.set(key, use);
+      return batch.written;
+    },
+
+    async flush(db) {
+      const batch = batches.get(db);
+      if (!batch) return;
+      batches.delete(db);
+      const uses = new Map(batch.uses);
+      batch.uses.clear(); // the timer's write then finds nothing
+      if (uses.size) await write(db, uses);
+    },
+  };
+}
