@@ -4,7 +4,7 @@ import type { RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
-import { RedisAdapter } from './redis-adapter.ts';
+import { artifactScripts, RedisAdapter } from './redis-adapter.ts';
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
@@ -17,6 +17,7 @@ export interface ArtifactStorage extends ClientArtifacts {
 
 /** With a token cache (Redis only), access token lookups are served from memory while it is live. */
 export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, tokenCache?: TokenCache): ArtifactStorage {
+  if (redis) artifactScripts(redis); // now, before any traffic (see artifactScripts)
   return {
     adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),

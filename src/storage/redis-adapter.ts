@@ -47,6 +47,27 @@ redis.call('HSET', KEYS[1], 'payload', ARGV[1])
 if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 return 1`;
 
+type Scripts = Record<'upsert' | 'indexAdd' | 'consume', ReturnType<typeof redisScript>>;
+const definedScripts = new WeakMap<RedisClient, Scripts>();
+
+/**
+ * The adapter's scripts on this connection, defined once. artifactStorage defines them when the
+ * system is built, before any traffic: ioredis gives a command batch only the commands defined
+ * when the batch began, so one defined while a batch is open would fail in it.
+ */
+export function artifactScripts(redis: RedisClient): Scripts {
+  let scripts = definedScripts.get(redis);
+  if (!scripts) {
+    scripts = {
+      upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
+      indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
+      consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
+    };
+    definedScripts.set(redis, scripts);
+  }
+  return scripts;
+}
+
 /** ioredis resolves a pipeline or transaction with one [error, result] per command. */
 function throwFirstError(results: [Error | null, unknown][] | null): void {
   const failed = results?.find(([err]) => err);
@@ -56,7 +77,7 @@ function throwFirstError(results: [Error | null, unknown][] | null): void {
 export class RedisAdapter implements Adapter {
   /** Access tokens only: read through the token cache, and every deletion announced. */
   private readonly tokens: boolean;
-  private readonly scripts: Record<'upsert' | 'indexAdd' | 'consume', ReturnType<typeof redisScript>>;
+  private readonly scripts: Scripts;
 
   constructor(
     private readonly redis: RedisClient,
@@ -65,11 +86,7 @@ export class RedisAdapter implements Adapter {
     private readonly cache?: TokenCache,
   ) {
     this.tokens = model === 'AccessToken';
-    this.scripts = {
-      upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
-      indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
-      consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
-    };
+    this.scripts = artifactScripts(redis);
   }
 
   /** After access tokens were deleted: this process forgets them now, the others when told. */

@@ -52,7 +52,8 @@ export async function pingRedis(client: RedisClient): Promise<void> {
  * where Redis does not know it yet (after a restart too). Its first argument is the number of keys.
  */
 export function redisScript(client: RedisClient, name: string, lua: string): (...args: Array<string | number>) => Promise<unknown> {
-  // A Cluster's defined commands failed our cluster tests (500s): there, the text as before.
+  // On a Cluster, ioredis's command batching routes a defined command by its first argument (the
+  // key count), not its first key: sent there as text (EVAL), as before.
   if (client.isCluster) return (...args) => client.eval(lua, ...(args as [number, ...Array<string | number>]));
   const commands = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>;
   if (typeof commands[name] !== 'function') client.defineCommand(name, { lua });
