@@ -18,6 +18,7 @@ import { meRoutes, readMe } from './api/me.ts';
 import { checkRoutes, gatewayCheck } from './api/check.ts';
 import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './api/listener.ts';
+import { introspection } from './oauth/introspection.ts';
 import { VIEWS_DIR } from './views.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { requestLineWriter, requestLog, type RequestLineWriter } from './http/request-log.ts';
@@ -112,7 +113,8 @@ export function createListener(deps: AppDeps): RequestListener {
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
   const backChannel = createBackChannelApp(deps, shared);
-  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  const answerIntrospection = introspection(deps.provider, deps.rateLimits.token);
+  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), answerIntrospection, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
 }
 
 interface Shared {

@@ -14,29 +14,7 @@ import { clientAddress } from '../src/http/untrusted-proxy.ts';
 import { createLogger } from '../src/log.ts';
 import { requestLineWriter } from '../src/http/request-log.ts';
 import Koa from 'koa';
-
-interface Raw {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** One request as written: `target` may be absolute-form (`http://host/path`), which fetch cannot send. */
-function raw(base: string, method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Raw> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    // Node sends a GET's body without framing unless told its length.
-    const framed = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const req = http.request({ hostname, port, method, path: target, headers: framed, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+import { comparable, raw } from './support/raw-http.ts';
 
 describe('which listener answers', () => {
   let base: string;
@@ -167,12 +145,6 @@ describe('the same answer from the hot path and from the app', () => {
     narrow = (await tokensFor(server, client, user, 'BOOKING_READ')).access_token;
   });
   afterAll(() => server?.close());
-
-  const comparable = ({ status, headers, body }: Raw) => {
-    const { date: _date, 'x-request-id': requestId, connection: _c, 'keep-alive': _k, ...rest } = headers;
-    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
-    return { status, headers: rest, body };
-  };
 
   it('for allowed, refused and malformed checks and reads of /v2/me, as origin-form (hot path) and absolute-form (app)', async () => {
     const bearer = (t: string) => ({ authorization: `Bearer ${t}` });

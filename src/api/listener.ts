@@ -1,5 +1,5 @@
-// The API's hot paths — the gateway check and reading /v2/me — answered straight on node:http,
-// before the Koa app. They sit in front of every call to the scheduling API, and a Koa context
+// The API's hot paths — the gateway check, reading /v2/me and introspecting a live access token —
+// answered straight on node:http, before the Koa app. They sit in front of every call to the scheduling API, and a Koa context
 // with the page middleware cost more than the decision itself (docs/benchmark.md: the profile).
 // What the app's middleware gives every request they keep: the request id, the log line, the
 // metrics, the API's security headers, the error shapes. Anything unusual — an absolute-form,
@@ -9,7 +9,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { routeName } from '../http/metrics.ts';
-import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
+import { CHECK_PATH, INTROSPECTION_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
 import { msSince, requestIdOf, type RequestLineWriter } from '../http/request-log.ts';
 import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { clientAddress, type ProxyWarning } from '../http/untrusted-proxy.ts';
@@ -17,6 +17,8 @@ import { urlProblem } from '../http/url-limits.ts';
 import { describeError } from '../http/error-responses.ts';
 import type { ApiRequest } from './access.ts';
 import { errorAnswer, type Answer } from './responses.ts';
+import type { AnswerIntrospection } from '../oauth/introspection.ts';
+import { readBodyOnce, TOKEN_BODY_LIMIT } from '../oauth/request-shims.ts';
 
 type Handler = (request: ApiRequest) => Promise<Answer>;
 
@@ -25,6 +27,8 @@ export interface HotPathDeps {
   answerMe: Handler;
   /** The token, revocation and introspection POSTs: the app's steps without its routers (src/app.ts). */
   answerBackChannel: RequestListener;
+  /** Introspection of a live access token (src/oauth/introspection.ts); what it leaves, the back channel answers. */
+  answerIntrospection?: AnswerIntrospection;
   log: Logger;
   metrics: Pick<Metrics, 'record'>;
   https: boolean;
@@ -39,6 +43,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 const isRead = (method: string) => method === 'GET' || method === 'HEAD';
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+// A form body of a stated, allowed length: the only kind the hot path reads (others go on unread).
+const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded; charset=utf-8']);
+const isPlainForm = (req: IncomingMessage) =>
+  FORM_TYPES.has((req.headers['content-type'] ?? '').toLowerCase()) &&
+  req.headers['transfer-encoding'] === undefined &&
+  /^[0-9]{1,5}$/.test(req.headers['content-length'] ?? '') &&
+  Number(req.headers['content-length']) <= TOKEN_BODY_LIMIT;
 
 export function hotPathListener(deps: HotPathDeps, app: RequestListener): RequestListener {
   const securityHeaders = Object.entries(apiSecurityHeaders(deps.https)).flat();
@@ -53,17 +64,36 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
 
   async function serve(req: IncomingMessage, res: ServerResponse, handler: Handler, request: ApiRequest): Promise<void> {
     const started = performance.now();
-    const reqId = requestIdOf(req.headers['x-request-id']);
-    deps.proxyWarning(req.headers);
     let answer: Answer;
     try {
       answer = await handler(request);
     } catch (err) {
       answer = failed(err, request.path);
     }
-    const status = send(res, [...securityHeaders, 'X-Request-Id', reqId], answer, request.path);
-    deps.metrics.record(routeName(request.path), request.method, status, (performance.now() - started) / 1000);
-    deps.writeLine({ reqId, method: request.method, path: request.path, status, ms: msSince(started), ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
+    finish(req, res, request.method, request.path, answer, started);
+  }
+
+  /** Introspection, when the plain case (see introspection.ts); else the back channel, body and all. */
+  async function introspect(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const started = performance.now();
+    let answer: Answer | undefined;
+    try {
+      const form = new URLSearchParams(await readBodyOnce(req));
+      answer = await deps.answerIntrospection!({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
+    } catch {
+      answer = undefined; // a body that could not be read, a store that failed: the app's to answer
+    }
+    if (!answer) return deps.answerBackChannel(req, res);
+    finish(req, res, 'POST', path, answer, started);
+  }
+
+  /** Sends the answer with the request id and security headers; counts and logs the request. */
+  function finish(req: IncomingMessage, res: ServerResponse, method: string, path: string, answer: Answer, started: number): void {
+    const reqId = requestIdOf(req.headers['x-request-id']);
+    deps.proxyWarning(req.headers);
+    const status = send(res, [...securityHeaders, 'X-Request-Id', reqId], answer, path);
+    deps.metrics.record(routeName(path), method, status, (performance.now() - started) / 1000);
+    deps.writeLine({ reqId, method, path, status, ms: msSince(started), ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
   }
 
   /** As the app's error responder: the route family's shape, 5xx logged. */
@@ -92,7 +122,10 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     if (!PLAIN_URL.test(url) || urlProblem(url)) return app(req, res);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    if (method === 'POST' && OAUTH_ENDPOINTS.has(path)) return deps.answerBackChannel(req, res);
+    if (method === 'POST' && OAUTH_ENDPOINTS.has(path)) {
+      if (path === INTROSPECTION_PATH && q < 0 && deps.answerIntrospection && isPlainForm(req)) return void introspect(req, res, path);
+      return deps.answerBackChannel(req, res);
+    }
     const handler = handlerFor(req, method, path);
     if (!handler) return app(req, res);
     const query = q < 0 ? '' : url.slice(q + 1);

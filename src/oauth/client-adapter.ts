@@ -3,7 +3,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import { findUsableClient } from '../clients/service.ts';
+import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
@@ -37,39 +37,51 @@ function resourceServer(clientId: string, name: string, introspectScopes: string
   };
 }
 
+/** A client record as the provider's Client model reads it. */
+function providerView({ client, secrets }: UsableClient): AdapterPayload {
+  if (client.kind === 'resource_server') return resourceServer(client.clientId, client.name, client.scopes, secrets);
+  const confidential = client.kind === 'confidential';
+  return {
+    client_id: client.clientId,
+    client_name: client.name,
+    redirect_uris: client.redirectUris,
+    response_types: ['code'],
+    // Only the query response mode (RFC 6749): no fragment, no auto-submitting form_post page.
+    response_modes: ['query'],
+    grant_types: ['authorization_code', 'refresh_token'],
+    // A public client with a loopback or private-use redirect is a native app (RFC 8252): the
+    // provider then accepts its loopback redirect on any port (7.3). Everything else matches exactly.
+    application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
+    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+    ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
+    // A legacy client that has not selected scopes may ask for any of them, or for none (spec 5.6).
+    scope: (client.legacy && client.scopes.length === 0 ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
+    // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
+    secret_hashes: secrets,
+    // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
+    legacy: client.legacy && client.scopes.length === 0,
+    // A pending client is usable only by its owner, for testing before review.
+    pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
+    // The operator's budget for this client (clients set-rate-limit); null: the server's default.
+    token_requests_per_minute: client.tokenRequestsPerMinute,
+  };
+}
+
+// The provider's view of each cached record, made once: a client is looked up on every token
+// request, and the view costs an HMAC and an object. A changed record is a new object (the record
+// cache drops the old one), so its view is made anew.
+const views = new WeakMap<UsableClient, AdapterPayload>();
+
 export class ClientAdapter implements Adapter {
   constructor(private readonly db: Db) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
     const usable = await findUsableClient(this.db, clientId);
     if (!usable) return undefined;
-    const { client, secrets } = usable;
-    if (client.kind === 'resource_server') return resourceServer(client.clientId, client.name, client.scopes, secrets);
-    const confidential = client.kind === 'confidential';
-    return {
-      client_id: client.clientId,
-      client_name: client.name,
-      redirect_uris: client.redirectUris,
-      response_types: ['code'],
-      // Only the query response mode (RFC 6749): no fragment, no auto-submitting form_post page.
-      response_modes: ['query'],
-      grant_types: ['authorization_code', 'refresh_token'],
-      // A public client with a loopback or private-use redirect is a native app (RFC 8252): the
-      // provider then accepts its loopback redirect on any port (7.3). Everything else matches exactly.
-      application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
-      token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
-      ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
-      // A legacy client that has not selected scopes may ask for any of them, or for none (spec 5.6).
-      scope: (client.legacy && client.scopes.length === 0 ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
-      // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
-      secret_hashes: secrets,
-      // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
-      legacy: client.legacy && client.scopes.length === 0,
-      // A pending client is usable only by its owner, for testing before review.
-      pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
-      // The operator's budget for this client (clients set-rate-limit); null: the server's default.
-      token_requests_per_minute: client.tokenRequestsPerMinute,
-    };
+    let view = views.get(usable);
+    if (!view) views.set(usable, (view = providerView(usable)));
+    // A copy: the provider may keep or change what it is given.
+    return { ...view };
   }
 
   async upsert(): Promise<void> {

@@ -243,7 +243,8 @@ const OPENID_ONLY_METADATA = [
   'request_parameter_supported',
 ];
 
-function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {
+/** Whether a resource server may introspect another client's token (RFC 7662 2.1; see features.introspection). */
+export function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {
   const { resource_server: isResourceServer, introspect_scopes: wanted = [] } = client as { resource_server?: boolean; introspect_scopes?: string[] };
   if (!isResourceServer || token.kind !== 'AccessToken') return false;
   const scopes = (token.scope ?? '').split(' ');

@@ -67,9 +67,13 @@ export interface SignInLimits {
 /** The provider's routes that are limited, as the provider sees its own paths. */
 const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
 
-type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
+export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
 
 export interface TokenEndpointLimits {
+  /** Seconds the client a request claims must wait, being over its own budget (0: go ahead). */
+  heldBack(claimedClientId: string | undefined, ip: string): number;
+  /** Counts a request whose client authenticated against that client's budget. */
+  spend(client: ClientWithBudget, ip: string): Promise<void>;
   /** In our app, before the provider: a client over its own authenticated budget waits. */
   clientBudget(ctx: Context, next: Next): Promise<void>;
   /** Inside the provider (provider.use): counts what authenticated, throttles what did not. */
@@ -82,7 +86,7 @@ export interface RateLimits {
 }
 
 const NO_LIMITS: RateLimits = {
-  token: { clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
+  token: { heldBack: () => 0, spend: async () => {}, clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
   signIn: { waitFor: async () => 0, failed: async () => {}, succeeded: async () => {} },
 };
 
@@ -131,10 +135,13 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     return growingDelay(over, config.authMaxDelaySeconds);
   }
 
+  const heldBack = (claimed: string | undefined, ip: string) => (claimed ? Math.max(waitOf(claimed), waitOf(`${claimed}|${ip}`)) : 0);
+
   return {
+    heldBack,
+    spend: spendBudget,
     async clientBudget(ctx, next) {
-      const claimed = claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams);
-      const wait = claimed ? Math.max(waitOf(claimed), waitOf(`${claimed}|${ctx.ip}`)) : 0;
+      const wait = heldBack(claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
       return wait ? tooManyTokenRequests(ctx, wait) : next();
     },
 

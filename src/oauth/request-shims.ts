@@ -1,4 +1,5 @@
 // Small adjustments of incoming requests before the provider sees them (CONTRACT 3, spec 4.1).
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
@@ -21,6 +22,21 @@ declare module 'koa' {
 }
 
 export const TOKEN_BODY_LIMIT = 16 * 1024;
+
+const bodies = new WeakMap<IncomingMessage, Promise<string>>();
+
+/**
+ * The body of a token, revocation or introspection request, read once with the size limit: the
+ * hot-path listener may read it first (src/oauth/introspection.ts) and pass the request on.
+ */
+export function readBodyOnce(req: IncomingMessage): Promise<string> {
+  let body = bodies.get(req);
+  if (!body) {
+    body = getRawBody(req, { limit: TOKEN_BODY_LIMIT, encoding: 'utf8' });
+    bodies.set(req, body);
+  }
+  return body;
+}
 
 /** Token responses, success and error, must not be cached (RFC 6749 5.1). */
 function noCache(ctx: Context) {
@@ -69,7 +85,7 @@ export async function readTokenRequestBody(ctx: Context, next: Next) {
   }
   let text: string;
   try {
-    text = await getRawBody(ctx.req, { limit: TOKEN_BODY_LIMIT, encoding: 'utf8' });
+    text = await readBodyOnce(ctx.req);
   } catch (err) {
     const tooLarge = (err as { type?: string }).type === 'entity.too.large';
     return oauthError(ctx, { status: tooLarge ? 413 : 400, error: 'invalid_request', error_description: tooLarge ? 'the request body is too large' : 'the request body could not be read' });
