@@ -19,11 +19,17 @@ import { checkRoutes, gatewayCheck } from './api/check.ts';
 import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './api/listener.ts';
 import { introspection } from './oauth/introspection.ts';
+import { refreshGrant } from './oauth/refresh.ts';
+import { refreshFlights } from './oauth/refresh-grace.ts';
+import { tokensIssued } from './oauth/events.ts';
+import type { AnswerBackChannel } from './oauth/back-channel.ts';
+import { findUserById } from './accounts/store.ts';
+import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { requestLineWriter, requestLog, type RequestLineWriter } from './http/request-log.ts';
 import type { Metrics } from './http/metrics.ts';
-import type { ClientArtifacts } from './storage/client-artifacts.ts';
+import type { ArtifactStorage } from './storage/artifacts.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
@@ -45,8 +51,10 @@ export interface AppDeps {
   rateLimits: RateLimits;
   /** Signing keys of our cookies (and the provider's); the first also keys the CSRF tokens. */
   cookieKeys: string[];
-  artifacts: ClientArtifacts;
+  artifacts: ArtifactStorage;
   metrics: Metrics;
+  /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
+  refreshGraceSeconds: number;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
@@ -113,8 +121,25 @@ export function createListener(deps: AppDeps): RequestListener {
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
   const backChannel = createBackChannelApp(deps, shared);
-  const answerIntrospection = introspection(deps.provider, deps.rateLimits.token);
-  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), answerIntrospection, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  const backChannelHotPaths = backChannelPlainCases(deps);
+  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+}
+
+/** The back channel's plain cases, answered on the hot path (src/oauth/back-channel.ts), by path. */
+function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
+  const { provider, db, log, rateLimits } = deps;
+  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, rateLimits.token)]]);
+  const refresh = refreshGrant({
+    provider,
+    limits: rateLimits.token,
+    grace: refreshFlights(deps.artifacts.flights, deps.refreshGraceSeconds),
+    rotate: deps.artifacts.rotateRefreshToken,
+    accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
+    issued: tokensIssued({ db, metrics: deps.metrics, log }),
+    log,
+  });
+  if (refresh) plainCases.set(TOKEN_PATH, refresh);
+  return plainCases;
 }
 
 interface Shared {

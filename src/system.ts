@@ -85,6 +85,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhookKey,
     tokenCache: tokenCache?.cache,
+    refreshGraceSeconds: config.refreshGraceSeconds,
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.

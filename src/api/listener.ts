@@ -1,5 +1,6 @@
-// The API's hot paths — the gateway check, reading /v2/me and introspecting a live access token —
-// answered straight on node:http, before the Koa app. They sit in front of every call to the scheduling API, and a Koa context
+// The API's hot paths — the gateway check, reading /v2/me, and the plain cases of the back
+// channel (introspecting a live access token, a rotating refresh) — answered straight on
+// node:http, before the Koa app. They sit in front of every call to the scheduling API, and a Koa context
 // with the page middleware cost more than the decision itself (docs/benchmark.md: the profile).
 // What the app's middleware gives every request they keep: the request id, the log line, the
 // metrics, the API's security headers, the error shapes. Anything unusual — an absolute-form,
@@ -9,7 +10,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { routeName } from '../http/metrics.ts';
-import { CHECK_PATH, INTROSPECTION_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
+import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
 import { msSince, requestIdOf, type RequestLineWriter } from '../http/request-log.ts';
 import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { clientAddress, type ProxyWarning } from '../http/untrusted-proxy.ts';
@@ -17,7 +18,7 @@ import { urlProblem } from '../http/url-limits.ts';
 import { describeError } from '../http/error-responses.ts';
 import type { ApiRequest } from './access.ts';
 import { errorAnswer, type Answer } from './responses.ts';
-import type { AnswerIntrospection } from '../oauth/introspection.ts';
+import type { AnswerBackChannel } from '../oauth/back-channel.ts';
 import { readBodyOnce, TOKEN_BODY_LIMIT } from '../oauth/request-shims.ts';
 
 type Handler = (request: ApiRequest) => Promise<Answer>;
@@ -27,8 +28,8 @@ export interface HotPathDeps {
   answerMe: Handler;
   /** The token, revocation and introspection POSTs: the app's steps without its routers (src/app.ts). */
   answerBackChannel: RequestListener;
-  /** Introspection of a live access token (src/oauth/introspection.ts); what it leaves, the back channel answers. */
-  answerIntrospection?: AnswerIntrospection;
+  /** By path: the plain cases of back-channel endpoints (src/oauth/back-channel.ts); what they leave, the back channel answers. */
+  backChannelHotPaths?: ReadonlyMap<string, AnswerBackChannel>;
   log: Logger;
   metrics: Pick<Metrics, 'record'>;
   https: boolean;
@@ -73,13 +74,13 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     finish(req, res, request.method, request.path, answer, started);
   }
 
-  /** Introspection, when the plain case (see introspection.ts); else the back channel, body and all. */
-  async function introspect(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  /** The plain case of a back-channel endpoint (see back-channel.ts); else the back channel, body and all. */
+  async function answerPlainCase(req: IncomingMessage, res: ServerResponse, path: string, plainCase: AnswerBackChannel): Promise<void> {
     const started = performance.now();
     let answer: Answer | undefined;
     try {
       const form = new URLSearchParams(await readBodyOnce(req));
-      answer = await deps.answerIntrospection!({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
+      answer = await plainCase({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
     } catch {
       answer = undefined; // a body that could not be read, a store that failed: the app's to answer
     }
@@ -123,7 +124,8 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     if (method === 'POST' && OAUTH_ENDPOINTS.has(path)) {
-      if (path === INTROSPECTION_PATH && q < 0 && deps.answerIntrospection && isPlainForm(req)) return void introspect(req, res, path);
+      const plainCase = q < 0 && isPlainForm(req) ? deps.backChannelHotPaths?.get(path) : undefined;
+      if (plainCase) return void answerPlainCase(req, res, path, plainCase);
       return deps.answerBackChannel(req, res);
     }
     const handler = handlerFor(req, method, path);

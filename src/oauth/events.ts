@@ -18,6 +18,15 @@ function isReplay(err: Error & { error_detail?: string }): boolean {
   return err instanceof ArtifactAlreadyConsumed || LIBRARY_REPLAYS.has(err.error_detail ?? '');
 }
 
+/** Tokens were issued (the provider's grant.success; the refresh hot path's own): counted, and the grant's last use noted. */
+export function tokensIssued({ db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }) {
+  return (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string } | undefined) => {
+    metrics.tokensIssued.inc({ grant_type: grantType });
+    // "Last used" of the apps with access page: after the answer, never delaying it.
+    if (grant?.jti) void recordGrantUse(db, grant as Parameters<typeof recordGrantUse>[1]).catch((err) => log.error({ err }, 'grant use write failed'));
+  };
+}
+
 export function watchProviderEvents(provider: Provider, { db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }): void {
   const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
   async function recordReplay(clientId: string, accountId: string, grantId: string | undefined, event: Parameters<typeof recordAudit>[1]) {
@@ -29,12 +38,8 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
     });
   }
 
-  provider.on('grant.success', (ctx) => {
-    metrics.tokensIssued.inc({ grant_type: String(ctx.oidc.params?.grant_type ?? 'unknown') });
-    // "Last used" of the apps with access page: after the answer, never delaying it.
-    const grant = ctx.oidc.entities.Grant;
-    if (grant?.jti) void recordGrantUse(db, grant).catch((err) => log.error({ err }, 'grant use write failed'));
-  });
+  const issued = tokensIssued({ db, metrics, log });
+  provider.on('grant.success', (ctx) => issued(String(ctx.oidc.params?.grant_type ?? 'unknown'), ctx.oidc.entities.Grant));
 
   function onFailure(event: string) {
     return (ctx: KoaContextWithOIDC, err: Error & { error?: string; error_detail?: string }) => {

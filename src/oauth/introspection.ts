@@ -11,87 +11,16 @@
 // not see, a store that fails — returns undefined, and the provider answers it, errors, counters
 // and events included.
 import type Provider from 'oidc-provider';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import { resourceServerMayIntrospect } from './provider.ts';
 import { visibleScope } from '../scopes.ts';
-import type { Answer } from '../api/responses.ts';
-
-export interface IntrospectionRequest {
-  headers: IncomingHttpHeaders;
-  /** The form body as sent. */
-  form: URLSearchParams;
-  /** The client address, as the app computes it (the budget of a public client is per address). */
-  ip: string;
-}
-
-/** The answer, or undefined when the provider must answer (see the header). */
-export type AnswerIntrospection = (request: IntrospectionRequest) => Promise<Answer | undefined>;
+import { authenticatedClient, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
-// client authentication methods); it refuses any of them sent twice.
+// client authentication methods); it refuses any of them sent twice and ignores others.
 const PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret'] as const;
-type Params = Partial<Record<(typeof PARAMS)[number], string>>;
 
-// Headers that ask for another kind of client authentication, or for CORS.
-const PROVIDERS_TO_JUDGE = ['oauth-client-attestation', 'oauth-client-attestation-pop', 'origin'];
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-// The provider's rule for the parts of HTTP Basic credentials (RFC 6749 2.3.1: VSCHAR).
-const VSCHAR_ONLY = /^[\x20-\x7E]+$/;
-
-// The provider's headers on this answer: no caching (RFC 7662 2.2), and its CORS for a request
-// without an Origin (one with an Origin is the provider's to judge, per client).
-const HEADERS = {
-  'Cache-Control': 'no-store',
-  Pragma: 'no-cache',
-  Vary: 'Origin',
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'WWW-Authenticate',
-};
-
-/** Each parameter at most once, and a token; else undefined. */
-function plainParams(form: URLSearchParams): Params | undefined {
-  const params: Params = {};
-  for (const name of PARAMS) {
-    const values = form.getAll(name);
-    if (values.length > 1) return undefined;
-    if (values.length === 1) params[name] = values[0];
-  }
-  return params.token ? params : undefined;
-}
-
-/** A client id and secret, sent in exactly one of the two ways the provider takes; else undefined. */
-function secretCredentials(headers: IncomingHttpHeaders, params: Params): { clientId: string; secret: string } | undefined {
-  if (PROVIDERS_TO_JUDGE.some((name) => headers[name] !== undefined)) return undefined;
-  const { authorization } = headers;
-  if (authorization === undefined) {
-    return params.client_id && params.client_secret ? { clientId: params.client_id, secret: params.client_secret } : undefined;
-  }
-  if (params.client_secret !== undefined) return undefined;
-  const [scheme, encoded, ...rest] = authorization.split(' ');
-  if (rest.length || scheme?.toLowerCase() !== 'basic' || !encoded || !BASE64.test(encoded) || encoded.length % 4 !== 0) return undefined;
-  const basic = Buffer.from(encoded, 'base64').toString('utf8');
-  const colon = basic.indexOf(':');
-  if (colon < 0) return undefined;
-  try {
-    const [clientId, secret] = [basic.slice(0, colon), basic.slice(colon + 1)].map((part) => decodeURIComponent(part.replace(/\+/g, '%20')));
-    if (!clientId || !secret || !VSCHAR_ONLY.test(clientId) || !VSCHAR_ONLY.test(secret)) return undefined;
-    if (params.client_id !== undefined && params.client_id !== clientId) return undefined;
-    return { clientId, secret };
-  } catch {
-    return undefined; // not percent-encoded properly
-  }
-}
-
-export function introspection(provider: Provider, limits: TokenEndpointLimits): AnswerIntrospection {
-  /** The client, when it exists, authenticates with a secret, and this is one of its active secrets. */
-  async function authenticated(clientId: string, secret: string) {
-    const client = await provider.Client.find(clientId);
-    if (client?.clientAuthMethod !== 'client_secret_basic' && client?.clientAuthMethod !== 'client_secret_post') return undefined;
-    if ((client as unknown as { clientSecretExpiresAt?: number }).clientSecretExpiresAt) return undefined;
-    return (await client.compareClientSecret(secret)) ? client : undefined;
-  }
-
+export function introspection(provider: Provider, limits: TokenEndpointLimits): AnswerBackChannel {
   /** A live access token of a live grant, which the provider would describe as we do here. */
   async function liveAccessToken(value: string) {
     const token = await provider.AccessToken.find(value);
@@ -103,10 +32,10 @@ export function introspection(provider: Provider, limits: TokenEndpointLimits): 
   }
 
   return async function answerIntrospection({ headers, form, ip }) {
-    const params = plainParams(form);
-    const credentials = params && secretCredentials(headers, params);
+    const params = singleParams(form, PARAMS);
+    const credentials = params?.token && secretCredentials(headers, params);
     if (!params || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
-    const client = await authenticated(credentials.clientId, credentials.secret);
+    const client = await authenticatedClient(provider, credentials.clientId, credentials.secret);
     if (!client) return undefined;
     const token = await liveAccessToken(params.token!);
     if (!token) return undefined;
@@ -131,6 +60,6 @@ export function introspection(provider: Provider, limits: TokenEndpointLimits): 
       scope: scope === undefined ? undefined : visibleScope(scope),
       token_type: token.tokenType === 'Bearer' ? 'bearer' : token.tokenType,
     };
-    return { status: 200, headers: HEADERS, body };
+    return { status: 200, headers: PROVIDER_HEADERS, body };
   };
 }

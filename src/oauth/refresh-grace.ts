@@ -21,7 +21,7 @@ type Next = () => Promise<void>;
 const WAIT_FOR_FIRST_MS = 3000;
 const POLL_MS = 25;
 
-interface Remembered {
+export interface Remembered {
   clientId: string;
   body: Record<string, unknown>;
 }
@@ -81,8 +81,30 @@ function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params
   return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
 }
 
+const flightOf = (token: string) => `refresh-grace:${idOf(token)}`;
+
+/** The single flight of each presented refresh token within the window (see the header). */
+export interface RefreshFlights {
+  /** True for the first presentation in the window, which goes on to the grant. */
+  claim(token: string): Promise<boolean>;
+  /** The first presentation's outcome: its answer (a 200 with a new refresh token), or undefined when it failed. */
+  settle(token: string, answered: Remembered | undefined): Promise<void>;
+  /** The flight of `token` as claimed and settled with this answer at once (its SingleFlights key). */
+  settled(token: string, answered: Remembered): { key: string; value: string; seconds: number };
+}
+
+/** Undefined when the window is off (0 seconds). */
+export function refreshFlights(flights: SingleFlights, windowSeconds: number): RefreshFlights | undefined {
+  if (windowSeconds <= 0) return undefined;
+  return {
+    claim: (token) => flights.claim(flightOf(token), windowSeconds),
+    settle: (token, answered) => flights.settle(flightOf(token), answered ? seal(token, answered) : FAILED, windowSeconds),
+    settled: (token, answered) => ({ key: flightOf(token), value: seal(token, answered), seconds: windowSeconds }),
+  };
+}
+
 export function refreshGrace(provider: Provider, flights: SingleFlights, windowSeconds: number) {
-  const flightOf = (token: string) => `refresh-grace:${idOf(token)}`;
+  const grace = refreshFlights(flights, windowSeconds);
   /** The same client, authenticated as the provider would (its secret, unless it is public). */
   async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string): Promise<boolean> {
     const presented = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
@@ -122,8 +144,8 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
   }
 
   return async function refreshRetriesGetTheSameAnswer(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
-    const presented = windowSeconds > 0 ? presentedRefreshToken(ctx) : undefined;
-    if (!presented) return next();
+    const presented = grace ? presentedRefreshToken(ctx) : undefined;
+    if (!grace || !presented) return next();
     const { token, params } = presented;
     // Single flight: the first presentation in the window goes to the provider; a retry or a twin
     // gets its answer (or, when that may not be given again, reuse detection by the provider).
@@ -132,7 +154,7 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
     // provider's to report (503), not ours.
     let first = false;
     try {
-      first = await flights.claim(flightOf(token), windowSeconds);
+      first = await grace.claim(token);
       if (!first && (await answerAgain(ctx, token, params))) return;
     } catch {
       first = false;
@@ -141,7 +163,6 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
     if (!first) return;
     const body = ctx.body as Record<string, unknown> | undefined;
     const answered = ctx.status === 200 && body && typeof body.refresh_token === 'string' && ctx.oidc?.client;
-    const settled = answered ? seal(token, { clientId: ctx.oidc.client!.clientId, body: body! }) : FAILED;
-    await flights.settle(flightOf(token), settled, windowSeconds).catch(() => {});
+    await grace.settle(token, answered ? { clientId: ctx.oidc.client!.clientId, body: body! } : undefined).catch(() => {});
   };
 }

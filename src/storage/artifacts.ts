@@ -4,7 +4,7 @@ import type { RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
-import { artifactScripts, RedisAdapter } from './redis-adapter.ts';
+import { artifactScripts, RedisAdapter, rotateRefreshToken, type Rotation, type Saved } from './redis-adapter.ts';
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
@@ -13,7 +13,16 @@ export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
   /** Single flights across every instance: see SingleFlights. */
   flights: SingleFlights;
+  /**
+   * Spends a refresh token, saves its successors and settles its single flight (the key a
+   * SingleFlights claim would take) in one atomic step — or changes nothing, when the token was
+   * spent or gone, or the flight held. Only where the store can do that: Redis on a single node
+   * or Sentinel.
+   */
+  rotateRefreshToken?: RotateRefreshToken;
 }
+
+export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, flight?: { key: string; value: string; seconds: number }) => Promise<Rotation>;
 
 /** With a token cache (Redis only), access token lookups are served from memory while it is live. */
 export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, tokenCache?: TokenCache): ArtifactStorage {
@@ -21,6 +30,7 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
   return {
     adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
+    ...(redis && !redis.isCluster ? { rotateRefreshToken: redisRotation(redis, prefix) } : {}),
     ...clientArtifacts(db, redis, prefix, tokenCache),
   };
 }
@@ -38,8 +48,14 @@ export interface SingleFlights {
   read(key: string): Promise<string | undefined>;
 }
 
+const flightKey = (prefix: string, key: string) => `${prefix}flight:${key}`;
+
+function redisRotation(redis: RedisClient, prefix: string): RotateRefreshToken {
+  return (spent, refresh, access, flight) => rotateRefreshToken(redis, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) });
+}
+
 function redisFlights(redis: RedisClient, prefix: string): SingleFlights {
-  const keyOf = (key: string) => `${prefix}flight:${key}`;
+  const keyOf = (key: string) => flightKey(prefix, key);
   return {
     claim: async (key, seconds) => (await redis.set(keyOf(key), '', 'EX', seconds, 'NX')) === 'OK',
     settle: async (key, value, seconds) => void (await redis.set(keyOf(key), value, 'EX', seconds, 'XX')),

@@ -32,22 +32,45 @@ const INDEX_ADD_SCRIPT = `${INDEX_ADD}
 index_add(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 return 1`;
 
+// Saves one artifact under KEYS[key] with its index sets: the payload replaces what was there,
+// and expires after `ttl` seconds (0 = never).
+const SAVE = `${INDEX_ADD}
+local function save(key, first_index, last_index, json, ttl)
+  for i = first_index, last_index do index_add(KEYS[i], KEYS[key], ttl) end
+  redis.call('DEL', KEYS[key])
+  redis.call('HSET', KEYS[key], 'payload', json)
+  if ttl > 0 then redis.call('EXPIRE', KEYS[key], ttl) end
+end`;
+
 // A whole save, atomically, on a single node: KEYS[1] the artifact, then ARGV[3] index sets, then
 // the lookup keys (uid, user code) that point at ARGV[4], the artifact's id. ARGV[1] the payload,
-// ARGV[2] seconds to live (0 = none). Indexes first, as on a cluster.
-const UPSERT_SCRIPT = `${INDEX_ADD}
+// ARGV[2] seconds to live (0 = none).
+const UPSERT_SCRIPT = `${SAVE}
 local ttl = tonumber(ARGV[2])
 local indexes = tonumber(ARGV[3])
-for i = 2, 1 + indexes do index_add(KEYS[i], KEYS[1], ttl) end
 for i = 2 + indexes, #KEYS do
   if ttl > 0 then redis.call('SET', KEYS[i], ARGV[4], 'EX', ttl) else redis.call('SET', KEYS[i], ARGV[4]) end
 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'payload', ARGV[1])
-if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+save(1, 2, 1 + indexes, ARGV[1], ttl)
 return 1`;
 
-type Scripts = Record<'upsert' | 'indexAdd' | 'consume', ReturnType<typeof redisScript>>;
+// A rotating refresh, atomically, on a single node. When KEYS[8] (a single flight, see
+// SingleFlights) is given and held already, nothing changes: 2. Else it spends the presented
+// refresh token (KEYS[1]) only if it exists unspent — 0 when not, nothing changed — and then saves
+// the new refresh token (KEYS[2], its indexes KEYS[3] and KEYS[4]) and the new access token
+// (KEYS[5], indexes KEYS[6] and KEYS[7]), settles the flight with ARGV[6] for ARGV[7] seconds,
+// and answers 1. ARGV: the time spent, then the payload and seconds of each token.
+const ROTATE_SCRIPT = `${SAVE}
+local flight = KEYS[8]
+if flight and redis.call('EXISTS', flight) == 1 then return 2 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1]) == 0 then return 0 end
+save(2, 3, 4, ARGV[2], tonumber(ARGV[3]))
+save(5, 6, 7, ARGV[4], tonumber(ARGV[5]))
+if flight then redis.call('SET', flight, ARGV[6], 'EX', tonumber(ARGV[7])) end
+return 1`;
+
+type Scripts = Record<'upsert' | 'indexAdd' | 'consume' | 'rotate', ReturnType<typeof redisScript>>;
 const definedScripts = new WeakMap<RedisClient, Scripts>();
 
 /**
@@ -62,10 +85,63 @@ export function artifactScripts(redis: RedisClient): Scripts {
       upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
       indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
       consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
+      rotate: redisScript(redis, 'artifactRotate', ROTATE_SCRIPT),
     };
     definedScripts.set(redis, scripts);
   }
   return scripts;
+}
+
+const keyOf = (prefix: string, model: string, id: string) => `${prefix}${model}:${artifactKey(id)}`;
+const grantIndexOf = (prefix: string, model: string, grantId: string) => `${prefix}${model}:grant:${grantId}`;
+
+/** An artifact to save: its id, the provider's payload, and seconds to live. */
+export interface Saved {
+  id: string;
+  payload: AdapterPayload;
+  expiresIn: number;
+}
+
+/** A single flight (SingleFlights) claimed and settled at once: its Redis key, value and lifetime. */
+export interface Settled {
+  key: string;
+  value: string;
+  seconds: number;
+}
+
+/** How a rotation went: done, the presented token spent or gone meanwhile, or its flight held by another request. */
+export type Rotation = 'rotated' | 'spent' | 'flight-held';
+const ROTATIONS: Record<number, Rotation> = { 0: 'spent', 1: 'rotated', 2: 'flight-held' };
+
+/**
+ * A rotating refresh in one step (single node or Sentinel only: on a Cluster the keys live in
+ * different slots): the presented refresh token is spent, the new refresh and access tokens saved
+ * and, when given, the flight settled with the answer; or nothing changes (see ROTATE_SCRIPT).
+ * What is saved is what the adapters save: the same keys, indexes and stored payloads.
+ */
+export async function rotateRefreshToken(redis: RedisClient, prefix: string, spent: string, refresh: Saved, access: Saved, flight?: Settled): Promise<Rotation> {
+  const withIndexes = (model: string, { id, payload }: Saved) => [
+    keyOf(prefix, model, id),
+    grantIndexOf(prefix, model, String(payload.grantId)),
+    clientIndexKey(prefix, String(payload.clientId)),
+  ];
+  const json = (model: string, { payload }: Saved) => JSON.stringify(toStored(model, payload));
+  const done = await artifactScripts(redis).rotate(
+    flight ? 8 : 7,
+    keyOf(prefix, 'RefreshToken', spent),
+    ...withIndexes('RefreshToken', refresh),
+    ...withIndexes('AccessToken', access),
+    ...(flight ? [flight.key] : []),
+    Math.floor(Date.now() / 1000),
+    json('RefreshToken', refresh),
+    refresh.expiresIn,
+    json('AccessToken', access),
+    access.expiresIn,
+    ...(flight ? [flight.value, flight.seconds] : []),
+  );
+  const rotation = ROTATIONS[Number(done)];
+  if (!rotation) throw new Error(`unexpected answer of the rotation script: ${String(done)}`);
+  return rotation;
 }
 
 /** ioredis resolves a pipeline or transaction with one [error, result] per command. */
@@ -96,11 +172,11 @@ export class RedisAdapter implements Adapter {
   }
 
   private key(id: string): string {
-    return `${this.prefix}${this.model}:${artifactKey(id)}`;
+    return keyOf(this.prefix, this.model, id);
   }
 
   private grantKey(grantId: string): string {
-    return `${this.prefix}${this.model}:grant:${grantId}`;
+    return grantIndexOf(this.prefix, this.model, grantId);
   }
 
   private uidKey(uid: string): string {

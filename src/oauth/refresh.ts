@@ -1,0 +1,156 @@
+// The rotating refresh (RFC 6749 6; RFC 9700 4.14.2) of a confidential client, answered on the
+// hot path (src/api/listener.ts): apps refresh all the time, and the Koa app and the provider's
+// request pipeline cost several times the work itself (docs/benchmark.md). The provider's models
+// still decide and build everything — Client and compareClientSecret, RefreshToken.find,
+// Grant.find, the new RefreshToken and AccessToken with their ids, lifetimes and payloads — as its
+// grant does (lib/actions/grants/refresh_token.js); what differs is that the presented token is
+// spent and its successors saved in one atomic store step, and that the answer is written here.
+//
+// Only the plain case is answered here: grant_type, refresh_token and the client's credentials,
+// nothing else; a live, unspent token of this client, of a live grant and an existing user. All
+// else — a `scope` narrowing, a spent token (reuse detection revokes the grant), a wrong secret,
+// a client over its budget, a twin within the grace window — is left to the provider, before
+// anything was written. Once the token may be spent, the request is never handed over: the
+// provider would take it for reuse.
+import type Provider from 'oidc-provider';
+import type { AdapterPayload } from 'oidc-provider';
+import type { Logger } from '../log.ts';
+import type { Saved } from '../storage/redis-adapter.ts';
+import type { RotateRefreshToken } from '../storage/artifacts.ts';
+import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
+import type { RefreshFlights } from './refresh-grace.ts';
+import { visibleScope } from '../scopes.ts';
+import { UNAVAILABLE } from '../http/error-responses.ts';
+import { authenticatedClient, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+
+const GRANT = 'refresh_token';
+// Exactly these, each at most once: anything more is the provider's to read.
+const PARAMS = ['grant_type', 'refresh_token', 'client_id', 'client_secret'] as const;
+
+export interface RefreshDeps {
+  provider: Provider;
+  limits: TokenEndpointLimits;
+  /** The grace window's single flights (refresh-grace.ts); undefined when the window is off. */
+  grace: RefreshFlights | undefined;
+  /** The store's atomic rotation (ArtifactStorage); without it the provider rotates. */
+  rotate: RotateRefreshToken | undefined;
+  accountExists: (accountId: string) => Promise<boolean>;
+  /** Tokens were issued (src/oauth/events.ts), as on the provider's grant.success. */
+  issued: (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string }) => void;
+  log: Logger;
+}
+
+/** What the provider's token models offer beyond their published types. */
+interface NewToken {
+  jti: string;
+  gty?: string;
+  scope?: string;
+  claims?: unknown;
+  readonly scopes: Set<string>;
+  readonly expiration: number;
+  readonly remainingTTL: number;
+  generateTokenId(): string;
+  getValueAndPayload(): Promise<{ value: string; payload: AdapterPayload }>;
+}
+
+/** A new token's id, payload and lifetime, made as its model's save() makes them. */
+async function toSave(token: NewToken): Promise<Saved> {
+  token.jti = token.generateTokenId();
+  const expiresIn = token.remainingTTL;
+  const { payload } = await token.getValueAndPayload();
+  return { id: token.jti, payload, expiresIn };
+}
+
+export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
+  const { provider, limits, grace, rotate } = deps;
+  if (!rotate) return undefined;
+  type Client = NonNullable<Awaited<ReturnType<typeof authenticatedClient>>>;
+
+  /** The presented token and its grant, when the provider would rotate them as we do here. */
+  async function rotatable(value: string, client: Client) {
+    const token = await provider.RefreshToken.find(value, { ignoreExpiration: true });
+    if (!token || token.clientId !== client.clientId || token.isExpired || token.consumed || !token.grantId || !token.accountId) return undefined;
+    if (token.isSenderConstrained() || token.attestationJkt || token.rar || token.resource !== undefined) return undefined;
+    const grant = await provider.Grant.find(token.grantId, { ignoreExpiration: true });
+    if (!grant || grant.isExpired || grant.clientId !== client.clientId || grant.accountId !== token.accountId) return undefined;
+    if (!(await deps.accountExists(token.accountId))) return undefined;
+    return { token, grant };
+  }
+
+  /** The successors, field by field as the provider's refresh grant makes them. */
+  async function successors(found: NonNullable<Awaited<ReturnType<typeof rotatable>>>, client: Client) {
+    const { token, grant } = found;
+    const refresh = new provider.RefreshToken({
+      accountId: token.accountId,
+      acr: token.acr,
+      amr: token.amr,
+      authTime: token.authTime,
+      claims: token.claims,
+      client,
+      expiresWithSession: token.expiresWithSession,
+      iiat: token.iiat,
+      grantId: token.grantId,
+      gty: token.gty,
+      nonce: token.nonce,
+      resource: token.resource,
+      rotations: typeof token.rotations === 'number' ? token.rotations + 1 : 1,
+      scope: token.scope,
+      sessionUid: token.sessionUid,
+      sid: token.sid,
+    } as ConstructorParameters<typeof provider.RefreshToken>[0]) as unknown as NewToken & typeof token;
+    if (refresh.gty && !refresh.gty.endsWith(GRANT)) refresh.gty = `${refresh.gty} ${GRANT}`;
+    const access = new provider.AccessToken({
+      accountId: token.accountId,
+      client,
+      expiresWithSession: refresh.expiresWithSession,
+      grantId: refresh.grantId,
+      gty: refresh.gty,
+      sessionUid: refresh.sessionUid,
+      sid: refresh.sid,
+    } as ConstructorParameters<typeof provider.AccessToken>[0]) as unknown as NewToken;
+    access.claims = refresh.claims;
+    access.scope = grant.getOIDCScopeFiltered(refresh.scopes);
+    const saved = { refresh: await toSave(refresh), access: await toSave(access) };
+    const scope = refresh.scope ? access.scope : access.scope || undefined;
+    // The provider's token response (buildTokenResponse), as src/oauth/provider.ts reshapes it.
+    const body = {
+      access_token: access.jti,
+      expires_in: access.expiration,
+      refresh_token: refresh.jti,
+      scope: scope === undefined ? undefined : visibleScope(scope),
+      token_type: 'bearer',
+    };
+    return { ...saved, body };
+  }
+
+  return async function answerRefresh({ headers, form, ip }) {
+    const params = singleParams(form, PARAMS, true);
+    const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
+    const credentials = presented && secretCredentials(headers, params!);
+    if (!presented || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
+    const client = await authenticatedClient(provider, credentials.clientId, credentials.secret);
+    if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return undefined;
+    const found = await rotatable(presented, client);
+    if (!found) return undefined;
+    const next = await successors(found, client);
+    // The grace window's single flight is claimed and settled with this answer in the same step:
+    // a retry or twin gets the same answer from the provider (refresh-grace.ts), and when another
+    // presentation holds the flight already, this one is the provider's to answer too.
+    const answered = { clientId: client.clientId, body: next.body };
+    let rotation: Awaited<ReturnType<RotateRefreshToken>>;
+    try {
+      rotation = await rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
+    } catch (err) {
+      // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
+      deps.log.error({ err }, 'refresh rotation failed');
+      const answer = { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message };
+      return { status: UNAVAILABLE.status, headers: { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) }, body: answer };
+    }
+    // Spent meanwhile (reuse detection), or a twin's flight: nothing was written.
+    if (rotation !== 'rotated') return undefined;
+    // As the provider counts and reports it (rate-limits.ts, events.ts).
+    await limits.spend(client as unknown as ClientWithBudget, ip).catch(() => {});
+    deps.issued(GRANT, found.grant);
+    return { status: 200, headers: PROVIDER_HEADERS, body: next.body };
+  };
+}
