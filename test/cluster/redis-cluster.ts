@@ -1,6 +1,7 @@
 // A real 3-master Redis Cluster on loopback for the scale-out tests: redis-server in cluster mode
-// on free ports, joined with `redis-cli --cluster create`. Nodes keep an append-only file, so a
-// killed and restarted master comes back with its data, as in production.
+// on free ports, joined with `redis-cli --cluster create`. Nodes keep an append-only file, synced
+// on every write, so a master killed right after a write comes back with it (with the default
+// once a second, a code written just before the kill was sometimes lost: a flaky outage test).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -48,7 +49,7 @@ export interface TestRedisCluster {
 function startNode(node: RedisClusterNode): void {
   node.process = spawn(
     'redis-server',
-    ['--port', String(node.port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000', '--dir', node.dir, '--appendonly', 'yes', '--save', '', '--protected-mode', 'no'],
+    ['--port', String(node.port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000', '--dir', node.dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--protected-mode', 'no'],
     { stdio: 'ignore' },
   );
 }
