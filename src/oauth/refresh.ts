@@ -142,7 +142,8 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       rotation = await rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
     } catch (err) {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
-      deps.log.error({ err }, 'refresh rotation failed');
+      // Its message only: a Redis error carries the command's arguments (keys and payloads).
+      deps.log.error({ message: (err as Error).message }, 'refresh rotation failed');
       const answer = { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message };
       return { status: UNAVAILABLE.status, headers: { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) }, body: answer };
     }
