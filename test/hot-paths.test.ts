@@ -15,6 +15,7 @@ import { createLogger } from '../src/log.ts';
 import { requestLineWriter } from '../src/http/request-log.ts';
 import Koa from 'koa';
 import { comparable, raw } from './support/raw-http.ts';
+import { readBodyOnce } from '../src/oauth/request-shims.ts';
 
 describe('which listener answers', () => {
   let base: string;
@@ -34,10 +35,21 @@ describe('which listener answers', () => {
       {
         answerCheck: handler('check'),
         answerMe: handler('me'),
-        answerBackChannel: (_req, res) => {
+        answerBackChannel: (req, res) => {
           answeredBy.push('back channel');
-          res.end('back channel');
+          // The body, whole, even when a plain case read it first.
+          void readBodyOnce(req).then((body) => res.end(`back channel:${body}`));
         },
+        // A plain case that answers only forms with answer=yes, and leaves the rest.
+        backChannelHotPaths: new Map(
+          ['/v2/auth/oauth2/token', '/v2/auth/oauth2/introspect'].map((path) => [
+            path,
+            async ({ form }) => {
+              answeredBy.push(`plain ${path.slice(path.lastIndexOf('/') + 1)}`);
+              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : undefined;
+            },
+          ]),
+        ),
         log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
       app,
     );
@@ -48,9 +60,10 @@ describe('which listener answers', () => {
   });
   afterAll(() => close?.());
 
+  let lastBody = '';
   async function by(method: string, target: string, headers: Record<string, string> = {}, body?: string) {
     answeredBy.length = 0;
-    await raw(base, method, target, headers, body);
+    lastBody = (await raw(base, method, target, headers, body)).body;
     return answeredBy.join();
   }
 
@@ -64,7 +77,9 @@ describe('which listener answers', () => {
 
   it('takes the POSTs of the token, revocation and introspection endpoints to the back channel, exactly as spelled', async () => {
     for (const endpoint of ['token', 'revoke', 'introspect']) {
-      expect(await by('POST', `/v2/auth/oauth2/${endpoint}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'a=b')).toBe('back channel');
+      const plain = endpoint === 'revoke' ? '' : `plain ${endpoint},`;
+      expect(await by('POST', `/v2/auth/oauth2/${endpoint}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'a=b')).toBe(`${plain}back channel`);
+      expect(lastBody).toBe('back channel:a=b');
       expect(await by('POST', `/v2/auth/oauth2/${endpoint}?x=1`)).toBe('back channel');
       for (const variant of [`/v2/auth/oauth2/${endpoint}/`, `/v2/auth/OAuth2/${endpoint}`, `/v2/auth/oauth2/${endpoint.toUpperCase()}`, `/v2/auth/oauth2/%74${endpoint.slice(1)}`]) {
         expect(await by('POST', variant), variant).toBe('app');
@@ -72,6 +87,43 @@ describe('which listener answers', () => {
       expect(await by('GET', `/v2/auth/oauth2/${endpoint}`)).toBe('app');
       expect(await by('POST', `${base}/v2/auth/oauth2/${endpoint}`)).toBe('app');
     }
+  });
+
+  it("offers only a plain form of a stated length, without a query, on the exact path, to a plain case; what it leaves reaches the back channel, body and all", async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    expect(await by('POST', '/v2/auth/oauth2/token', form, 'answer=yes&x=1')).toBe('plain token');
+    expect(JSON.parse(lastBody)).toEqual({ status: 'success', data: { by: 'plain' } });
+    expect(await by('POST', '/v2/auth/oauth2/introspect', { 'content-type': 'Application/X-WWW-Form-Urlencoded; Charset=UTF-8' }, 'answer=yes')).toBe('plain introspect');
+    expect(await by('POST', '/v2/auth/oauth2/introspect', form, 'answer=no&token=t')).toBe('plain introspect,back channel');
+    expect(lastBody).toBe('back channel:answer=no&token=t');
+    const leftUnread: Array<[string, Record<string, string>]> = [
+      ['/v2/auth/oauth2/token?answer=yes', form],
+      ['/v2/auth/oauth2/token', { 'content-type': 'application/json' }],
+      ['/v2/auth/oauth2/token', { 'content-type': 'application/x-www-form-urlencoded; charset=latin1' }],
+      ['/v2/auth/oauth2/token', { ...form, 'transfer-encoding': 'chunked' }],
+      ['/v2/auth/oauth2/revoke', form],
+    ];
+    for (const [target, headers] of leftUnread) {
+      const chunked = headers['transfer-encoding'] !== undefined;
+      answeredBy.length = 0;
+      const { hostname, port } = new URL(base);
+      lastBody = await new Promise<string>((resolve, reject) => {
+        const req = http.request({ hostname, port, method: 'POST', path: target, headers: chunked ? headers : { ...headers, 'content-length': '10' }, agent: false }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += String(c)));
+          res.on('end', () => resolve(text));
+        });
+        req.on('error', reject);
+        req.end('answer=yes');
+      });
+      expect(answeredBy.join(), `${target} ${JSON.stringify(headers)}`).toBe('back channel');
+      expect(lastBody).toBe('back channel:answer=yes');
+    }
+    // Other spellings of the paths never reach a plain case.
+    for (const variant of ['/v2/auth/oauth2/token/', '/v2/auth/oauth2/Token', '/v2/auth/oauth2/%74oken', '/v2/auth/oauth2//token']) {
+      expect(await by('POST', variant, form, 'answer=yes'), variant).toBe('app');
+    }
+    expect(await by('POST', `${base}/v2/auth/oauth2/token`, form, 'answer=yes')).toBe('app');
   });
 
   it('passes everything else to the app: other spellings, methods, bodies, absolute-form, long or NUL URLs', async () => {

@@ -151,7 +151,13 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     if (rotation !== 'rotated') return undefined;
     // As the provider counts and reports it (rate-limits.ts, events.ts).
     await limits.spend(client as unknown as ClientWithBudget, ip).catch(() => {});
-    deps.issued(GRANT, found.grant);
+    // Nothing after the rotation may throw: the listener would hand the request to the provider,
+    // which would take the spent token for reuse.
+    try {
+      deps.issued(GRANT, found.grant);
+    } catch (err) {
+      deps.log.error({ message: (err as Error).message }, 'recording issued tokens failed');
+    }
     return { status: 200, headers: PROVIDER_HEADERS, body: next.body };
   };
 }
