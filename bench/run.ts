@@ -74,7 +74,7 @@ async function main(): Promise<number> {
   ensureWrk();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   onCleanup('remove feeds', () => fs.rmSync(tmp, { recursive: true, force: true }));
-  const pinning = HAS_TASKSET ? `servers on core 0; wrk, the paced loop and this runner on core 1${moved ? `, with the local PostgreSQL and Redis (moved for the run)` : ''}` : 'NOT pinned (no taskset)';
+  const pinning = HAS_TASKSET ? `servers on core 0; wrk and this runner on core 1${moved ? `, with the local PostgreSQL and Redis (moved for the run)` : ''}` : 'NOT pinned (no taskset)';
   console.log(`bench: ${o.quick ? 'QUICK smoke run' : 'full run'}: ${o.reps} × ${o.duration} s per case after a ${o.warmup} s warm-up, wrk -t1 -c${o.connections}; ${pinning}`);
 
   // Our server and its data. Limits on, not hit: the bench client's budget is raised the operator's
@@ -225,7 +225,7 @@ ${resultsTable(results, sums)}
 
 ${targetsTable(targets)}
 
-Each of our cases runs right after its anchor (the bench anchors, see \`docs/benchmark.md\`: bare oidc-provider 9.13 on its in-memory adapter; Koa hello) in every repetition; ratio: our median ÷ the anchor’s median of the same run (in brackets: the range of the per-repetition ratios). p50/p99: wrk’s (from each request’s send); paced rows: open loop from a Node loop (bench/lib/paced.ts) at half the saturated rate of the same repetition, latency from each request’s due time, beside Koa hello at the same rate (the floor of that measurement here). Tokens: 1,000 access tokens (cycled, one per request), and refresh tokens minted before each run and each presented once; ours minted by our own provider models, the anchor’s by its \`/__bench/mint\`. Our client’s budget is raised with \`clients set-rate-limit\` (limits on, not hit); the burst client keeps the default. unexpected: answers other than 200, and socket errors.
+Each of our cases runs right after its anchor (the bench anchors, see \`docs/benchmark.md\`: bare oidc-provider 9.13 on its in-memory adapter; Koa hello) in every repetition; ratio: our median ÷ the anchor’s median of the same run (in brackets: the range of the per-repetition ratios). p50/p99: wrk’s (from each request’s send); paced rows: open loop (wrk with bench/lib/feed.lua) at half the saturated rate of the same repetition; p99 from each request’s due time, bounded from above by wrk’s p99.5 plus the p99.5 of the sends’ lateness (in brackets: a send is late when every connection still waits for an answer), beside Koa hello at the same rate (the floor of that measurement here). Tokens: 1,000 access tokens (cycled, one per request), and refresh tokens minted before each run and each presented once; ours minted by our own provider models, the anchor’s by its \`/__bench/mint\`. Our client’s budget is raised with \`clients set-rate-limit\` (limits on, not hit); the burst client keeps the default. unexpected: answers other than 200, and socket errors.
 
 Stores, per request our server answered, by their own counters: SQL transactions (statements outside a transaction count one each) and rows read (\`tup_returned\`) from \`pg_stat_database\` of the bench database, read 10.5 s after the load so that every backend has reported; Redis commands (those run inside scripts included) from \`INFO commandstats\`, and reads (\`total_reads_processed\`: network round trips, several pipelined commands being one) — server-wide counters, so * marks a run during which another client of that Redis was active.
 

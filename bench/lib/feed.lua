@@ -1,20 +1,50 @@
 -- wrk script (bench/lib/load.ts): one request per line of a feed file, "Authorization value<TAB>body",
 -- every line once ("once": single-use refresh tokens) or cycling ("cycle": access tokens); counts the
 -- answers by status and prints a JSON summary.
---   wrk ... -s feed.lua URL -- FEED once|cycle METHOD ["Header: value" ...]
+--   wrk ... -s feed.lua URL -- FEED once|cycle METHOD RATE ["Header: value" ...]
+-- RATE 0: wrk's closed loop. RATE > 0: open loop at RATE requests a second (wrk -t1 only). Request
+-- k is due at start + k / RATE; each connection, once answered, takes the next due request and waits
+-- for its time (delay()). A request sent after its time, because every connection was still waiting
+-- for an answer, is late: wrk's latency starts at the send, so the lateness is recorded here and
+-- added in the report (see done()): a stall's queue is not hidden (no coordinated omission).
 local lines, n, once, method, headers, threads = {}, 0, false, "GET", {}, {}
-counts, sent, over = {}, 0, 0
+counts, sent, over, late = {}, 0, 0, {}
+
+local ffi = require("ffi")
+ffi.cdef [[ typedef struct { long tv_sec; long tv_nsec; } bench_timespec; int clock_gettime(int, bench_timespec *); ]]
+local ts = ffi.new("bench_timespec")
+local function now_us() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) * 1e6 + tonumber(ts.tv_nsec) / 1e3 end
+
+-- Due times handed to connections and not yet sent, in order (a queue).
+local due, first, last, interval, start, slot = {}, 1, 0, 0, nil, 0
 
 function init(args)
   once, method = args[2] == "once", args[3] or "GET"
-  for k = 4, #args do
+  local rate = tonumber(args[4]) or 0
+  for k = 5, #args do
     local name, value = args[k]:match("^([^:]+):%s*(.*)$")
     headers[name] = value
   end
   if args[1] and args[1] ~= "-" then for l in io.lines(args[1]) do n = n + 1; lines[n] = l end end
+  -- wrk asks for delay() after init: defined only for an open loop.
+  if rate > 0 then
+    interval = 1e6 / rate
+    function delay()
+      local now = now_us()
+      start = start or now
+      local at = start + slot * interval
+      slot, last = slot + 1, last + 1
+      due[last] = at
+      return math.max(0, math.floor((at - now) / 1000)) -- ms: up to 1 ms early, never late
+    end
+  end
 end
 
 function request()
+  if first <= last then
+    late[#late + 1] = math.max(0, now_us() - due[first])
+    due[first], first = nil, first + 1
+  end
   if n == 0 then return wrk.format(method, nil, headers) end
   sent = sent + 1
   if once and sent > n then over = over + 1 end -- a spent token again: the feed was too short
@@ -27,15 +57,26 @@ function response(status) counts[status] = (counts[status] or 0) + 1 end
 
 function setup(thread) table.insert(threads, thread) end
 
+local function percentile(sorted, p)
+  if #sorted == 0 then return 0 end
+  return sorted[math.max(1, math.ceil(p / 100 * #sorted))]
+end
+
+-- p99 from the due time, open loop: P(late + wait > a + b) <= P(late > a) + P(wait > b), so
+-- lateness p99.5 + wrk's p99.5 bounds it from above without pairing sends with answers.
 function done(summary, latency)
-  local status, spent = {}, 0
+  local status, spent, lateness = {}, 0, {}
   for _, t in ipairs(threads) do
     for code, c in pairs(t:get("counts")) do status[#status + 1] = string.format('"%d":%d', code, c) end
     spent = spent + t:get("over")
+    for _, v in ipairs(t:get("late")) do lateness[#lateness + 1] = v end
   end
+  table.sort(lateness)
+  local p99 = latency:percentile(99)
+  if #lateness > 0 then p99 = latency:percentile(99.5) + percentile(lateness, 99.5) end
   local e = summary.errors
   io.write(string.format(
-    'BENCH_JSON {"requests":%d,"durationUs":%d,"errors":%d,"timeouts":%d,"wrapped":%d,"p50Us":%d,"p99Us":%d,"status":{%s}}\n',
+    'BENCH_JSON {"requests":%d,"durationUs":%d,"errors":%d,"timeouts":%d,"wrapped":%d,"p50Us":%d,"p99Us":%d,"lateP99Us":%d,"lateMaxUs":%d,"status":{%s}}\n',
     summary.requests, summary.duration, e.connect + e.read + e.write, e.timeout, spent,
-    latency:percentile(50), latency:percentile(99), table.concat(status, ",")))
+    latency:percentile(50), p99, percentile(lateness, 99.5), lateness[#lateness] or 0, table.concat(status, ",")))
 end

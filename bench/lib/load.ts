@@ -1,5 +1,5 @@
-// Load generators on the load core: wrk (closed loop: -t1 -cN, a Lua script feeding one token per
-// request) for throughput, and paced.ts (open loop at a fixed rate) for latency below saturation.
+// The load generator on the load core: wrk -t1 -cN with a Lua script feeding one token per request
+// (feed.lua), in a closed loop for throughput, or open at a fixed rate for latency below saturation.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +15,7 @@ export interface Job {
   once?: boolean;
   seconds: number;
   connections: number;
-  /** Open loop at this many requests per second (paced.ts, which gets the whole job) instead of wrk's closed loop. */
+  /** Open loop at this many requests per second (feed.lua) instead of wrk's closed loop. */
   rate?: number;
 }
 
@@ -29,7 +29,7 @@ export interface Sample {
   errors: number;
   /** Requests that had to reuse a single-use line (the feed was too short): the sample is not valid. */
   feedShort: number;
-  /** Paced runs: p99 of the generator's own delay in sending (ms); over 2 ms, the load core was too busy. */
+  /** Open-loop runs: p99.5 of the sends' lateness (ms), included in p99; see feed.lua. */
   late?: number;
   /** CPU of the server under load, in % of a core. */
   serverCpu?: number;
@@ -69,14 +69,9 @@ function run(cmd: string, args: string[]): Promise<string> {
 export async function load(job: Job, serverPid?: number): Promise<Sample> {
   const cpu0 = serverPid && cpuSeconds(serverPid);
   const t0 = performance.now();
-  let out: string;
-  if (job.rate) {
-    out = await run(process.execPath, ['--import', 'tsx', path.join(BENCH, 'lib/paced.ts'), JSON.stringify(job)]);
-  } else {
-    const headers = Object.entries(job.headers).map(([k, v]) => `${k}: ${v}`);
-    const args = ['-t1', `-c${job.connections}`, `-d${job.seconds}s`, '--timeout', '10s', '-s', path.join(BENCH, 'lib/feed.lua'), job.url, '--'];
-    out = await run('wrk', [...args, job.feed ?? '-', job.once ? 'once' : 'cycle', job.method, ...headers]);
-  }
+  const headers = Object.entries(job.headers).map(([k, v]) => `${k}: ${v}`);
+  const args = ['-t1', `-c${job.connections}`, `-d${job.seconds}s`, '--timeout', '10s', '-s', path.join(BENCH, 'lib/feed.lua'), job.url, '--'];
+  const out = await run('wrk', [...args, job.feed ?? '-', job.once ? 'once' : 'cycle', job.method, String(job.rate ?? 0), ...headers]);
   const wall = (performance.now() - t0) / 1000;
   const cpu1 = serverPid && cpuSeconds(serverPid);
   const line = /^BENCH_JSON (.*)$/m.exec(out)?.[1];
@@ -90,7 +85,7 @@ export async function load(job: Job, serverPid?: number): Promise<Sample> {
     status: r.status,
     errors: r.errors + r.timeouts,
     feedShort: r.wrapped,
-    ...(r.lateP99Us !== undefined ? { late: r.lateP99Us / 1000 } : {}),
+    ...(job.rate && r.lateP99Us !== undefined ? { late: r.lateP99Us / 1000 } : {}),
     ...(cpu0 && cpu1 ? { serverCpu: ((cpu1 - cpu0) / wall) * 100 } : {}),
   };
 }

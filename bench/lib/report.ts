@@ -84,7 +84,7 @@ export function resultsTable(results: CaseResult[], sums: Map<string, Summary>):
     const bad = s.unexpected + s.feedShort ? `**${s.unexpected}**${s.feedShort ? `, ${s.feedShort} spent tokens` : ''}` : '0';
     const shared = s.redisShared ? '*' : '';
     rows.push(
-      `| ${r.label} | ${r.server} | ${r.paced ? `${fmt.n(s.rps)} (paced)` : fmt.n(s.rps)} | ${fmt.n(s.rpsMin)}–${fmt.n(s.rpsMax)} | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)}${(s.late ?? 0) > 2 ? ` (generator ${fmt.ms(s.late!)} late)` : ''} | ${ratio} | ${bad} | ${s.serverCpu === undefined ? '–' : `${s.serverCpu.toFixed(0)}%`} | ${fmt.per(s.sqlXacts)} | ${fmt.per(s.sqlRows)} | ${fmt.per(s.redisCmds)}${shared} | ${fmt.per(s.redisReads)}${shared} |`,
+      `| ${r.label} | ${r.server} | ${r.paced ? `${fmt.n(s.rps)} (paced)` : fmt.n(s.rps)} | ${fmt.n(s.rpsMin)}–${fmt.n(s.rpsMax)} | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)}${s.late !== undefined ? ` (sends late ${fmt.ms(s.late)})` : ''} | ${ratio} | ${bad} | ${s.serverCpu === undefined ? '–' : `${s.serverCpu.toFixed(0)}%`} | ${fmt.per(s.sqlXacts)} | ${fmt.per(s.sqlRows)} | ${fmt.per(s.redisCmds)}${shared} | ${fmt.per(s.redisReads)}${shared} |`,
     );
   }
   return rows.join('\n');
