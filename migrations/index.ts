@@ -13,6 +13,7 @@ import * as m009 from './009_resource_servers.ts';
 import * as m010 from './010_client_links.ts';
 import * as m011 from './011_review_and_grant_use.ts';
 import * as m012 from './012_webhooks.ts';
+import * as m013 from './013_client_secret_notify.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '010_client_links': m010,
   '011_review_and_grant_use': m011,
   '012_webhooks': m012,
+  '013_client_secret_notify': m013,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

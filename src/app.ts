@@ -20,6 +20,7 @@ import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './api/listener.ts';
 import { introspection } from './oauth/introspection.ts';
 import { refreshGrant } from './oauth/refresh.ts';
+import { clientSecrets } from './oauth/client-secrets.ts';
 import { refreshFlights } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './oauth/back-channel.ts';
@@ -128,12 +129,14 @@ export function createListener(deps: AppDeps): RequestListener {
 /** The back channel's plain cases, answered on the hot path (src/oauth/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
   const { provider, db, log, rateLimits } = deps;
-  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, rateLimits.token)]]);
+  const secrets = clientSecrets(db, deps.artifacts);
+  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
   const refresh = refreshGrant({
     provider,
+    secrets,
     limits: rateLimits.token,
     grace: refreshFlights(deps.artifacts.flights, deps.refreshGraceSeconds),
-    rotate: deps.artifacts.rotateRefreshToken,
+    rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
     issued: tokensIssued({ db, metrics: deps.metrics, log }),
     log,

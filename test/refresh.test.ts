@@ -9,9 +9,11 @@ import { getMe } from './support/oauth.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus } from '../src/admin/commands.ts';
 import { refreshGrant } from '../src/oauth/refresh.ts';
+import { clientSecrets } from '../src/oauth/client-secrets.ts';
 import { refreshFlights } from '../src/oauth/refresh-grace.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 import { createLogger } from '../src/log.ts';
+import { artifactKey } from '../src/storage/artifact-key.ts';
 
 const PATH = '/v2/auth/oauth2/token';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -46,14 +48,15 @@ describe('refresh on the hot path', () => {
   const hotPath = () =>
     refreshGrant({
       provider: server.system.provider,
+      secrets: clientSecrets(server.system.db, server.system.artifacts),
       limits: limitsOff,
       grace: refreshFlights(server.system.artifacts.flights, 10),
-      rotate: server.system.artifacts.rotateRefreshToken,
+      rotation: server.system.artifacts.refreshRotation,
       accountExists: async () => true,
       issued: () => {},
       log: createLogger('silent'),
     })!;
-  const answered = async (headers: Record<string, string>, body: string) => (await hotPath()({ headers, form: new URLSearchParams(body), ip: '127.0.0.1' })) !== undefined;
+  const answered = async (headers: Record<string, string>, body: string) => (await hotPath()({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} })) !== undefined;
 
   it('answers the plain case itself: an unspent refresh token of the client, its secret in Basic or in the form', async () => {
     expect(await answered(basic(app), refreshBody(await family()))).toBe(true);
@@ -181,5 +184,44 @@ describe('refresh on the hot path', () => {
       if (answer.status === 200) token = String(json(answer).refresh_token);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  it('counts each request once, also one the provider answers after the hot path counted it (a twin)', async () => {
+    const limited = await approvedClient(server, ['PROFILE_READ'], 'Twin Budget App');
+    const token = await family(limited, 'PROFILE_READ');
+    await clientsSetRateLimit(operator(server), limited.client_id, '6');
+    // Four at once: they are read together, one rotates, the others are the provider's (the grace window).
+    const twins = await Promise.all(Array.from({ length: 4 }, () => raw(server.url, 'POST', PATH, { ...FORM, ...basic(limited) }, refreshBody(token))));
+    expect(twins.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    let next = String(json(twins[0]!).refresh_token);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const answer = await raw(server.url, 'POST', PATH, { ...FORM, ...basic(limited) }, refreshBody(next));
+      statuses.push(answer.status);
+      if (answer.status === 200) next = String(json(answer).refresh_token);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+
+  const redisKey = (model: string, id: string) => `${server.redis!.prefix}${model}:${artifactKey(id)}`;
+
+  it('rotates a refresh token stored before tokens kept their grant key, reading its grant on its own', async () => {
+    const token = await family();
+    expect(await server.redis!.redis.hdel(redisKey('RefreshToken', token), 'grant')).toBe(1);
+    expect(await answered(basic(app), refreshBody(token))).toBe(true);
+  });
+
+  it('writes nothing when the grant is revoked between reading the token and rotating it', async () => {
+    const token = await family();
+    const rotation = server.system.artifacts.refreshRotation!;
+    const stored = (await rotation.read(token))!;
+    expect(stored.grant).toMatchObject({ accountId: String(user.id), clientId: app.client_id });
+    const grantId = String(stored.token.grantId);
+    await server.redis!.redis.del(redisKey('Grant', grantId));
+    const successor = (id: string) => ({ id, payload: { ...stored.token, jti: id, grantId }, expiresIn: 60 });
+    expect(await rotation.rotate(token, successor('new-refresh-0123456789abcdef0123456789abc'), successor('new-access-0123456789abcdef0123456789abcd'))).toBe('spent');
+    expect(await server.redis!.redis.hget(redisKey('RefreshToken', token), 'consumed')).toBeNull();
+    expect(await server.redis!.redis.exists(redisKey('RefreshToken', 'new-refresh-0123456789abcdef0123456789abc'), redisKey('AccessToken', 'new-access-0123456789abcdef0123456789abcd'))).toBe(0);
+    expect(await rotation.read(token)).toMatchObject({ grant: null });
   });
 });

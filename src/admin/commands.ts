@@ -185,9 +185,9 @@ function secretIdOf(value: string): number {
   return id;
 }
 
-export async function secretsRevoke({ db, by }: AdminContext, clientId: string, secretId: string) {
+export async function secretsRevoke({ db, artifacts, by }: AdminContext, clientId: string, secretId: string) {
   const id = secretIdOf(secretId);
-  await revokeSecret(db, clientId, id, by);
+  await revokeSecret({ db, artifacts }, clientId, id, by);
   return { secret_id: id, revoked: true };
 }
 

@@ -80,7 +80,7 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     let answer: Answer | undefined;
     try {
       const form = new URLSearchParams(await readBodyOnce(req));
-      answer = await plainCase({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops) });
+      answer = await plainCase({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops), message: req });
     } catch {
       answer = undefined; // a body that could not be read, a store that failed: the app's to answer
     }

@@ -218,16 +218,18 @@ export async function generateSecret(db: Db, clientId: string, by: Actor): Promi
 }
 
 /**
- * Revokes a secret; the next token request with it is refused, on every instance. With
- * `keepOne` (the pages), the only active secret is kept: the app would be locked out.
+ * Revokes a secret; the next token request with it is refused, on every instance (the mark is set
+ * before the revocation commits: if it cannot be set, nothing is revoked). With `keepOne` (the
+ * pages), the only active secret is kept: the app would be locked out.
  */
-export async function revokeSecret(db: Db, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
+export async function revokeSecret({ db, artifacts }: ClientDeps, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
   await changeClient(db, clientId, by, async (trx) => {
     if (keepOne) {
       const active = await repo.activeSecrets(trx, clientId);
       if (active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
     }
     if (!(await repo.revokeSecretRow(trx, clientId, secretId))) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
+    await artifacts.markSecretRevoked(secretId);
     return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId }, events: [webhookEvent(clientId, 'secret.revoked', { secret_id: secretId })] };
   });
 }

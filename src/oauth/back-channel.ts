@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Answer } from '../api/responses.ts';
+import type { ClientSecrets } from './client-secrets.ts';
 
 export interface BackChannelRequest {
   headers: IncomingHttpHeaders;
@@ -12,6 +13,8 @@ export interface BackChannelRequest {
   form: URLSearchParams;
   /** The client address, as the app computes it (the budget of a public client is per address). */
   ip: string;
+  /** The request itself (the IncomingMessage, as an identity): what was done for it here is known if the provider answers it after all. */
+  message: object;
 }
 
 /** The answer, or undefined when the provider must answer. */
@@ -77,10 +80,15 @@ export function secretCredentials(headers: IncomingHttpHeaders, params: { client
   }
 }
 
-/** The client, when it exists, authenticates with a secret, and this is one of its active secrets. */
-export async function authenticatedClient(provider: Provider, clientId: string, secret: string) {
+/**
+ * The client, when it exists and authenticates with a secret, and which of its secrets this one
+ * is. Whether that secret is still active is the caller's to ask (ClientSecrets.isActive), along
+ * with its own store read; then it records the use — as the provider's compareClientSecret does.
+ */
+export async function clientOfSecret(provider: Provider, secrets: ClientSecrets, clientId: string, secret: string) {
   const client = await provider.Client.find(clientId);
   if (client?.clientAuthMethod !== 'client_secret_basic' && client?.clientAuthMethod !== 'client_secret_post') return undefined;
   if ((client as unknown as { clientSecretExpiresAt?: number }).clientSecretExpiresAt) return undefined;
-  return (await client.compareClientSecret(secret)) ? client : undefined;
+  const secretId = secrets.match(client, secret);
+  return secretId === undefined ? undefined : { client, secretId };
 }

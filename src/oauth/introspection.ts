@@ -1,8 +1,8 @@
 // Introspection (RFC 7662) of a live access token by a client that authenticates with its secret:
 // the question resource servers and gateways ask on every call they serve, answered on the hot
 // path (src/api/listener.ts) without the Koa app and the provider's request pipeline, which cost
-// more than the answer (docs/benchmark.md). The same models decide — the provider's Client,
-// compareClientSecret, AccessToken.find (the token cache) and Grant.find — and the answer is the
+// more than the answer (docs/benchmark.md). The same models decide — the provider's Client, its
+// secret check (client-secrets.ts), AccessToken.find (the token cache) and Grant.find — and the answer is the
 // one the provider gives, byte for byte (test/introspection.test.ts compares them).
 //
 // Only that plain case is answered here. Anything else — another content type, a query string, a
@@ -14,13 +14,14 @@ import type Provider from 'oidc-provider';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import { resourceServerMayIntrospect } from './provider.ts';
 import { visibleScope } from '../scopes.ts';
-import { authenticatedClient, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import type { ClientSecrets } from './client-secrets.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.
 const PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret'] as const;
 
-export function introspection(provider: Provider, limits: TokenEndpointLimits): AnswerBackChannel {
+export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits): AnswerBackChannel {
   /** A live access token of a live grant, which the provider would describe as we do here. */
   async function liveAccessToken(value: string) {
     const token = await provider.AccessToken.find(value);
@@ -31,20 +32,22 @@ export function introspection(provider: Provider, limits: TokenEndpointLimits): 
     return token;
   }
 
-  return async function answerIntrospection({ headers, form, ip }) {
+  return async function answerIntrospection({ headers, form, ip, message }) {
     const params = singleParams(form, PARAMS);
     const credentials = params?.token && secretCredentials(headers, params);
     if (!params || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
-    const client = await authenticatedClient(provider, credentials.clientId, credentials.secret);
+    const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client) return undefined;
-    const token = await liveAccessToken(params.token!);
-    if (!token) return undefined;
+    // The secret still active, and the token with its grant: the reads go out together.
+    const [active, token] = await Promise.all([secrets.isActive(secretId!), liveAccessToken(params.token!)]);
+    if (!active || !token) return undefined;
     if (token.clientId !== client.clientId) {
       // The provider reads the token's client (for pairwise subjects, which we never configure).
       if (!resourceServerMayIntrospect(client, token) || (await provider.Client.find(token.clientId!))?.subjectType !== 'public') return undefined;
     }
-    // As the provider counts it: after the answer is decided, before it is sent (rate-limits.ts).
-    await limits.spend(client as unknown as ClientWithBudget, ip).catch(() => {});
+    // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
+    secrets.used(secretId!);
+    await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
     // The provider's fields in its order, as src/oauth/provider.ts reshapes them (ourResponseShapes).
     const scope = token.scope || undefined;
     const body = {

@@ -6,9 +6,7 @@ import type { Config } from '../config.ts';
 import { ClientAdapter } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
-import { isSecretActive } from '../clients/service.ts';
-import { recordSecretUse } from '../clients/secret-use.ts';
-import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
+import { clientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
@@ -163,22 +161,20 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepMoreBuiltClients(provider);
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds));
+  provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds, deps.tokenLimits));
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
   provider.use(ourResponseShapes(config));
   provider.use(storageOutagesAs503);
 
-  // Two active secrets per client, stored as hashes (spec 5.7): the supported hook for this. The
-  // hashes come from the (cached) client record; whether the matched one is still active, from the
-  // database, so a revocation made by any process is refused at once.
-  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: { secret_hashes?: StoredSecret[] }, presented: string) {
-    const secretId = matchClientSecret(presented, this.secret_hashes ?? []);
-    if (secretId === undefined || !(await isSecretActive(db, secretId))) return false;
-    // Informational, never delaying the answer; a failed write is the database's outage, which
-    // the next request meets and reports.
-    void recordSecretUse(db, secretId).catch(() => {});
+  // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
+  // (spec 5.7; client-secrets.ts): the supported hook for this.
+  const secrets = clientSecrets(db, deps.artifacts);
+  provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: object, presented: string) {
+    const secretId = secrets.match(this, presented);
+    if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
+    secrets.used(secretId);
     return true;
   };
 

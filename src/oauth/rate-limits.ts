@@ -28,6 +28,8 @@ function limiterFactory(redis: RedisClient | undefined, prefix: string) {
 }
 
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
+/** On a request counted against its client's budget already. */
+const COUNTED = Symbol('counted against the client budget');
 
 /** Seconds until the key may try again, or 0 when it is not held back. */
 async function heldBackFor(limiter: RateLimiterAbstract, key: string, atMost = limiter.points): Promise<number> {
@@ -72,8 +74,11 @@ export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; to
 export interface TokenEndpointLimits {
   /** Seconds the client a request claims must wait, being over its own budget (0: go ahead). */
   heldBack(claimedClientId: string | undefined, ip: string): number;
-  /** Counts a request whose client authenticated against that client's budget. */
-  spend(client: ClientWithBudget, ip: string): Promise<void>;
+  /**
+   * Counts a request whose client authenticated against that client's budget, once: the request
+   * (its IncomingMessage) is not counted again when a hot path hands it to the provider.
+   */
+  spend(client: ClientWithBudget, ip: string, request: object): Promise<void>;
   /** In our app, before the provider: a client over its own authenticated budget waits. */
   clientBudget(ctx: Context, next: Next): Promise<void>;
   /** Inside the provider (provider.use): counts what authenticated, throttles what did not. */
@@ -121,7 +126,11 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     return 0;
   }
 
-  async function spendBudget(client: ClientWithBudget, ip: string): Promise<void> {
+  async function spendBudget(client: ClientWithBudget, ip: string, request: object): Promise<void> {
+    // Marked on the request itself: the provider sees it through a proxy (src/oauth/mount.ts).
+    const marked = request as { [COUNTED]?: true };
+    if (marked[COUNTED]) return;
+    marked[COUNTED] = true;
     const points = client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
     const key = budgetKey(client, ip);
     const res = await consume(budgetLimiter(points), key);
@@ -151,7 +160,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       try {
         // The provider sets the client once it is found; a 401 means its authentication failed.
         const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
-        if (client && ctx.status !== 401) return await spendBudget(client, ctx.ip);
+        if (client && ctx.status !== 401) return await spendBudget(client, ctx.ip, ctx.req);
         // The same answer whether the claimed client exists or not: nothing tells them apart.
         const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined) ?? '-';
         const wait = await failedAuthentication(claimed, ctx.ip);

@@ -14,6 +14,7 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
 import { presentedCredentials } from './client-credentials.ts';
+import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 
 type Next = () => Promise<void>;
 
@@ -103,16 +104,16 @@ export function refreshFlights(flights: SingleFlights, windowSeconds: number): R
   };
 }
 
-export function refreshGrace(provider: Provider, flights: SingleFlights, windowSeconds: number) {
+export function refreshGrace(provider: Provider, flights: SingleFlights, windowSeconds: number, limits: Pick<TokenEndpointLimits, 'spend'>) {
   const grace = refreshFlights(flights, windowSeconds);
   /** The same client, authenticated as the provider would (its secret, unless it is public). */
-  async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string): Promise<boolean> {
+  async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string) {
     const presented = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
-    if (presented.clientId !== clientId) return false;
+    if (presented.clientId !== clientId) return undefined;
     const client = await provider.Client.find(clientId);
-    if (!client) return false;
-    if (client.clientAuthMethod === 'none') return true;
-    return presented.secret !== undefined && (await client.compareClientSecret(presented.secret));
+    if (!client) return undefined;
+    if (client.clientAuthMethod === 'none') return client;
+    return presented.secret !== undefined && (await client.compareClientSecret(presented.secret)) ? client : undefined;
   }
 
   /**
@@ -132,10 +133,13 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
   /** Answers with the remembered response if it may be given again; false when reuse detection must run. */
   async function answerAgain(ctx: KoaContextWithOIDC, token: string, params: URLSearchParams): Promise<boolean> {
     const remembered = await rememberedAnswer(token);
-    if (!remembered || !(await sameClient(ctx, params, remembered.clientId))) return false;
+    const client = remembered && (await sameClient(ctx, params, remembered.clientId));
+    if (!client) return false;
     // Only while the new refresh token is unused (and so the grant alive): otherwise it is reuse.
     const next = await provider.RefreshToken.find(String(remembered.body.refresh_token));
     if (!next || next.consumed) return false;
+    // Its client authenticated: the request counts against the client's budget, as any other.
+    await limits.spend(client as unknown as ClientWithBudget, ctx.ip, ctx.req).catch(() => {});
     ctx.status = 200;
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');

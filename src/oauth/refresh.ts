@@ -1,10 +1,12 @@
 // The rotating refresh (RFC 6749 6; RFC 9700 4.14.2) of a confidential client, answered on the
 // hot path (src/api/listener.ts): apps refresh all the time, and the Koa app and the provider's
 // request pipeline cost several times the work itself (docs/benchmark.md). The provider's models
-// still decide and build everything — Client and compareClientSecret, RefreshToken.find,
-// Grant.find, the new RefreshToken and AccessToken with their ids, lifetimes and payloads — as its
-// grant does (lib/actions/grants/refresh_token.js); what differs is that the presented token is
-// spent and its successors saved in one atomic store step, and that the answer is written here.
+// still decide and build everything — Client and its secret check (client-secrets.ts), the
+// presented RefreshToken and its Grant as their find() verifies them, the new RefreshToken and
+// AccessToken with their ids, lifetimes and payloads — as its grant does
+// (lib/actions/grants/refresh_token.js); what differs is that the store is read once (the secret's
+// mark, the token and its grant) and written once (the token spent, its successors saved, in one
+// atomic step), and that the answer is written here.
 //
 // Only the plain case is answered here: grant_type, refresh_token and the client's credentials,
 // nothing else; a live, unspent token of this client, of a live grant and an existing user. All
@@ -16,12 +18,13 @@ import type Provider from 'oidc-provider';
 import type { AdapterPayload } from 'oidc-provider';
 import type { Logger } from '../log.ts';
 import type { Saved } from '../storage/redis-adapter.ts';
-import type { RotateRefreshToken } from '../storage/artifacts.ts';
+import type { RefreshRotation } from '../storage/artifacts.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import type { RefreshFlights } from './refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
-import { authenticatedClient, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import type { ClientSecrets } from './client-secrets.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -29,11 +32,12 @@ const PARAMS = ['grant_type', 'refresh_token', 'client_id', 'client_secret'] as 
 
 export interface RefreshDeps {
   provider: Provider;
+  secrets: ClientSecrets;
   limits: TokenEndpointLimits;
   /** The grace window's single flights (refresh-grace.ts); undefined when the window is off. */
   grace: RefreshFlights | undefined;
-  /** The store's atomic rotation (ArtifactStorage); without it the provider rotates. */
-  rotate: RotateRefreshToken | undefined;
+  /** The store's one-step read and atomic rotation (ArtifactStorage); without them the provider rotates. */
+  rotation: RefreshRotation | undefined;
   accountExists: (accountId: string) => Promise<boolean>;
   /** Tokens were issued (src/oauth/events.ts), as on the provider's grant.success. */
   issued: (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string }) => void;
@@ -53,6 +57,16 @@ interface NewToken {
   getValueAndPayload(): Promise<{ value: string; payload: AdapterPayload }>;
 }
 
+/** A model's find() without its adapter read: the stored payload verified and made a model, or undefined. */
+async function fromStore<T>(model: unknown, stored: AdapterPayload): Promise<T | undefined> {
+  const Model = model as { verify(stored: AdapterPayload, options: { ignoreExpiration: boolean }): Promise<AdapterPayload>; instantiate(payload: AdapterPayload): T };
+  try {
+    return Model.instantiate(await Model.verify(stored, { ignoreExpiration: true }));
+  } catch {
+    return undefined;
+  }
+}
+
 /** A new token's id, payload and lifetime, made as its model's save() makes them. */
 async function toSave(token: NewToken): Promise<Saved> {
   token.jti = token.generateTokenId();
@@ -62,16 +76,24 @@ async function toSave(token: NewToken): Promise<Saved> {
 }
 
 export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
-  const { provider, limits, grace, rotate } = deps;
-  if (!rotate) return undefined;
-  type Client = NonNullable<Awaited<ReturnType<typeof authenticatedClient>>>;
+  const { provider, secrets, limits, grace, rotation } = deps;
+  if (!rotation) return undefined;
+  type Client = NonNullable<Awaited<ReturnType<typeof clientOfSecret>>>['client'];
+  type Token = InstanceType<typeof provider.RefreshToken>;
+  type Grant = InstanceType<typeof provider.Grant>;
 
-  /** The presented token and its grant, when the provider would rotate them as we do here. */
+  /**
+   * The presented token and its grant, when the provider would rotate them as we do here: read in
+   * one round trip, then verified and made models as the provider's RefreshToken.find and
+   * Grant.find make them.
+   */
   async function rotatable(value: string, client: Client) {
-    const token = await provider.RefreshToken.find(value, { ignoreExpiration: true });
+    const stored = await rotation!.read(value);
+    const token = stored && (await fromStore<Token>(provider.RefreshToken, stored.token));
     if (!token || token.clientId !== client.clientId || token.isExpired || token.consumed || !token.grantId || !token.accountId) return undefined;
     if (token.isSenderConstrained() || token.attestationJkt || token.rar || token.resource !== undefined) return undefined;
-    const grant = await provider.Grant.find(token.grantId, { ignoreExpiration: true });
+    // A token saved before it kept its grant's key: the grant is read on its own.
+    const grant = stored.grant === undefined ? await provider.Grant.find(token.grantId, { ignoreExpiration: true }) : stored.grant && (await fromStore<Grant>(provider.Grant, stored.grant));
     if (!grant || grant.isExpired || grant.clientId !== client.clientId || grant.accountId !== token.accountId) return undefined;
     if (!(await deps.accountExists(token.accountId))) return undefined;
     return { token, grant };
@@ -123,23 +145,27 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     return { ...saved, body };
   }
 
-  return async function answerRefresh({ headers, form, ip }) {
+  return async function answerRefresh({ headers, form, ip, message }) {
     const params = singleParams(form, PARAMS, true);
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
     if (!presented || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
-    const client = await authenticatedClient(provider, credentials.clientId, credentials.secret);
+    const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return undefined;
-    const found = await rotatable(presented, client);
-    if (!found) return undefined;
+    // The secret still active, and the token with its grant: both reads in one round trip.
+    const [active, found] = await Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]);
+    if (!active || !found) return undefined;
     const next = await successors(found, client);
     // The grace window's single flight is claimed and settled with this answer in the same step:
     // a retry or twin gets the same answer from the provider (refresh-grace.ts), and when another
     // presentation holds the flight already, this one is the provider's to answer too.
     const answered = { clientId: client.clientId, body: next.body };
-    let rotation: Awaited<ReturnType<RotateRefreshToken>>;
+    // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
+    // rotation in one write; if the provider answers after all, it does not count it again.
+    const spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
+    let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
-      rotation = await rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
+      rotated = await rotation.rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
     } catch (err) {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
       // Its message only: a Redis error carries the command's arguments (keys and payloads).
@@ -147,14 +173,14 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       const answer = { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message };
       return { status: UNAVAILABLE.status, headers: { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) }, body: answer };
     }
-    // Spent meanwhile (reuse detection), or a twin's flight: nothing was written.
-    if (rotation !== 'rotated') return undefined;
-    // As the provider counts and reports it (rate-limits.ts, events.ts).
-    await limits.spend(client as unknown as ClientWithBudget, ip).catch(() => {});
+    await spent;
+    // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.
+    if (rotated !== 'rotated') return undefined;
     // Nothing after the rotation may throw: the listener would hand the request to the provider,
     // which would take the spent token for reuse.
+    secrets.used(secretId!);
     try {
-      deps.issued(GRANT, found.grant);
+      deps.issued(GRANT, found.grant); // as the provider reports it (events.ts)
     } catch (err) {
       deps.log.error({ message: (err as Error).message }, 'recording issued tokens failed');
     }

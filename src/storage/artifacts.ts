@@ -4,7 +4,7 @@ import type { RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
-import { artifactScripts, RedisAdapter, rotateRefreshToken, type Rotation, type Saved } from './redis-adapter.ts';
+import { artifactScripts, readRefreshToken, RedisAdapter, rotateRefreshToken, type Rotation, type Saved, type StoredRefresh } from './redis-adapter.ts';
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
@@ -13,13 +13,19 @@ export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
   /** Single flights across every instance: see SingleFlights. */
   flights: SingleFlights;
+  /** Only where the store can do each in one step: Redis on a single node or Sentinel. */
+  refreshRotation?: RefreshRotation;
+}
+
+export interface RefreshRotation {
+  /** A refresh token with its grant, in one round trip (see readRefreshToken). */
+  read(id: string): Promise<StoredRefresh | undefined>;
   /**
    * Spends a refresh token, saves its successors and settles its single flight (the key a
    * SingleFlights claim would take) in one atomic step — or changes nothing, when the token was
-   * spent or gone, or the flight held. Only where the store can do that: Redis on a single node
-   * or Sentinel.
+   * spent or gone, its grant gone, or the flight held.
    */
-  rotateRefreshToken?: RotateRefreshToken;
+  rotate: RotateRefreshToken;
 }
 
 export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, flight?: { key: string; value: string; seconds: number }) => Promise<Rotation>;
@@ -30,7 +36,7 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
   return {
     adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
-    ...(redis && !redis.isCluster ? { rotateRefreshToken: redisRotation(redis, prefix) } : {}),
+    ...(redis && !redis.isCluster ? { refreshRotation: redisRotation(redis, prefix) } : {}),
     ...clientArtifacts(db, redis, prefix, tokenCache),
   };
 }
@@ -50,8 +56,11 @@ export interface SingleFlights {
 
 const flightKey = (prefix: string, key: string) => `${prefix}flight:${key}`;
 
-function redisRotation(redis: RedisClient, prefix: string): RotateRefreshToken {
-  return (spent, refresh, access, flight) => rotateRefreshToken(redis, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) });
+function redisRotation(redis: RedisClient, prefix: string): RefreshRotation {
+  return {
+    read: (id) => readRefreshToken(redis, prefix, id),
+    rotate: (spent, refresh, access, flight) => rotateRefreshToken(redis, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
+  };
 }
 
 function redisFlights(redis: RedisClient, prefix: string): SingleFlights {

@@ -1,14 +1,29 @@
-// All of one client's artifacts at once, for suspension. Kept apart from the adapters so that
-// the operator scripts need not load oidc-provider.
+// All of one client's artifacts at once, for suspension, and the marks of its revoked secrets.
+// Kept apart from the adapters so that the operator scripts need not load oidc-provider.
 import type { RedisClient } from './redis.ts';
 import type { Db } from './db.ts';
-import { clientIndexKey, DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
+import { clientIndexKey, DEFAULT_REDIS_PREFIX, revokedSecretKey } from './redis-keys.ts';
 import { announceRevocation, type TokenCache } from './token-cache.ts';
 
 export interface ClientArtifacts {
   /** Deletes every code, token and grant issued to a client. */
   revokeClient(clientId: string): Promise<void>;
+  /** Marks a secret revoked for every instance, before the revocation commits (nothing to do without Redis). */
+  markSecretRevoked(secretId: number): Promise<void>;
+  /**
+   * Whether a secret was marked revoked; absent without Redis, where the secret's row is read
+   * instead. Instances cache client records with their secrets' hashes (record-cache.ts) and
+   * learn of a change when PostgreSQL delivers its notification; the mark is what makes a
+   * revocation refused by all of them at once.
+   */
+  secretMarkedRevoked?(secretId: number): Promise<boolean>;
 }
+
+/**
+ * How long a mark is kept: far longer than any cached record that could still list the secret
+ * (record-cache.ts keeps one at most 10 minutes, and none while its change feed is down).
+ */
+const REVOKED_SECRET_MARK_SECONDS = 24 * 3600;
 
 /** Deletes every key listed in an index set, and the set. */
 export async function deleteIndexed(redis: RedisClient, index: string): Promise<void> {
@@ -27,5 +42,9 @@ export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
       cache?.drop({ client: clientId });
       await announceRevocation(redis, prefix, { client: clientId });
     },
+    markSecretRevoked: async (secretId) => {
+      if (redis) await redis.set(revokedSecretKey(prefix, secretId), '1', 'EX', REVOKED_SECRET_MARK_SECONDS);
+    },
+    ...(redis ? { secretMarkedRevoked: async (secretId: number) => (await redis.exists(revokedSecretKey(prefix, secretId))) === 1 } : {}),
   };
 }

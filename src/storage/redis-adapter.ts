@@ -33,44 +33,56 @@ index_add(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 return 1`;
 
 // Saves one artifact under KEYS[key] with its index sets: the payload replaces what was there,
-// and expires after `ttl` seconds (0 = never).
+// and expires after `ttl` seconds (0 = never). A refresh token also keeps its grant's key (`grant`,
+// '' for none), so that READ_REFRESH_SCRIPT reads both in one step.
 const SAVE = `${INDEX_ADD}
-local function save(key, first_index, last_index, json, ttl)
+local function save(key, first_index, last_index, json, ttl, grant)
   for i = first_index, last_index do index_add(KEYS[i], KEYS[key], ttl) end
   redis.call('DEL', KEYS[key])
-  redis.call('HSET', KEYS[key], 'payload', json)
+  if grant ~= '' then redis.call('HSET', KEYS[key], 'payload', json, 'grant', grant) else redis.call('HSET', KEYS[key], 'payload', json) end
   if ttl > 0 then redis.call('EXPIRE', KEYS[key], ttl) end
 end`;
 
 // A whole save, atomically, on a single node: KEYS[1] the artifact, then ARGV[3] index sets, then
 // the lookup keys (uid, user code) that point at ARGV[4], the artifact's id. ARGV[1] the payload,
-// ARGV[2] seconds to live (0 = none).
+// ARGV[2] seconds to live (0 = none), ARGV[5] a refresh token's grant key ('' otherwise).
 const UPSERT_SCRIPT = `${SAVE}
 local ttl = tonumber(ARGV[2])
 local indexes = tonumber(ARGV[3])
 for i = 2 + indexes, #KEYS do
   if ttl > 0 then redis.call('SET', KEYS[i], ARGV[4], 'EX', ttl) else redis.call('SET', KEYS[i], ARGV[4]) end
 end
-save(1, 2, 1 + indexes, ARGV[1], ttl)
+save(1, 2, 1 + indexes, ARGV[1], ttl, ARGV[5])
 return 1`;
 
-// A rotating refresh, atomically, on a single node. When KEYS[8] (a single flight, see
+// A refresh token and its grant in one step (single node only: the grant's key is not in KEYS):
+// KEYS[1] the token; answers {payload, consumed, grant payload ('' when the grant is gone)}, or
+// nothing for a missing token. A token saved without its grant's key answers no grant payload.
+const READ_REFRESH_SCRIPT = `
+local token = redis.call('HMGET', KEYS[1], 'payload', 'consumed', 'grant')
+if not token[1] then return false end
+local grant = false
+if token[3] then grant = redis.call('HGET', token[3], 'payload') or '' end
+return {token[1], token[2], grant}`;
+
+// A rotating refresh, atomically, on a single node. When KEYS[9] (a single flight, see
 // SingleFlights) is given and held already, nothing changes: 2. Else it spends the presented
-// refresh token (KEYS[1]) only if it exists unspent — 0 when not, nothing changed — and then saves
-// the new refresh token (KEYS[2], its indexes KEYS[3] and KEYS[4]) and the new access token
-// (KEYS[5], indexes KEYS[6] and KEYS[7]), settles the flight with ARGV[6] for ARGV[7] seconds,
-// and answers 1. ARGV: the time spent, then the payload and seconds of each token.
+// refresh token (KEYS[1]) only if it exists unspent and its grant (KEYS[8]) still exists — 0 when
+// not, nothing changed — and then saves the new refresh token (KEYS[2], its indexes KEYS[3] and
+// KEYS[4]) and the new access token (KEYS[5], indexes KEYS[6] and KEYS[7]), settles the flight
+// with ARGV[6] for ARGV[7] seconds, and answers 1. ARGV: the time spent, then the payload and
+// seconds of each token.
 const ROTATE_SCRIPT = `${SAVE}
-local flight = KEYS[8]
+local flight = KEYS[9]
 if flight and redis.call('EXISTS', flight) == 1 then return 2 end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[8]) == 0 then return 0 end
 if redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1]) == 0 then return 0 end
-save(2, 3, 4, ARGV[2], tonumber(ARGV[3]))
-save(5, 6, 7, ARGV[4], tonumber(ARGV[5]))
+save(2, 3, 4, ARGV[2], tonumber(ARGV[3]), KEYS[8])
+save(5, 6, 7, ARGV[4], tonumber(ARGV[5]), '')
 if flight then redis.call('SET', flight, ARGV[6], 'EX', tonumber(ARGV[7])) end
 return 1`;
 
-type Scripts = Record<'upsert' | 'indexAdd' | 'consume' | 'rotate', ReturnType<typeof redisScript>>;
+type Scripts = Record<'upsert' | 'indexAdd' | 'consume' | 'rotate' | 'readRefresh', ReturnType<typeof redisScript>>;
 const definedScripts = new WeakMap<RedisClient, Scripts>();
 
 /**
@@ -86,6 +98,7 @@ export function artifactScripts(redis: RedisClient): Scripts {
       indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
       consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
       rotate: redisScript(redis, 'artifactRotate', ROTATE_SCRIPT),
+      readRefresh: redisScript(redis, 'artifactReadRefresh', READ_REFRESH_SCRIPT),
     };
     definedScripts.set(redis, scripts);
   }
@@ -94,6 +107,8 @@ export function artifactScripts(redis: RedisClient): Scripts {
 
 const keyOf = (prefix: string, model: string, id: string) => `${prefix}${model}:${artifactKey(id)}`;
 const grantIndexOf = (prefix: string, model: string, grantId: string) => `${prefix}${model}:grant:${grantId}`;
+/** The key a refresh token keeps of its grant (see SAVE); '' for other artifacts. */
+const grantKeyOf = (prefix: string, model: string, payload: AdapterPayload) => (model === 'RefreshToken' && payload.grantId ? keyOf(prefix, 'Grant', payload.grantId) : '');
 
 /** An artifact to save: its id, the provider's payload, and seconds to live. */
 export interface Saved {
@@ -113,6 +128,27 @@ export interface Settled {
 export type Rotation = 'rotated' | 'spent' | 'flight-held';
 const ROTATIONS: Record<number, Rotation> = { 0: 'spent', 1: 'rotated', 2: 'flight-held' };
 
+/** A stored refresh token and its grant, as the adapters' find() gives them. */
+export interface StoredRefresh {
+  token: AdapterPayload;
+  grant?: AdapterPayload | null;
+}
+
+/**
+ * A refresh token with its grant in one round trip (single node or Sentinel only), as the
+ * adapters' find() gives them; undefined for a missing token. `grant` is undefined when the token
+ * does not keep its grant's key (saved before it did), null when the grant is gone.
+ */
+export async function readRefreshToken(redis: RedisClient, prefix: string, id: string): Promise<StoredRefresh | undefined> {
+  const found = (await artifactScripts(redis).readRefresh(1, keyOf(prefix, 'RefreshToken', id))) as [string, string | null, string | null] | null;
+  if (!found) return undefined;
+  const [payload, consumed, grant] = found;
+  const token = fromStored('RefreshToken', id, JSON.parse(payload) as AdapterPayload);
+  if (consumed) token.consumed = Number(consumed);
+  if (grant === null) return { token };
+  return { token, grant: grant && token.grantId ? fromStored('Grant', token.grantId, JSON.parse(grant) as AdapterPayload) : null };
+}
+
 /**
  * A rotating refresh in one step (single node or Sentinel only: on a Cluster the keys live in
  * different slots): the presented refresh token is spent, the new refresh and access tokens saved
@@ -127,10 +163,11 @@ export async function rotateRefreshToken(redis: RedisClient, prefix: string, spe
   ];
   const json = (model: string, { payload }: Saved) => JSON.stringify(toStored(model, payload));
   const done = await artifactScripts(redis).rotate(
-    flight ? 8 : 7,
+    flight ? 9 : 8,
     keyOf(prefix, 'RefreshToken', spent),
     ...withIndexes('RefreshToken', refresh),
     ...withIndexes('AccessToken', access),
+    grantKeyOf(prefix, 'RefreshToken', refresh.payload),
     ...(flight ? [flight.key] : []),
     Math.floor(Date.now() / 1000),
     json('RefreshToken', refresh),
@@ -194,7 +231,7 @@ export class RedisAdapter implements Adapter {
     if (!this.redis.isCluster) {
       // One node (or Sentinel's master): one script, one command — a token save is on the path of
       // every token request, and a single command shares a write with other requests' commands.
-      await this.scripts.upsert(1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id);
+      await this.scripts.upsert(1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id, grantKeyOf(this.prefix, this.model, payload));
       return;
     }
     // A cluster: the keys live in different slots, so one command per key. Indexes first: a failure
@@ -204,7 +241,8 @@ export class RedisAdapter implements Adapter {
       ...indexes.map((index) => this.scripts.indexAdd(1, index, key, expiresIn)),
       ...lookups.map((lookup) => (expiresIn ? this.redis.set(lookup, id, 'EX', expiresIn) : this.redis.set(lookup, id))),
     ]);
-    const tx = this.redis.multi().del(key).hset(key, 'payload', json);
+    const grant = grantKeyOf(this.prefix, this.model, payload);
+    const tx = this.redis.multi().del(key).hset(key, 'payload', json, ...(grant ? ['grant', grant] : []));
     if (expiresIn) tx.expire(key, expiresIn);
     throwFirstError(await tx.exec());
   }

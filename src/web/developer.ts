@@ -237,7 +237,7 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
     try {
-      await revokeSecret(db, client.clientId, secretId, actor(ctx), { keepOne: true });
+      await revokeSecret({ db, artifacts }, client.clientId, secretId, actor(ctx), { keepOne: true });
     } catch (err) {
       if (err instanceof InputError) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
       if (!(err instanceof NotFoundError)) throw err;

@@ -1,0 +1,30 @@
+// Client secrets at the token endpoints (spec 5.7): up to two active secrets per client, stored as
+// hashes, and a revoked one refused at once on every instance. The hashes come from the client's
+// record, which instances cache (record-cache.ts) until PostgreSQL tells them of a change; whether
+// the matched secret was revoked since is asked of what every instance shares: with Redis, the
+// mark the revocation sets before it commits (client-artifacts.ts) — one key read, which the hot
+// paths send with their own store read, in the same round trip; without Redis, the secret's row.
+import type { Db } from '../storage/db.ts';
+import type { ClientArtifacts } from '../storage/client-artifacts.ts';
+import { isSecretActive } from '../clients/service.ts';
+import { recordSecretUse } from '../clients/secret-use.ts';
+import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
+
+export interface ClientSecrets {
+  /** The id of the client's secret that this one matches (constant time, hashes only), or undefined. */
+  match(client: object, presented: string): number | undefined;
+  /** Whether the matched secret is still active: one store read. */
+  isActive(secretId: number): Promise<boolean>;
+  /** Records a use (the secret's last_used_at, batched): never delays or fails a request. */
+  used(secretId: number): void;
+}
+
+export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>): ClientSecrets {
+  const marked = artifacts.secretMarkedRevoked;
+  return {
+    match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? []),
+    isActive: marked ? async (secretId) => !(await marked(secretId)) : (secretId) => isSecretActive(db, secretId),
+    // A failed write is the database's outage, which the next request meets and reports.
+    used: (secretId) => void recordSecretUse(db, secretId).catch(() => {}),
+  };
+}
