@@ -147,6 +147,7 @@ async function main(): Promise<number> {
   );
   if (cases.has('paced') && cases.has('refresh')) steps.push(
     ourStep('refresh@half', 'POST token (refresh), open loop at half its rate', async (s, r) => ({ ...(await postForm(ours, TOKEN, (x) => refreshFeed('ours.refresh@half', x, client, half(r, 'ours.refresh')), true)(s)), rate: half(r, 'ours.refresh') }), { paced: true }),
+    { id: 'anchor.refresh@half', label: 'POST /token (refresh) at that rate: the anchor', paced: true, target: anchor, job: async (s, r) => ({ ...(await postForm(anchor, '/token', (x) => refreshFeed('anchor.refresh@half', x, 'anchor', half(r, 'ours.refresh')), true)(s)), rate: half(r, 'ours.refresh') }) },
   );
 
   const results = new Map<string, CaseResult>();

@@ -18,13 +18,13 @@ return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
 
 // Adds a member to an index set (of a grant or a client) and keeps the set alive as long as its
 // longest-lived member (`want` seconds; 0 = no expiry, which makes the set persistent for good).
+// An existing set's lifetime is only ever extended: GT (Redis 7) leaves a persistent set so.
 const INDEX_ADD = `
 local function index_add(index, member, want)
   local existed = redis.call('EXISTS', index) == 1
   redis.call('SADD', index, member)
   if want == 0 then redis.call('PERSIST', index) return end
-  local ttl = redis.call('TTL', index)
-  if not existed or (ttl >= 0 and ttl < want) then redis.call('EXPIRE', index, want) end
+  if existed then redis.call('EXPIRE', index, want, 'GT') else redis.call('EXPIRE', index, want) end
 end`;
 
 // One index, for a cluster (one key per script). KEYS[1] index; ARGV[1] member, ARGV[2] seconds.
@@ -32,13 +32,12 @@ const INDEX_ADD_SCRIPT = `${INDEX_ADD}
 index_add(KEYS[1], ARGV[1], tonumber(ARGV[2]))
 return 1`;
 
-// Saves one artifact under KEYS[key] with its index sets: the payload replaces what was there,
-// and expires after `ttl` seconds (0 = never). A refresh token also keeps its grant's key (`grant`,
-// '' for none), so that READ_REFRESH_SCRIPT reads both in one step.
+// Saves one artifact under KEYS[key] (which holds nothing: a replaced one is deleted first) with
+// its index sets, expiring after `ttl` seconds (0 = never). A refresh token also keeps its
+// grant's key (`grant`, '' for none), so that READ_REFRESH_SCRIPT reads both in one step.
 const SAVE = `${INDEX_ADD}
 local function save(key, first_index, last_index, json, ttl, grant)
   for i = first_index, last_index do index_add(KEYS[i], KEYS[key], ttl) end
-  redis.call('DEL', KEYS[key])
   if grant ~= '' then redis.call('HSET', KEYS[key], 'payload', json, 'grant', grant) else redis.call('HSET', KEYS[key], 'payload', json) end
   if ttl > 0 then redis.call('EXPIRE', KEYS[key], ttl) end
 end`;
@@ -52,6 +51,7 @@ local indexes = tonumber(ARGV[3])
 for i = 2 + indexes, #KEYS do
   if ttl > 0 then redis.call('SET', KEYS[i], ARGV[4], 'EX', ttl) else redis.call('SET', KEYS[i], ARGV[4]) end
 end
+redis.call('DEL', KEYS[1])
 save(1, 2, 1 + indexes, ARGV[1], ttl, ARGV[5])
 return 1`;
 
@@ -69,9 +69,9 @@ return {token[1], token[2], grant}`;
 // SingleFlights) is given and held already, nothing changes: 2. Else it spends the presented
 // refresh token (KEYS[1]) only if it exists unspent and its grant (KEYS[8]) still exists — 0 when
 // not, nothing changed — and then saves the new refresh token (KEYS[2], its indexes KEYS[3] and
-// KEYS[4]) and the new access token (KEYS[5], indexes KEYS[6] and KEYS[7]), settles the flight
-// with ARGV[6] for ARGV[7] seconds, and answers 1. ARGV: the time spent, then the payload and
-// seconds of each token.
+// KEYS[4]) and the new access token (KEYS[5], indexes KEYS[6] and KEYS[7]) under their new random
+// ids (nothing to replace), settles the flight with ARGV[6] for ARGV[7] seconds, and answers 1.
+// ARGV: the time spent, then the payload and seconds of each token.
 const ROTATE_SCRIPT = `${SAVE}
 local flight = KEYS[9]
 if flight and redis.call('EXISTS', flight) == 1 then return 2 end
