@@ -31,6 +31,8 @@ export interface Sample {
   feedShort: number;
   /** Open-loop runs: p99.5 of the sends' lateness (ms), included in p99; see feed.lua. */
   late?: number;
+  /** Open-loop runs: p50 and p99 measured from each request's due time (the server echoed it), not bounded. */
+  exact?: boolean;
   /** CPU of the server under load, in % of a core. */
   serverCpu?: number;
   foreignCpu?: number;
@@ -76,7 +78,7 @@ export async function load(job: Job, serverPid?: number): Promise<Sample> {
   const cpu1 = serverPid && cpuSeconds(serverPid);
   const line = /^BENCH_JSON (.*)$/m.exec(out)?.[1];
   if (!line) throw new Error(`no result from the load generator:\n${out.slice(-2000)}`);
-  const r = JSON.parse(line) as { requests: number; durationUs: number; errors: number; timeouts: number; wrapped: number; p50Us: number; p99Us: number; lateP99Us?: number; status: Record<string, number> };
+  const r = JSON.parse(line) as { requests: number; durationUs: number; errors: number; timeouts: number; wrapped: number; p50Us: number; p99Us: number; lateP99Us?: number; exact?: boolean; status: Record<string, number> };
   return {
     rps: r.requests / (r.durationUs / 1e6),
     p50: r.p50Us / 1000,
@@ -85,7 +87,7 @@ export async function load(job: Job, serverPid?: number): Promise<Sample> {
     status: r.status,
     errors: r.errors + r.timeouts,
     feedShort: r.wrapped,
-    ...(job.rate && r.lateP99Us !== undefined ? { late: r.lateP99Us / 1000 } : {}),
+    ...(job.rate && r.lateP99Us !== undefined ? { late: r.lateP99Us / 1000, exact: Boolean(r.exact) } : {}),
     ...(cpu0 && cpu1 ? { serverCpu: ((cpu1 - cpu0) / wall) * 100 } : {}),
   };
 }

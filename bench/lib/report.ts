@@ -47,6 +47,7 @@ export function summarize(r: CaseResult, byId: Map<string, CaseResult>) {
     p99: median(s.map((x) => x.p99)),
     p99Max: Math.max(...s.map((x) => x.p99)),
     late: opt(s.map((x) => x.late)),
+    exact: s.every((x) => x.exact),
     unexpected: s.reduce((n, x) => n + x.errors + Object.entries(x.status).reduce((m, [code, c]) => m + (code === '200' ? 0 : c), 0), 0),
     status429: s.reduce((n, x) => n + (x.status['429'] ?? 0), 0),
     feedShort: r.samples.reduce((n, x) => n + x.feedShort, 0),
@@ -84,7 +85,7 @@ export function resultsTable(results: CaseResult[], sums: Map<string, Summary>):
     const bad = s.unexpected + s.feedShort ? `**${s.unexpected}**${s.feedShort ? `, ${s.feedShort} spent tokens` : ''}` : '0';
     const shared = s.redisShared ? '*' : '';
     rows.push(
-      `| ${r.label} | ${r.server} | ${r.paced ? `${fmt.n(s.rps)} (paced)` : fmt.n(s.rps)} | ${fmt.n(s.rpsMin)}–${fmt.n(s.rpsMax)} | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)}${s.late !== undefined ? ` (sends late ${fmt.ms(s.late)})` : ''} | ${ratio} | ${bad} | ${s.serverCpu === undefined ? '–' : `${s.serverCpu.toFixed(0)}%`} | ${fmt.per(s.sqlXacts)} | ${fmt.per(s.sqlRows)} | ${fmt.per(s.redisCmds)}${shared} | ${fmt.per(s.redisReads)}${shared} |`,
+      `| ${r.label} | ${r.server} | ${r.paced ? `${fmt.n(s.rps)} (paced)` : fmt.n(s.rps)} | ${fmt.n(s.rpsMin)}–${fmt.n(s.rpsMax)} | ${fmt.ms(s.p50)} | ${fmt.ms(s.p99)}${s.late !== undefined ? (s.exact ? ' (exact)' : ` (bound; sends late ${fmt.ms(s.late)})`) : ''} | ${ratio} | ${bad} | ${s.serverCpu === undefined ? '–' : `${s.serverCpu.toFixed(0)}%`} | ${fmt.per(s.sqlXacts)} | ${fmt.per(s.sqlRows)} | ${fmt.per(s.redisCmds)}${shared} | ${fmt.per(s.redisReads)}${shared} |`,
     );
   }
   return rows.join('\n');

@@ -72,7 +72,7 @@ export async function runRounds(title: string, steps: Step[], o: RoundOptions, r
         const statuses = Object.entries(s.status).map(([k, v]) => `${k}:${v}`).join(' ');
         const stores = s.redisCmds === undefined ? '' : `  redis ${s.redisCmds.toFixed(2)} cmds ${s.redisReads!.toFixed(2)} reads${s.redisShared ? '*' : ''}/req`;
         console.log(
-          `  ${step.id.padEnd(24)} ${s.rps.toFixed(0).padStart(6)}/s  p50 ${s.p50.toFixed(2).padStart(6)}  p99 ${s.p99.toFixed(2).padStart(7)} ms  cpu ${pct(s.serverCpu)} other ${pct(s.foreignCpu)}  [${statuses}]${s.errors ? ` errors ${s.errors}` : ''}${s.feedShort ? ` SPENT ${s.feedShort}` : ''}${s.late !== undefined ? ` sends late ${s.late.toFixed(2)} ms` : ''}${stores}`,
+          `  ${step.id.padEnd(24)} ${s.rps.toFixed(0).padStart(6)}/s  p50 ${s.p50.toFixed(2).padStart(6)}  p99 ${s.p99.toFixed(2).padStart(7)} ms  cpu ${pct(s.serverCpu)} other ${pct(s.foreignCpu)}  [${statuses}]${s.errors ? ` errors ${s.errors}` : ''}${s.feedShort ? ` SPENT ${s.feedShort}` : ''}${s.late !== undefined ? ` ${s.exact ? 'exact, ' : 'bound, '}sends late ${s.late.toFixed(2)} ms` : ''}${stores}`,
         );
       } catch (err) {
         result.error = (err as Error).message;
