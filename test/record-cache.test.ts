@@ -93,6 +93,20 @@ describe('the record cache', () => {
     for (const base of [a.url, b.url]) expect(await authenticates(base, client, second.client_secret)).toBe(false);
   });
 
+  it("refuses a secret marked revoked on every instance at once, though its row and the instances' copies still list it", async () => {
+    const client = await newClient('Marked App');
+    const { refresh_token } = await tokens(client);
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    const [secret] = (await pg.db('oauth_client_secrets').where('client_id', client.client_id).select('id')) as [{ id: number }];
+    // The mark alone, as a revocation sets it before it commits: no row changed, nothing notified.
+    await ops.artifacts.markSecretRevoked(secret.id);
+    for (const base of [a.url, b.url]) {
+      expect(await authenticates(base, client, client.client_secret)).toBe(false); // the provider's check
+      const refreshed = await tokenRequest(base, { grant_type: 'refresh_token', refresh_token, ...client }); // the hot path's
+      expect([refreshed.status, refreshed.body.error]).toEqual([401, 'invalid_client']);
+    }
+  });
+
   it('shows a profile change made on one instance on the other within 50 ms', async () => {
     const { access_token } = await tokens(await newClient('Profile App'));
     expect((await getMe(b.url, access_token)).status).toBe(200); // cached on b

@@ -6,6 +6,7 @@ import { connectDb, migrateLatest } from '../../src/storage/db.ts';
 import { migrationSource } from '../../migrations/index.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
 import { clientArtifacts } from '../../src/storage/client-artifacts.ts';
+import { connectRedis, type RedisClient } from '../../src/storage/redis.ts';
 import { createTestDatabase, type TestDatabase } from '../support/services.ts';
 import { Browser, type Page } from '../support/browser.ts';
 import { authorizeUrl, getMe, tokenRequest } from '../support/oauth.ts';
@@ -17,6 +18,7 @@ let pg: TestDatabase;
 let cluster: TestRedisCluster;
 let instances: AppInstance[];
 let ops: AdminContext;
+let opsRedis: RedisClient;
 const user = { email: 'scale@example.com', password: 'scale-out-password' };
 let client: { client_id: string; client_secret: string };
 
@@ -39,7 +41,9 @@ beforeAll(async () => {
   [pg, cluster] = await Promise.all([createTestDatabase(), startRedisCluster()]);
   const first = await startClusterInstance();
   instances = [first, await startClusterInstance(first.url), await startClusterInstance(first.url)];
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db), by: { actor: 'operator:test' } };
+  // The operator scripts' own connection to the cluster, as src/admin/program.ts makes it.
+  opsRedis = connectRedis({ mode: 'cluster', nodes: cluster.env.split(',').map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })) });
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, opsRedis), by: { actor: 'operator:test' } };
   await usersCreate(pg.db, user);
   const created = await clientsCreate(ops, { name: 'Scaled App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
   await clientsSetStatus(ops, created.client_id, 'approved');
@@ -48,6 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all((instances ?? []).map((i) => i.close()));
+  opsRedis?.disconnect();
   await cluster?.stop();
   await pg?.drop();
 });
@@ -116,6 +121,7 @@ describe('many instances on a Redis Cluster and PostgreSQL', () => {
     const second = await secretsGenerate(ops, client.client_id);
     const code = await hoppingCode();
     await secretsRevoke(ops, client.client_id, String(second.secret_id));
+    expect(await ops.artifacts.secretMarkedRevoked!(second.secret_id)).toBe(true); // on the cluster, for every instance
     for (const i of [0, 1, 2]) {
       const res = await exchange(i, code, second.client_secret);
       expect(res.status).toBe(401);
