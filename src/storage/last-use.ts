@@ -7,7 +7,10 @@ import type { Db } from './db.ts';
 
 const INTERVAL_MS = 60_000;
 const FLUSH_MS = 250;
-const MAX_REMEMBERED = 10_000;
+// Keys remembered as written within the minute: beyond this many (a minute with more distinct
+// grants or secrets than that), the oldest are forgotten first and may be written again. Each
+// recorder keeps its own (about 100 bytes a key).
+const MAX_REMEMBERED = 100_000;
 
 export interface LastUse<T> {
   /** Records a use of `key`; resolves once it is written with the others of its batch. */
@@ -22,15 +25,19 @@ export function lastUseRecorder<T>(write: (db: Db, uses: Map<string, T>) => Prom
   // Per database (tests run several instances in one process).
   const batches = new Map<Db, { uses: Map<string, T>; written: Promise<void> }>();
 
+  // The map is in the order of writing (a key is deleted before it is set again): the oldest first.
   function forgetOld(now: number): void {
-    for (const [key, at] of lastWritten) if (now - at >= INTERVAL_MS) lastWritten.delete(key);
-    if (lastWritten.size >= MAX_REMEMBERED) lastWritten.clear(); // a burst of distinct keys: start over
+    for (const [key, at] of lastWritten) {
+      if (now - at < INTERVAL_MS && lastWritten.size < MAX_REMEMBERED) break;
+      lastWritten.delete(key);
+    }
   }
 
   return {
     record(db, key, use) {
       const now = Date.now();
       if (now - (lastWritten.get(key) ?? 0) < INTERVAL_MS) return Promise.resolve();
+      lastWritten.delete(key);
       if (lastWritten.size >= MAX_REMEMBERED) forgetOld(now);
       lastWritten.set(key, now);
       let batch = batches.get(db);
