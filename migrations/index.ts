@@ -14,6 +14,7 @@ import * as m010 from './010_client_links.ts';
 import * as m011 from './011_review_and_grant_use.ts';
 import * as m012 from './012_webhooks.ts';
 import * as m013 from './013_client_secret_notify.ts';
+import * as m014 from './014_secret_use_quiet.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '011_review_and_grant_use': m011,
   '012_webhooks': m012,
   '013_client_secret_notify': m013,
+  '014_secret_use_quiet': m014,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

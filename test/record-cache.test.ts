@@ -75,6 +75,17 @@ describe('the record cache', () => {
     }
   });
 
+  it("keeps a client cached when only its secret's last use is written", async () => {
+    const client = await newClient('Busy App');
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    // Suspended behind the cache's back (no notification): a client read again would be refused.
+    await pg.db('oauth_clients').where('id', client.client_id).update({ status: 'suspended' });
+    // As the last-use recorder writes it, about once a minute per secret in use.
+    await pg.db('oauth_client_secrets').where('client_id', client.client_id).update({ last_used_at: pg.db.fn.now() });
+    await sleep(PROPAGATION_MS);
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+  });
+
   it('refuses a secret revoked by the operator everywhere at once, and one revoked behind its back within 50 ms', async () => {
     const client = await newClient('Rotating App');
     const second = await secretsGenerate(ops, client.client_id);

@@ -4,7 +4,8 @@
 // scripts' process) through PostgreSQL LISTEN/NOTIFY, which delivers at commit. While the feed is
 // down, nothing is served from memory. Without a feed (the operator scripts, tests on a bare
 // database) every read goes to the database. What must never be stale is checked at the source:
-// a revoked secret (spec 5.7: at once) is asked of the database, a revoked token of Redis.
+// a revoked secret (spec 5.7: at once) is checked by its mark in Redis (src/oauth/client-secrets.ts),
+// a revoked token in Redis.
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Knex } from 'knex';
@@ -14,12 +15,15 @@ export type RecordKind = 'client' | 'user';
 
 const CHANNEL = 'oauth_record_changes';
 const MAX_ENTRIES = 50_000;
-/** A safety net only: changes drop entries at once. */
-const TTL_MS = 10 * 60_000;
+/**
+ * A safety net only: changes drop entries at once. Spread over 10 to 15 minutes, so that records
+ * read together (all clients after a start) are not all read again in the same moment.
+ */
+const ttl = () => (10 + 5 * Math.random()) * 60_000;
 
 interface Entry {
   value: Promise<unknown>;
-  at: number;
+  expires: number;
 }
 
 class Feed {
@@ -62,9 +66,9 @@ export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => 
   if (!feed?.live) return load();
   const key = `${kind}:${id}`;
   const hit = feed.entries.get(key);
-  if (hit && Date.now() - hit.at < TTL_MS) return hit.value as Promise<T>;
+  if (hit && Date.now() < hit.expires) return hit.value as Promise<T>;
   const value = load();
-  feed.entries.set(key, { value, at: Date.now() });
+  feed.entries.set(key, { value, expires: Date.now() + ttl() });
   value.catch(() => feed.entries.get(key)?.value === value && feed.entries.delete(key));
   // Map keeps insertion order: the first key is the oldest entry.
   if (feed.entries.size > MAX_ENTRIES) feed.entries.delete(feed.entries.keys().next().value!);
