@@ -20,7 +20,7 @@ import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './api/listener.ts';
 import { introspection } from './oauth/introspection.ts';
 import { refreshGrant } from './oauth/refresh.ts';
-import { clientSecrets } from './oauth/client-secrets.ts';
+import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshFlights } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './oauth/back-channel.ts';
@@ -53,6 +53,8 @@ export interface AppDeps {
   /** Signing keys of our cookies (and the provider's); the first also keys the CSRF tokens. */
   cookieKeys: string[];
   artifacts: ArtifactStorage;
+  /** The client secret check (src/oauth/client-secrets.ts), as the provider's. */
+  secrets: ClientSecrets;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
@@ -128,8 +130,7 @@ export function createListener(deps: AppDeps): RequestListener {
 
 /** The back channel's plain cases, answered on the hot path (src/oauth/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
-  const { provider, db, log, rateLimits } = deps;
-  const secrets = clientSecrets(db, deps.artifacts);
+  const { provider, db, log, rateLimits, secrets } = deps;
   const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
   const refresh = refreshGrant({
     provider,

@@ -13,6 +13,7 @@ import { flushGrantUses } from './oauth/grant-use.ts';
 import { flushSecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
+import { clientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
@@ -60,7 +61,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const tokenCache = redis ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache')) : undefined;
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
-  const provider = createProvider({ config, db, artifacts, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
+  // One secret check for the provider's client authentication and the hot paths alike.
+  const secrets = clientSecrets(db, artifacts);
+  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
@@ -79,6 +82,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     rateLimits,
     cookieKeys: config.cookieKeys,
     artifacts,
+    secrets,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { ClientAdapter } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
-import { clientSecrets } from './client-secrets.ts';
+import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
@@ -29,6 +29,8 @@ export interface ProviderDeps {
   config: Config;
   db: Db;
   artifacts: ArtifactStorage;
+  /** The client secret check (spec 5.7; client-secrets.ts), shared with the hot paths. */
+  secrets: ClientSecrets;
   jwks: { keys: object[] };
   /** Counts and throttles client authentication at the token, revocation and introspection endpoints. */
   tokenLimits: TokenEndpointLimits;
@@ -170,7 +172,7 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
   // (spec 5.7; client-secrets.ts): the supported hook for this.
-  const secrets = clientSecrets(db, deps.artifacts);
+  const { secrets } = deps;
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: object, presented: string) {
     const secretId = secrets.match(this, presented);
     if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
