@@ -61,6 +61,8 @@ const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const ANCHOR_SECRET = 'bench-secret-0123456789abcdef0123456789abcdef';
 const post = (c: { id: string; secret: string }) => `client_id=${encodeURIComponent(c.id)}&client_secret=${encodeURIComponent(c.secret)}`;
 
+const idleSql = (idle: PgMeter['idle']) => (idle ? `${fmt.n(idle.xacts)} transactions and ${fmt.n(idle.rows)} rows a second, the webhook queue's polling` : 'not measured');
+
 async function anchorMint(anchor: Server, kind: string, n: number): Promise<string[]> {
   const res = await fetch(`${anchor.url}/__bench/mint?kind=${kind}&n=${n}`);
   if (!res.ok) throw new Error(`anchor mint: ${res.status}`);
@@ -164,7 +166,7 @@ async function main(): Promise<number> {
   for (const s of [anchor, hello, ours]) await s.stop();
 
   const scale = a.scale ? await runScale({ ...rounds, pgUrl: o.pgUrl, redisUrl: o.redisUrl, connections: o.connections, tmp }) : undefined;
-  return report(started, results, rss, scale, pinning);
+  return report(started, results, rss, scale, pinning, meters.pg.idle);
 }
 
 const git = (args: string[]) => {
@@ -175,7 +177,7 @@ const git = (args: string[]) => {
   }
 };
 
-function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server: string; when: string; mib: number }[], scale: ScaleResult | undefined, pinning: string): number {
+function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server: string; when: string; mib: number }[], scale: ScaleResult | undefined, pinning: string, idle: PgMeter['idle']): number {
   const results = [...resultMap.values()];
   const all = new Map([...resultMap, ...(scale?.results ?? []).map((r) => [r.id, r] as const)]);
   const sums = new Map<string, Summary>();
@@ -228,7 +230,7 @@ ${targetsTable(targets)}
 
 Each of our cases runs right after its anchor (the bench anchors, see \`docs/benchmark.md\`: bare oidc-provider 9.13 on its in-memory adapter; Koa hello) in every repetition; ratio: our median ÷ the anchor’s median of the same run (in brackets: the range of the per-repetition ratios). p50/p99: wrk’s (from each request’s send); paced rows: open loop (wrk with bench/lib/feed.lua) at half the saturated rate of the same repetition, latency from each request’s due time: exact for our server (it echoes the due time sent as X-Request-Id), for the anchors an upper bound, wrk’s p99.5 plus the p99.5 of the sends’ lateness (a send is late when every connection still waits for an answer); beside ours, Koa hello at the check’s rate (the floor of that measurement here) and the anchor’s refresh at our refresh’s. Tokens: 1,000 access tokens (cycled, one per request), and refresh tokens minted before each run and each presented once; ours minted by our own provider models, the anchor’s by its \`/__bench/mint\`. Our client’s budget is raised with \`clients set-rate-limit\` (limits on, not hit); the burst client keeps the default. unexpected: answers other than 200, and socket errors.
 
-Stores, per request our server answered, by their own counters: SQL transactions (statements outside a transaction count one each) and rows read (\`tup_returned\`) from \`pg_stat_database\` of the bench database, read 10.5 s after the load so that every backend has reported; Redis commands (those run inside scripts included) from \`INFO commandstats\`, and reads (\`total_reads_processed\`: network round trips, several pipelined commands being one) — server-wide counters, so * marks a run during which another client of that Redis was active.
+Stores, per request our server answered, by their own counters: SQL transactions (statements outside a transaction count one each) and rows read (\`tup_returned\`) from \`pg_stat_database\` of the bench database, read 10.5 s after the load so that every backend has reported, less what the database does while our server is idle (measured over 10 s before the first timed run: ${idleSql(idle)}); Redis commands (those run inside scripts included) from \`INFO commandstats\`, and reads (\`total_reads_processed\`: network round trips, several pipelined commands being one) — server-wide counters, so * marks a run during which another client of that Redis was active.
 
 RSS (MiB): ${rss.map((m) => `${m.server} ${m.when} ${m.mib.toFixed(0)}`).join(', ')}.
 ${scaleMd ? `\n${scaleMd}\n` : ''}`;

@@ -44,13 +44,17 @@ export class RedisMeter {
  * A backend reports its counts to pg_stat_database at most once a second while busy, and the rest
  * up to 10 s after it goes idle (PGSTAT_IDLE_INTERVAL). So each window is closed by a snapshot
  * taken 10.5 s after our server's last load, when nothing is pending any more: the window of one of
- * our runs ends when the next one begins (the anchors in between do no SQL).
+ * our runs ends when the next one begins (the anchors in between do no SQL). What the database
+ * does with no request at all (the webhook queue's polling) is measured once, over 10 s before the
+ * first timed run, and taken off each window by its length: the counts are the requests' own.
  */
 export class PgMeter {
   private readonly admin: Knex;
-  private start?: { xacts: number; rows: number };
-  private pending?: { sample: Sample; xacts: number; rows: number };
+  private start?: PgSnap;
+  private pending?: { sample: Sample } & PgSnap;
   private lastLoad = 0;
+  /** Transactions and rows a second with our server idle. */
+  idle?: { xacts: number; rows: number };
 
   constructor(
     adminUrl: string,
@@ -59,15 +63,27 @@ export class PgMeter {
     this.admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
   }
 
+  private async snap(): Promise<PgSnap> {
+    const { rows } = await this.admin.raw('select xact_commit + xact_rollback as xacts, tup_returned as rows from pg_stat_database where datname = ?', [this.database]);
+    return { xacts: Number(rows[0]?.xacts ?? NaN), rows: Number(rows[0]?.rows ?? NaN), at: Date.now() };
+  }
+
   /** Before a timed run of ours: closes the previous window, opens this one. */
   async begin(): Promise<void> {
     await sleep(Math.max(0, this.lastLoad + 10_500 - Date.now()));
-    const { rows } = await this.admin.raw('select xact_commit + xact_rollback as xacts, tup_returned as rows from pg_stat_database where datname = ?', [this.database]);
-    const now = { xacts: Number(rows[0]?.xacts ?? NaN), rows: Number(rows[0]?.rows ?? NaN) };
+    let now = await this.snap();
+    if (!this.idle) {
+      await sleep(10_000);
+      const then = await this.snap();
+      const seconds = (then.at - now.at) / 1000;
+      this.idle = { xacts: (then.xacts - now.xacts) / seconds, rows: (then.rows - now.rows) / seconds };
+      now = then;
+    }
     if (this.pending) {
-      const { sample: s, xacts, rows: read } = this.pending;
-      s.sqlXacts = (now.xacts - xacts) / (s.requests || 1);
-      s.sqlRows = (now.rows - read) / (s.requests || 1);
+      const { sample: s, xacts, rows: read, at } = this.pending;
+      const seconds = (now.at - at) / 1000;
+      s.sqlXacts = Math.max(0, now.xacts - xacts - this.idle.xacts * seconds) / (s.requests || 1);
+      s.sqlRows = Math.max(0, now.rows - read - this.idle.rows * seconds) / (s.requests || 1);
     }
     this.start = now;
     this.pending = undefined;
@@ -84,6 +100,8 @@ export class PgMeter {
     await this.admin.destroy();
   }
 }
+
+type PgSnap = { xacts: number; rows: number; at: number };
 
 function machineTicks(): { busy: number; total: number } {
   const v = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
