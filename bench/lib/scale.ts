@@ -144,8 +144,8 @@ export async function runScale(o: ScaleOptions): Promise<ScaleResult> {
       'Clients: the 10 have their budget raised (`clients set-rate-limit`: limits on, not hit); the 10,000 keep the default (a few requests each). Refresh tokens are minted for every client in turn; each request presents its own client’s credentials.',
       `Before the rounds, each instance served one token request per client (a refresh with an unknown token: the client authenticates, the answer is invalid_grant), from the bench runner, 32 at a time; so the runs measure an instance that has served its clients, as a running one has. That first use of every client (a database read and a client build each) ran at ${firstUse.join(', ')}.`,
       `Tokens: the 1,000,000 are 1,000 minted by our provider and ${en(fill.ids.length)} written by the project’s Redis adapter (\`RedisAdapter.upsert\`, pipelined) in the minted tokens’ format, each with its own grant id (no Grant record: the check reads none). The big instance’s feed is 10,000 of them spread over the million; the small one’s its 1,000. ` +
-        `Memory: Redis used_memory growth while writing them: the token hash, its grant index set and its entry in the client’s index set. ' +
-        'Both instances keep verified tokens in memory (the token cache, up to 50,000): after the warm-up each feed’s tokens are served from there, so what the million can cost shows in a token’s first lookup (one Redis read), not in the timed runs.`,
+        `Memory: Redis used_memory growth while writing them: the token hash, its grant index set and its entry in the client’s index set. ` +
+        `Both instances keep verified tokens in memory (the token cache, up to 50,000): after the warm-up each feed’s tokens are served from there, so what the million can cost shows in a token’s first lookup (one Redis read), not in the timed runs.`,
     ],
   };
 }
