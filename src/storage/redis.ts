@@ -11,8 +11,11 @@ const COMMON = {
   maxRetriesPerRequest: 1,
   connectTimeout: 2000,
   retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
-  // Under load many requests look up a token in the same tick: send their commands in one write.
-  enableAutoPipelining: true,
+  // Each command is written at once, not batched to the end of the tick (auto-pipelining): Redis
+  // then works while this process goes on with the next request. Batched, requests moved through
+  // their round trips in waves, and under load the server sat idle while Redis worked through a
+  // wave (a rotating refresh: 82 % busy, 0.93x the bench anchor; written at once: 98 %, 1.2x).
+  enableAutoPipelining: false,
 };
 
 /** Connection errors are expected while Redis is down; they go to `onError` (by default nowhere). */
@@ -22,6 +25,7 @@ export function connectRedis(config: RedisConfig | string, onError: (err: Error)
   if (target.mode === 'cluster') {
     client = new Cluster(target.nodes, {
       redisOptions: { ...COMMON, password: target.password },
+      // A Cluster keeps batching (per node, as before): the bench above measures a single node.
       enableAutoPipelining: true,
       clusterRetryStrategy: COMMON.retryStrategy,
       // Keep trying while a master fails over or restarts, then fail the command (→ 503).
