@@ -152,7 +152,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     if (!presented || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return undefined;
-    // The secret still active, and the token with its grant: both reads in one round trip.
+    // The secret still active, and the token with its grant: both read at once, one round trip's wait.
     const [active, found] = await Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]);
     if (!active || !found) return undefined;
     const next = await successors(found, client);
@@ -161,7 +161,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     // presentation holds the flight already, this one is the provider's to answer too.
     const answered = { clientId: client.clientId, body: next.body };
     // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
-    // rotation in one write; if the provider answers after all, it does not count it again.
+    // rotation in the same round trip; if the provider answers after all, it does not count it again.
     const spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
     let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
