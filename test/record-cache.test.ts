@@ -11,7 +11,7 @@ import { REDIRECT } from './support/fixtures.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
 import { revokeAppAccess } from '../src/oauth/grants.ts';
-import { clientsCreate, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
+import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
 
 let pg: TestDatabase;
 let redis: TestRedis;
@@ -189,6 +189,27 @@ describe('built clients', () => {
     const again = await Promise.all(ids.map((id) => Client.find(id)));
     expect(first.every((client) => client !== undefined)).toBe(true);
     expect(again.filter((client, i) => client !== first[i])).toHaveLength(0);
+  });
+
+  it('are built anew when the record changes, on every instance within 50 ms: a new budget applies', async () => {
+    const client = await newClient('Budget Change App');
+    const built = await Promise.all([a, b].map((instance) => instance.system.provider.Client.find(client.client_id)));
+    for (const base of [a.url, b.url]) expect(await authenticates(base, client, client.client_secret)).toBe(true);
+    // The operator's own pool: the instances learn of it by the change notification only.
+    await clientsSetRateLimit(ops, client.client_id, '2');
+    await sleep(PROPAGATION_MS);
+    for (const [i, instance] of [a, b].entries()) {
+      const rebuilt = await instance.system.provider.Client.find(client.client_id);
+      expect(rebuilt).not.toBe(built[i]);
+      expect((rebuilt as unknown as { token_requests_per_minute?: number }).token_requests_per_minute).toBe(2);
+    }
+    // The new budget's counter is shared: each instance holds the client back once its own
+    // count has reached 2 (the old budget, the server's default, would let all of these through).
+    const statuses = [];
+    for (const base of [a.url, b.url, a.url, b.url, a.url]) {
+      statuses.push((await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: 'junk', ...client })).status);
+    }
+    expect(statuses).toEqual([400, 400, 400, 429, 429]);
   });
 });
 

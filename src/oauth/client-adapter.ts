@@ -72,16 +72,26 @@ function providerView({ client, secrets }: UsableClient): AdapterPayload {
 // cache drops the old one), so its view is made anew.
 const views = new WeakMap<UsableClient, AdapterPayload>();
 
+/**
+ * The provider's view of a usable client: the same object for as long as its record is cached,
+ * a new one once the record changed (or for every read while the cache is bypassed). Not to be
+ * changed: the adapter hands the provider copies.
+ */
+export async function clientView(db: Db, clientId: string): Promise<Readonly<AdapterPayload> | undefined> {
+  const usable = await findUsableClient(db, clientId);
+  if (!usable) return undefined;
+  let view = views.get(usable);
+  if (!view) views.set(usable, (view = providerView(usable)));
+  return view;
+}
+
 export class ClientAdapter implements Adapter {
   constructor(private readonly db: Db) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
-    const usable = await findUsableClient(this.db, clientId);
-    if (!usable) return undefined;
-    let view = views.get(usable);
-    if (!view) views.set(usable, (view = providerView(usable)));
+    const view = await clientView(this.db, clientId);
     // A copy: the provider may keep or change what it is given.
-    return { ...view };
+    return view && { ...view };
   }
 
   async upsert(): Promise<void> {

@@ -3,7 +3,7 @@
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { Config } from '../config.ts';
-import { ClientAdapter } from './client-adapter.ts';
+import { ClientAdapter, clientView } from './client-adapter.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { findUserById } from '../accounts/store.ts';
 import type { ClientSecrets } from './client-secrets.ts';
@@ -15,7 +15,7 @@ import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { refreshGrace } from './refresh-grace.ts';
-import { keepMoreBuiltClients } from './built-clients.ts';
+import { keepBuiltClients } from './built-clients.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
@@ -159,8 +159,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
-  // Built clients for all clients in use, not the library's last 100 (src/oauth/built-clients.ts).
-  keepMoreBuiltClients(provider);
+  // Built clients for all clients in use, found without hashing their records (src/oauth/built-clients.ts).
+  keepBuiltClients(provider, (clientId) => clientView(db, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
   provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds, deps.tokenLimits));
