@@ -152,8 +152,8 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     if (!presented || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return undefined;
-    // The secret still active, and the token with its grant: both read at once, one round trip's wait.
-    const [active, found] = await Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]);
+    // The secret still active, and the token with its grant: both read at once, in one write.
+    const [active, found] = await rotation.together(() => Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]));
     if (!active || !found) return undefined;
     const next = await successors(found, client);
     // The grace window's single flight is claimed and settled with this answer in the same step:
@@ -161,11 +161,14 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     // presentation holds the flight already, this one is the provider's to answer too.
     const answered = { clientId: client.clientId, body: next.body };
     // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
-    // rotation in the same round trip; if the provider answers after all, it does not count it again.
-    const spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
+    // rotation in one write; if the provider answers after all, it does not count it again.
+    let spent: Promise<void> | undefined;
     let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
-      rotated = await rotation.rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
+      rotated = await rotation.together(() => {
+        spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
+        return rotation.rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
+      });
     } catch (err) {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
       // Its message only: a Redis error carries the command's arguments (keys and payloads).

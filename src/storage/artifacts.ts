@@ -1,6 +1,6 @@
 // Where oidc-provider's artifacts (sessions, interactions, codes, tokens, grants) live: Redis when
 // configured, otherwise the SQL database.
-import type { RedisClient } from './redis.ts';
+import { inOneWrite, type RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
@@ -26,6 +26,8 @@ export interface RefreshRotation {
    * spent or gone, its grant gone, or the flight held.
    */
   rotate: RotateRefreshToken;
+  /** Runs `issue`, with the store commands it sends at once written together (see inOneWrite). */
+  together<T>(issue: () => T): T;
 }
 
 export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, flight?: { key: string; value: string; seconds: number }) => Promise<Rotation>;
@@ -60,6 +62,7 @@ function redisRotation(redis: RedisClient, prefix: string): RefreshRotation {
   return {
     read: (id) => readRefreshToken(redis, prefix, id),
     rotate: (spent, refresh, access, flight) => rotateRefreshToken(redis, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
+    together: (issue) => inOneWrite(redis, issue),
   };
 }
 

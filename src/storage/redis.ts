@@ -41,6 +41,23 @@ export function connectRedis(config: RedisConfig | string, onError: (err: Error)
   return client;
 }
 
+/**
+ * Runs `issue`, which sends the commands one request needs side by side, with them written to
+ * Redis together: one write and, as Redis answers a read's commands together, one read for their
+ * replies, instead of one of each per command (see enableAutoPipelining above). Only commands sent
+ * before `issue` returns are included; on a Cluster, or before the connection is ready (ioredis
+ * queues commands then), it just runs `issue`.
+ */
+export function inOneWrite<T>(client: RedisClient, issue: () => T): T {
+  if (!(client instanceof Redis) || client.status !== 'ready') return issue();
+  client.stream.cork();
+  try {
+    return issue();
+  } finally {
+    client.stream.uncork();
+  }
+}
+
 /** Readiness: a single node answers PING; a cluster must also report that every slot is served. */
 export async function pingRedis(client: RedisClient): Promise<void> {
   if (client instanceof Cluster) {
