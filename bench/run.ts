@@ -76,7 +76,7 @@ async function main(): Promise<number> {
   ensureWrk();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   onCleanup('remove feeds', () => fs.rmSync(tmp, { recursive: true, force: true }));
-  const pinning = HAS_TASKSET ? `servers on core 0; wrk and this runner on core 1${moved ? `, with the local PostgreSQL and Redis (moved for the run)` : ''}` : 'NOT pinned (no taskset)';
+  const pinning = HAS_TASKSET ? `servers on core 0 (those not under load at idle priority); wrk and this runner on core 1${moved ? `, with the local PostgreSQL and Redis (moved for the run)` : ''}` : 'NOT pinned (no taskset)';
   console.log(`bench: ${o.quick ? 'QUICK smoke run' : 'full run'}: ${o.reps} × ${o.duration} s per case after a ${o.warmup} s warm-up, wrk -t1 -c${o.connections}; ${pinning}`);
 
   // Our server and its data. Limits on, not hit: the bench client's budget is raised the operator's

@@ -96,6 +96,16 @@ export const rssMiB = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(read(`/pro
 /** Pids of the servers running now (for the foreign-CPU measure). */
 export const serverPids = new Set<number>();
 
+/**
+ * Only `target` runs at normal priority on the server core, every other server at SCHED_IDLE: an
+ * idle server's own housekeeping (the anchor's collection of a heap of hundreds of MB took 1.4 s
+ * of that core during one of our runs) gets only the time the measured server leaves, and is done
+ * by the time its own runs come.
+ */
+export function favour(target: Server): void {
+  for (const pid of serverPids) spawnSync('chrt', [pid === target.pid ? '--other' : '--idle', '--all-tasks', '--pid', '0', String(pid)]);
+}
+
 export interface Server {
   name: string;
   url: string;

@@ -2,7 +2,7 @@
 // warm-up round first; our runs are bracketed by the stores' counters.
 import { load, type Job, type Sample } from './load.ts';
 import { foreignCpu, waitQuiet, type PgMeter, type RedisMeter } from './stores.ts';
-import type { Server } from './procs.ts';
+import { favour, type Server } from './procs.ts';
 import type { CaseInfo, CaseResult } from './report.ts';
 
 export interface Step extends Omit<CaseInfo, 'server'> {
@@ -25,6 +25,7 @@ async function measure(step: Step, job: Job, timed: boolean): Promise<Sample> {
   const m = step.meters;
   if (m && timed) await m.pg.begin();
   const before = await m?.redis.snap();
+  favour(step.target);
   const foreign = foreignCpu();
   const t0 = performance.now();
   const sample = await load(job, step.target.pid);
