@@ -6,7 +6,7 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { planEdit, type RequestedEdit } from './edit-plan.ts';
-import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ClientLinks, type ClientRecord, type PendingChange } from './model.ts';
+import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ChangeRequest, type ClientLinks, type ClientRecord, type PendingChange } from './model.ts';
 import { validateClientLinks, validateClientName } from './validate.ts';
 import { changeClient } from './service.ts';
 import * as repo from './repository.ts';
@@ -24,15 +24,15 @@ export interface EditOutcome {
 const sameList = (a: readonly string[], b: readonly string[]) => a.join('\n') === b.join('\n');
 
 /**
- * Applies an owner's edit: narrowing now, widening of a reviewed client as a pending change. The
- * policy and terms links change at once (they grant no access); a link not sent stays as it is.
+ * Applies an owner's edit: narrowing now, widening of a reviewed client as a pending change
+ * (edit-plan.ts). A link the form did not send stays as it is.
  */
-export async function editClient(db: Db, clientId: string, requested: RequestedEdit & { links?: ClientLinks }, by: Actor, { force = false } = {}): Promise<EditOutcome> {
+export async function editClient(db: Db, clientId: string, requested: Omit<RequestedEdit, 'links'> & { links?: ClientLinks }, by: Actor, { force = false } = {}): Promise<EditOutcome> {
   return changeClient(db, clientId, by, async (trx, current) => {
-    const plan = planEdit(current, requested);
     const links = validateClientLinks({ policyUri: requested.links?.policyUri ?? current.policyUri ?? '', tosUri: requested.links?.tosUri ?? current.tosUri ?? '' });
-    const linksChange = links.policyUri !== current.policyUri || links.tosUri !== current.tosUri;
-    if (linksChange) await repo.updateClient(trx, clientId, links);
+    const plan = planEdit(current, { scopes: requested.scopes, redirectUris: requested.redirectUris, links });
+    const linksChange = plan.links.policyUri !== current.policyUri || plan.links.tosUri !== current.tosUri;
+    if (linksChange) await repo.updateClient(trx, clientId, plan.links);
     const scopesChange = !sameList(plan.scopes, current.scopes);
     // Selecting scopes of a legacy client is migration step (b): guarded unless confirmed.
     if (scopesChange && isUnscopedLegacy(current) && !force) await assertSafeToSetScopes(trx, current);
@@ -46,12 +46,22 @@ export async function editClient(db: Db, clientId: string, requested: RequestedE
     const details = {
       ...(scopesChange ? { scopes: { from: current.scopes, to: plan.scopes } } : {}),
       ...(!sameList(plan.redirectUris, current.redirectUris) ? { redirect_uris: { from: current.redirectUris, to: plan.redirectUris } } : {}),
-      ...(linksChange ? { links: { from: { policy_uri: current.policyUri, tos_uri: current.tosUri }, to: { policy_uri: links.policyUri, tos_uri: links.tosUri } } } : {}),
-      ...(plan.pending ? { requested: { add_scopes: plan.pending.addScopes, add_redirect_uris: plan.pending.addRedirectUris } } : {}),
+      ...(linksChange ? { links: { from: { policy_uri: current.policyUri, tos_uri: current.tosUri }, to: { policy_uri: plan.links.policyUri, tos_uri: plan.links.tosUri } } } : {}),
+      ...(plan.pending ? { requested: changeDetails(plan.pending) } : {}),
       ...(force ? { forced: true } : {}),
     };
     return { result: { client, ...(pending ? { pending } : {}) }, action: plan.pending ? 'client.change_requested' : 'client.edited', details };
   });
+}
+
+/** A change request as the audit trail and webhooks spell it. */
+function changeDetails(change: ChangeRequest) {
+  return {
+    add_scopes: change.addScopes,
+    add_redirect_uris: change.addRedirectUris,
+    ...(change.toFullAccess ? { to_full_access: true as const } : {}),
+    ...(change.setLinks ? { set_links: { policy_uri: change.setLinks.policyUri, tos_uri: change.setLinks.tosUri } } : {}),
+  };
 }
 
 /** An administrator's decision on a pending change: approved, it widens the client. */
@@ -65,8 +75,9 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
     if (approve) {
       const uris = [...client.redirectUris, ...change.addRedirectUris.filter((u) => !client.redirectUris.includes(u))];
       if (uris.length > MAX_REDIRECT_URIS) throw new InputError(`approving would exceed ${MAX_REDIRECT_URIS} redirect URIs`);
-      const scopes = [...client.scopes, ...change.addScopes.filter((s) => !client.scopes.includes(s))];
-      await repo.updateClient(trx, client.clientId, { scopes });
+      // Full access is only a legacy client's (spec 5.6); any other keeps its scopes.
+      const scopes = change.toFullAccess && client.legacy ? [] : [...client.scopes, ...change.addScopes.filter((s) => !client.scopes.includes(s))];
+      await repo.updateClient(trx, client.clientId, { scopes, ...(change.setLinks ?? {}) });
       await repo.replaceRedirectUris(trx, client.clientId, uris);
     }
     await repo.decidePendingChange(trx, changeId, approve, by.actor, by.reason);
@@ -79,8 +90,7 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
     const decided = webhookEvent(client.clientId, 'client.change_decided', {
       change_id: changeId,
       decision: approve ? 'approved' : 'rejected',
-      add_scopes: change.addScopes,
-      add_redirect_uris: change.addRedirectUris,
+      ...changeDetails(change),
       ...(by.reason ? { reason: by.reason } : {}),
     });
     await enqueueWebhookEvents(db, trx, client.clientId, [decided]);

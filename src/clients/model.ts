@@ -78,11 +78,25 @@ export interface SecretInfo {
   lastUsedAt: Date | null;
 }
 
-export interface PendingChange {
-  id: number;
-  clientId: string;
+/** The links a pending change sets when approved (null: that link removed). */
+export interface StoredLinks {
+  policyUri: string | null;
+  tosUri: string | null;
+}
+
+/** What an owner's edit asks an administrator for: each part widens what the client may do or show. */
+export interface ChangeRequest {
   addScopes: string[];
   addRedirectUris: string[];
+  /** A migrated legacy client back to no scopes: full access again (spec 5.6). */
+  toFullAccess: boolean;
+  /** New privacy-policy or terms links; absent: the links stay. */
+  setLinks?: StoredLinks;
+}
+
+export interface PendingChange extends ChangeRequest {
+  id: number;
+  clientId: string;
   requestedBy: string;
   requestedAt: Date;
 }
@@ -92,6 +106,6 @@ export interface PendingChange {
  * a client that changed since (a redirect URI replaced while the page was open) is refused.
  */
 export function clientVersion(client: ClientRecord): string {
-  const seen = [client.name, client.kind, client.status, client.legacy, client.scopes, client.redirectUris, client.ownerUserId];
+  const seen = [client.name, client.kind, client.status, client.legacy, client.scopes, client.redirectUris, client.ownerUserId, client.policyUri, client.tosUri];
   return createHash('sha256').update(JSON.stringify(seen)).digest('base64url').slice(0, 22);
 }

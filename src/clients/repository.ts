@@ -8,7 +8,7 @@ import { preparedRead } from '../storage/prepared.ts';
 import { announceChange, cachedRead } from '../storage/record-cache.ts';
 import { NotFoundError } from '../errors.ts';
 import type { StoredSecret } from './secrets.ts';
-import type { ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
+import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
 
 type Q = Db | Knex.Transaction;
 
@@ -228,6 +228,8 @@ interface ChangeRow {
   client_id: string;
   add_scopes: string[];
   add_redirect_uris: string[];
+  to_full_access: boolean;
+  set_links: { policy_uri: string | null; tos_uri: string | null } | null;
   requested_by: string;
   requested_at: Date;
   state: 'pending' | 'approved' | 'rejected' | 'withdrawn';
@@ -238,6 +240,8 @@ const toChange = (row: ChangeRow): PendingChange => ({
   clientId: row.client_id,
   addScopes: row.add_scopes,
   addRedirectUris: row.add_redirect_uris,
+  toFullAccess: row.to_full_access,
+  ...(row.set_links ? { setLinks: { policyUri: row.set_links.policy_uri, tosUri: row.set_links.tos_uri } } : {}),
   requestedBy: row.requested_by,
   requestedAt: row.requested_at,
 });
@@ -258,9 +262,17 @@ export async function lockPendingChange(trx: Knex.Transaction, changeId: number)
   return row?.state === 'pending' ? toChange(row) : undefined;
 }
 
-export async function insertChange(trx: Knex.Transaction, clientId: string, change: { addScopes: string[]; addRedirectUris: string[] }, requestedBy: string): Promise<PendingChange> {
+export async function insertChange(trx: Knex.Transaction, clientId: string, change: ChangeRequest, requestedBy: string): Promise<PendingChange> {
+  const links = change.setLinks ? JSON.stringify({ policy_uri: change.setLinks.policyUri, tos_uri: change.setLinks.tosUri }) : null;
   const [row] = await trx('oauth_client_changes')
-    .insert({ client_id: clientId, add_scopes: JSON.stringify(change.addScopes), add_redirect_uris: JSON.stringify(change.addRedirectUris), requested_by: requestedBy })
+    .insert({
+      client_id: clientId,
+      add_scopes: JSON.stringify(change.addScopes),
+      add_redirect_uris: JSON.stringify(change.addRedirectUris),
+      to_full_access: change.toFullAccess,
+      set_links: links,
+      requested_by: requestedBy,
+    })
     .returning('*');
   return toChange(row);
 }

@@ -12,7 +12,15 @@ export interface WebhookEventData {
   /** An administrator moved the client (approved, rejected, suspended, reinstated). */
   'client.status_changed': { from: string; to: string };
   /** An administrator decided on a change the owner asked for (added scopes or redirect URIs). */
-  'client.change_decided': { change_id: number; decision: 'approved' | 'rejected'; add_scopes: string[]; add_redirect_uris: string[]; reason?: string };
+  'client.change_decided': {
+    change_id: number;
+    decision: 'approved' | 'rejected';
+    add_scopes: string[];
+    add_redirect_uris: string[];
+    to_full_access?: true;
+    set_links?: { policy_uri: string | null; tos_uri: string | null };
+    reason?: string;
+  };
   'secret.generated': { secret_id: number };
   'secret.revoked': { secret_id: number };
   /** Sent from the developer page's "Send test event". */

@@ -4,6 +4,7 @@ import { planEdit } from '../../src/clients/edit-plan.ts';
 import type { ClientRecord } from '../../src/clients/model.ts';
 import { InputError } from '../../src/errors.ts';
 
+const NO_LINKS = { policyUri: null, tosUri: null };
 const uris = (n: number) => Array.from({ length: n }, (_, i) => `https://app.example.com/cb${i}`);
 
 function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
@@ -30,11 +31,11 @@ describe('planEdit', () => {
     const pending = client({ status: 'pending', redirectUris: uris(10) });
     // Replacing one of ten redirect URIs: the final list has ten, never eleven on the way.
     const requested = { scopes: ['PROFILE_READ', 'SCHEDULE_READ'], redirectUris: [...uris(9), 'https://new.example.com/cb'] };
-    expect(planEdit(pending, requested)).toEqual({ scopes: requested.scopes, redirectUris: requested.redirectUris });
+    expect(planEdit(pending, requested)).toEqual({ scopes: requested.scopes, redirectUris: requested.redirectUris, links: NO_LINKS });
   });
 
   it('applies narrowing of a reviewed client at once', () => {
-    expect(planEdit(client(), { scopes: ['PROFILE_READ'], redirectUris: uris(1) })).toEqual({ scopes: ['PROFILE_READ'], redirectUris: uris(1) });
+    expect(planEdit(client(), { scopes: ['PROFILE_READ'], redirectUris: uris(1) })).toEqual({ scopes: ['PROFILE_READ'], redirectUris: uris(1), links: NO_LINKS });
   });
 
   it('holds widening of a reviewed client for review, applying its narrowing parts now', () => {
@@ -42,7 +43,8 @@ describe('planEdit', () => {
     expect(plan).toEqual({
       scopes: ['PROFILE_READ'],
       redirectUris: [uris(2)[1]],
-      pending: { addScopes: ['SCHEDULE_READ'], addRedirectUris: ['https://new.example.com/cb'] },
+      links: NO_LINKS,
+      pending: { addScopes: ['SCHEDULE_READ'], addRedirectUris: ['https://new.example.com/cb'], toFullAccess: false },
     });
   });
 
@@ -52,10 +54,41 @@ describe('planEdit', () => {
 
   it("treats selecting a legacy client's scopes as narrowing (spec 5.6 b), even beside a new redirect URI", () => {
     const legacy = client({ legacy: true, scopes: [] });
-    expect(planEdit(legacy, { scopes: ['PROFILE_READ'], redirectUris: uris(2) })).toEqual({ scopes: ['PROFILE_READ'], redirectUris: uris(2) });
+    expect(planEdit(legacy, { scopes: ['PROFILE_READ'], redirectUris: uris(2) })).toEqual({ scopes: ['PROFILE_READ'], redirectUris: uris(2), links: NO_LINKS });
     const withUri = planEdit(legacy, { scopes: ['PROFILE_READ'], redirectUris: [...uris(2), 'https://new.example.com/cb'] });
     expect(withUri.scopes).toEqual(['PROFILE_READ']);
-    expect(withUri.pending).toEqual({ addScopes: [], addRedirectUris: ['https://new.example.com/cb'] });
+    expect(withUri.pending).toEqual({ addScopes: [], addRedirectUris: ['https://new.example.com/cb'], toFullAccess: false });
+  });
+
+  it('never lets an edit turn a scoped client unscoped: back to none waits for review, whatever the status', () => {
+    for (const status of ['approved', 'suspended', 'pending'] as const) {
+      const migrated = client({ legacy: true, status, scopes: ['PROFILE_READ'] });
+      expect(planEdit(migrated, { scopes: [], redirectUris: uris(2) })).toEqual({
+        scopes: ['PROFILE_READ'],
+        redirectUris: uris(2),
+        links: NO_LINKS,
+        pending: { addScopes: [], addRedirectUris: [], toFullAccess: true },
+      });
+    }
+  });
+
+  it('refuses to leave a reviewed client without any approved scope while new ones wait', () => {
+    for (const legacy of [true, false]) {
+      expect(() => planEdit(client({ legacy, scopes: ['PROFILE_READ'] }), { scopes: ['BOOKING_READ'], redirectUris: uris(2) })).toThrow(/keep at least one of the approved scopes/);
+    }
+  });
+
+  it('holds a new or changed link of a reviewed client for review and removes one at once', () => {
+    const linked = client({ policyUri: 'https://a.example/p', tosUri: 'https://a.example/t' });
+    const links = { policyUri: 'https://b.example/p', tosUri: null };
+    expect(planEdit(linked, { scopes: linked.scopes, redirectUris: uris(2), links })).toEqual({
+      scopes: linked.scopes,
+      redirectUris: uris(2),
+      links: { policyUri: 'https://a.example/p', tosUri: null },
+      pending: { addScopes: [], addRedirectUris: [], toFullAccess: false, setLinks: links },
+    });
+    // Before review, links change at once: the approval reviews the client as it then is.
+    expect(planEdit({ ...linked, status: 'pending' }, { scopes: linked.scopes, redirectUris: uris(2), links }).links).toEqual(links);
   });
 
   it('validates what the form asks for', () => {
