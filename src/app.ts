@@ -18,6 +18,7 @@ import { meRoutes, readMe } from './api/me.ts';
 import { checkRoutes, gatewayCheck } from './api/check.ts';
 import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './api/listener.ts';
+import { keepConnectionsWhole } from './http/unread-bodies.ts';
 import { introspection } from './oauth/introspection.ts';
 import { refreshGrant } from './oauth/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
@@ -125,7 +126,8 @@ export function createListener(deps: AppDeps): RequestListener {
   const app = createApp(deps, api, shared);
   const backChannel = createBackChannelApp(deps, shared);
   const backChannelHotPaths = backChannelPlainCases(deps);
-  return hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  const hotPaths = hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  return keepConnectionsWhole(hotPaths);
 }
 
 /** The back channel's plain cases, answered on the hot path (src/oauth/back-channel.ts), by path. */
