@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
-import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -103,6 +103,22 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
     const refresh = (ip: string) => tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'x', client_id: created.client_id });
     expect([(await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status]).toEqual([400, 400, 429]);
     expect((await refresh('192.0.2.51')).status).toBe(400);
+  });
+
+  it("applies a resource server's own budget, on the introspection hot path and in the provider", async () => {
+    const resourceServer = async (perMinute: string) => {
+      const created = await clientsCreate(operator(server), { name: 'Gateway', resourceServer: true });
+      await clientsSetStatus(operator(server), created.client_id, 'approved');
+      expect((await clientsSetRateLimit(operator(server), created.client_id, perMinute)).token_requests_per_minute).toBe(Number(perMinute));
+      return { client_id: created.client_id, client_secret: created.client_secret! };
+    };
+    const live = (await tokensFor(server, b, user, 'PROFILE_READ')).access_token;
+    // A live token is answered on the hot path, junk by the provider: both count.
+    const introspect = (rs: TestClient, i: number) => tokenFrom(server.url, '192.0.2.90', { token: i % 2 ? 'junk' : live, ...rs }, '/v2/auth/oauth2/introspect');
+    const busy = await resourceServer('50'); // above the default of 40
+    for (let i = 0; i < 45; i++) expect((await introspect(busy, i)).status, `request ${i + 1}`).toBe(200);
+    const small = await resourceServer('2');
+    expect([(await introspect(small, 0)).status, (await introspect(small, 1)).status, (await introspect(small, 0)).status, (await introspect(small, 1)).status]).toEqual([200, 200, 429, 429]);
   });
 
   it('applies the same limits to every spelling of the endpoints, or answers 404', async () => {
