@@ -177,6 +177,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     const secretId = secrets.match(this, presented);
     if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
     secrets.used(secretId);
+    // This request's client authenticated: what its budget counts (rate-limits.ts), said here
+    // and nowhere else. The provider runs each request in its context (Provider.ctx).
+    const ctx = Provider.ctx;
+    if (ctx) deps.tokenLimits.authenticated(ctx);
     return true;
   };
 
