@@ -5,16 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
-import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
+import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function tokenFrom(base: string, ip: string, fields: Record<string, string>, path = '/v2/auth/oauth2/token') {
+async function tokenFrom(base: string, ip: string, fields: Record<string, string> | string, path = '/v2/auth/oauth2/token', headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
-    body: new URLSearchParams(fields),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip, ...headers },
+    body: typeof fields === 'string' ? fields : new URLSearchParams(fields),
   });
   const text = await res.text();
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (text.startsWith('{') ? JSON.parse(text) : text) as Record<string, unknown> };
@@ -64,7 +64,7 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
     const unknown = [];
     const wrong = [];
     for (let i = 0; i < 6; i++) {
-      unknown.push(await junk('198.51.100.3', 'no-such-client', 's'));
+      unknown.push(await junk('198.51.100.3', 'ffffffffffffffffffffffffffffffff', 's'));
       wrong.push(await junk('198.51.100.4', a.client_id, 's'));
     }
     expect(unknown.map((r) => r.status)).toEqual([401, 401, 401, 429, 429, 429]);
@@ -96,13 +96,96 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
     expect((await clientsSetRateLimit(operator(server), created.client_id, 'default')).token_requests_per_minute).toBe('default');
   });
 
-  it("budgets a public client per address: nobody can spend another app user's budget", async () => {
+  it("budgets a public client per address, by the requests the provider accepted: nobody can spend another app user's budget", async () => {
     const created = await clientsCreate(operator(server), { name: 'Mobile App', redirectUri: ['com.example.mobile:/cb'], scope: ['PROFILE_READ'], public: true });
     await clientsSetStatus(operator(server), created.client_id, 'approved');
     await clientsSetRateLimit(operator(server), created.client_id, '2');
-    const refresh = (ip: string) => tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'x', client_id: created.client_id });
-    expect([(await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status, (await refresh('192.0.2.50')).status]).toEqual([400, 400, 429]);
-    expect((await refresh('192.0.2.51')).status).toBe(400);
+    const id = created.client_id;
+    // Accepted (a public client may revoke and introspect; junk is answered 200): these spend it.
+    const revoke = (ip: string) => tokenFrom(server.url, ip, { token: 'x', client_id: id }, '/v2/auth/oauth2/revoke');
+    expect([(await revoke('192.0.2.50')).status, (await revoke('192.0.2.50')).status, (await revoke('192.0.2.50')).status]).toEqual([200, 200, 429]);
+    expect((await revoke('192.0.2.51')).status).toBe(200);
+    // Refused (no secret to check: nothing authenticated): failures, held back past the limit of
+    // 3, and never the budget of that address's accepted requests.
+    const refresh = (ip: string, headers: Record<string, string> = {}) =>
+      tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'x', client_id: id }, undefined, headers);
+    const refused = [];
+    for (let i = 0; i < 3; i++) refused.push((await refresh('192.0.2.52')).status, (await refresh('192.0.2.52', { 'OAuth-Client-Attestation-PoP': 'x' })).status);
+    expect(refused.slice(0, 3)).toEqual([400, 400, 400]);
+    expect(refused.slice(3)).toEqual([429, 429, 429]);
+    expect((await revoke('192.0.2.52')).status).toBe(200);
+  });
+
+  it("spends a client's budget only on requests its secret authenticated, whatever the provider refuses after naming the client", async () => {
+    const created = await clientsCreate(operator(server), { name: 'Targeted App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    await clientsSetRateLimit(operator(server), created.client_id, '5');
+    const c = { client_id: created.client_id, client_secret: created.client_secret! };
+    const tokens = await tokensFor(server, c, user, 'PROFILE_READ'); // 1 of 5
+    const id = c.client_id;
+    const basic = (user: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}` });
+    const refresh = `grant_type=refresh_token&refresh_token=junk&client_id=${id}`;
+    // Every way to be refused once the provider has looked the client up, without its secret, on
+    // each endpoint: attestation headers (the library names the client, then refuses them with
+    // a 400), DPoP, malformed and duplicated parameters, a missing or wrong secret.
+    const attempts: [string, string, Record<string, string>][] = [];
+    for (const [path, body] of [['token', refresh], ['introspect', `token=junk&client_id=${id}`], ['revoke', `token=junk&client_id=${id}`]] as const) {
+      attempts.push(
+        [path, body, { 'OAuth-Client-Attestation-PoP': 'x' }],
+        [path, body, { 'OAuth-Client-Attestation': 'x' }],
+        [path, body, { 'OAuth-Client-Attestation': 'x.y.z', 'OAuth-Client-Attestation-PoP': 'x.y.z', DPoP: 'x' }],
+        [path, body, { DPoP: 'x' }],
+        [path, body, {}],
+        [path, `${body}&client_secret=`, {}],
+        [path, `${body}&client_secret=wrong`, { 'OAuth-Client-Attestation-PoP': 'x' }],
+        [path, `${body}&client_id=${id}`, {}],
+        [path, body.replace(`client_id=${id}`, ''), basic(id, 'wrong')],
+        [path, body.replace(`client_id=${id}`, ''), { ...basic(id, 'wrong'), 'OAuth-Client-Attestation-PoP': 'x' }],
+      );
+    }
+    attempts.push(['token', `client_id=${id}&grant_type=nonsense`, {}], ['token', `client_id=${id}`, { 'OAuth-Client-Attestation-PoP': 'x' }]);
+    for (const [path, body, headers] of attempts) {
+      for (let i = 0; i < 6; i++) {
+        const res = await tokenFrom(server.url, '203.0.113.77', body, `/v2/auth/oauth2/${path}`, headers);
+        expect([400, 401, 429], `${path} ${body} ${JSON.stringify(headers)}: ${JSON.stringify(res.body)}`).toContain(res.status);
+      }
+    }
+    // The client's own requests, from its address, are served: its budget is untouched.
+    const refreshed = await tokenFrom(server.url, '192.0.2.80', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...c });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    const seen = await tokenFrom(server.url, '192.0.2.80', { token: String(refreshed.body.access_token), ...c }, '/v2/auth/oauth2/introspect');
+    expect(seen).toMatchObject({ status: 200, body: { active: true } });
+    expect((await tokenFrom(server.url, '192.0.2.80', { token: String(refreshed.body.refresh_token), ...c }, '/v2/auth/oauth2/revoke')).status).toBe(200);
+  });
+
+  it("applies a resource server's own budget, on the introspection hot path and in the provider", async () => {
+    const resourceServer = async (perMinute: string) => {
+      const created = await clientsCreate(operator(server), { name: 'Gateway', resourceServer: true });
+      await clientsSetStatus(operator(server), created.client_id, 'approved');
+      expect((await clientsSetRateLimit(operator(server), created.client_id, perMinute)).token_requests_per_minute).toBe(Number(perMinute));
+      return { client_id: created.client_id, client_secret: created.client_secret! };
+    };
+    const live = (await tokensFor(server, b, user, 'PROFILE_READ')).access_token;
+    // A live token is answered on the hot path, junk by the provider: both count.
+    const introspect = (rs: TestClient, i: number) => tokenFrom(server.url, '192.0.2.90', { token: i % 2 ? 'junk' : live, ...rs }, '/v2/auth/oauth2/introspect');
+    const busy = await resourceServer('50'); // above the default of 40
+    for (let i = 0; i < 45; i++) expect((await introspect(busy, i)).status, `request ${i + 1}`).toBe(200);
+    const small = await resourceServer('2');
+    expect([(await introspect(small, 0)).status, (await introspect(small, 1)).status, (await introspect(small, 0)).status, (await introspect(small, 1)).status]).toEqual([200, 200, 429, 429]);
+  });
+
+  it('keeps no count of its own for a client id that cannot exist: a 12,000-character one is counted with requests that name none', async () => {
+    const ip = '198.51.100.40';
+    const basic = (id: string) => ({ authorization: `Basic ${Buffer.from(`${id}:s`).toString('base64')}` });
+    const statuses = [];
+    // Each id different: were each counted on its own, none would be held back.
+    for (let i = 0; i < 5; i++) statuses.push((await tokenFrom(server.url, ip, 'grant_type=refresh_token&refresh_token=x', undefined, basic(`${i}`.repeat(12_000)))).status);
+    expect(statuses).toEqual([401, 401, 401, 429, 429]);
+    if (server.redis) {
+      const keys = await server.redis.redis.keys(`${server.redis.prefix}rl:*`);
+      expect(keys.length).toBeGreaterThan(0);
+      expect(Math.max(...keys.map((k) => k.length))).toBeLessThan(200);
+    }
   });
 
   it('applies the same limits to every spelling of the endpoints, or answers 404', async () => {

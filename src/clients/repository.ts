@@ -7,7 +7,7 @@ import { freshSharedReads } from '../storage/fresh-reads.ts';
 import { preparedRead } from '../storage/prepared.ts';
 import { announceChange, cachedRead } from '../storage/record-cache.ts';
 import { NotFoundError } from '../errors.ts';
-import type { StoredSecret } from './secrets.ts';
+import { isWellFormedClientId, type StoredSecret } from './secrets.ts';
 import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
 
 type Q = Db | Knex.Transaction;
@@ -214,7 +214,9 @@ const usableClientById = preparedRead<ClientRow & { redirect_uris: string[]; sec
  * the consent step keep everyone else out). Undefined otherwise.
  */
 export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
-  if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
+  // What anyone may claim at the OAuth endpoints: only an id of the registry's own form is looked
+  // up (and its absence cached), so junk ids cost no query and size no cache entry.
+  if (!isWellFormedClientId(clientId)) return undefined;
   return cachedRead(db, 'client', clientId, async () => {
     const [row] = await usableClientById(db, clientId);
     return row ? { client: toRecord(row, row.redirect_uris), secrets: row.secrets } : undefined;

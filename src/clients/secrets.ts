@@ -11,6 +11,15 @@ export function generateClientId(): string {
   return randomBytes(16).toString('hex');
 }
 
+/** The form of every client id generateClientId makes: 32 lowercase hex digits. */
+const CLIENT_ID_FORMAT = /^[0-9a-f]{32}$/;
+
+/**
+ * Whether a claimed client id could name a client. Anything else names none, so it need not be
+ * looked up, cached or counted: what a request claims sizes no state of ours.
+ */
+export const isWellFormedClientId = (id: string): boolean => CLIENT_ID_FORMAT.test(id);
+
 export function hashClientSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Answer } from '../api/responses.ts';
 import type { ClientSecrets } from './client-secrets.ts';
+import { isWellFormedClientId } from '../clients/secrets.ts';
 
 export interface BackChannelRequest {
   headers: IncomingHttpHeaders;
@@ -56,13 +57,13 @@ const VSCHAR_ONLY = /^[\x20-\x7E]+$/;
 /**
  * A client id and secret sent in exactly one of the two ways the provider takes — HTTP Basic
  * (each part form-encoded) or client_id and client_secret in the form — read as it reads them;
- * undefined for anything else.
+ * undefined for anything else, an id not of the registry's form included (it names no client).
  */
 export function secretCredentials(headers: IncomingHttpHeaders, params: { client_id?: string; client_secret?: string }): { clientId: string; secret: string } | undefined {
   if (PROVIDERS_TO_JUDGE.some((name) => headers[name] !== undefined)) return undefined;
   const { authorization } = headers;
   if (authorization === undefined) {
-    return params.client_id && params.client_secret ? { clientId: params.client_id, secret: params.client_secret } : undefined;
+    return params.client_id && isWellFormedClientId(params.client_id) && params.client_secret ? { clientId: params.client_id, secret: params.client_secret } : undefined;
   }
   if (params.client_secret !== undefined) return undefined;
   const [scheme, encoded, ...rest] = authorization.split(' ');
@@ -72,7 +73,7 @@ export function secretCredentials(headers: IncomingHttpHeaders, params: { client
   if (colon < 0) return undefined;
   try {
     const [clientId, secret] = [basic.slice(0, colon), basic.slice(colon + 1)].map((part) => decodeURIComponent(part.replace(/\+/g, '%20')));
-    if (!clientId || !secret || !VSCHAR_ONLY.test(clientId) || !VSCHAR_ONLY.test(secret)) return undefined;
+    if (!clientId || !secret || !isWellFormedClientId(clientId) || !VSCHAR_ONLY.test(secret)) return undefined;
     if (params.client_id !== undefined && params.client_id !== clientId) return undefined;
     return { clientId, secret };
   } catch {

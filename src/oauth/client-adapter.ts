@@ -21,25 +21,27 @@ function isNativeRedirect(uri: string): boolean {
  * A resource server as the provider sees it: it authenticates with its secrets, has no redirect
  * URIs and may use no grant — only introspection (see its policy in src/oauth/provider.ts).
  */
-function resourceServer(clientId: string, name: string, introspectScopes: string[], secrets: unknown): AdapterPayload {
+function resourceServer({ client, secrets }: UsableClient): AdapterPayload {
   return {
-    client_id: clientId,
-    client_name: name,
+    client_id: client.clientId,
+    client_name: client.name,
     redirect_uris: [],
     response_types: [],
     grant_types: [],
     token_endpoint_auth_method: 'client_secret_basic',
-    client_secret: placeholderSecret(clientId),
+    client_secret: placeholderSecret(client.clientId),
     secret_hashes: secrets,
     resource_server: true,
     // It may introspect only tokens with at least one of these scopes; none listed: any token.
-    introspect_scopes: introspectScopes,
+    introspect_scopes: client.scopes,
+    // Its budget, as any client's: a gateway introspects on every call it serves.
+    token_requests_per_minute: client.tokenRequestsPerMinute,
   };
 }
 
 /** A client record as the provider's Client model reads it. */
 function providerView({ client, secrets }: UsableClient): AdapterPayload {
-  if (client.kind === 'resource_server') return resourceServer(client.clientId, client.name, client.scopes, secrets);
+  if (client.kind === 'resource_server') return resourceServer({ client, secrets });
   const confidential = client.kind === 'confidential';
   return {
     client_id: client.clientId,

@@ -1,6 +1,9 @@
 // The client credentials a token endpoint request presents (RFC 6749 2.3.1): HTTP Basic, whose
 // user and password are each form-urlencoded, or else client_id / client_secret in the body.
 // Read before (limits) and beside (refresh grace) the provider, which reads them again itself.
+// Only a client id of the registry's own form is claimed (isWellFormedClientId): anything else
+// names no client, and must not become a key of ours (limiter counters, lookups) of its size.
+import { isWellFormedClientId } from '../clients/secrets.ts';
 
 export interface PresentedCredentials {
   clientId?: string;
@@ -16,14 +19,14 @@ export function presentedCredentials(authorization: string, params: Record<strin
     const colon = decoded.indexOf(':');
     try {
       const clientId = formDecode(colon < 0 ? decoded : decoded.slice(0, colon));
-      return { ...(clientId ? { clientId } : {}), ...(colon < 0 ? {} : { secret: formDecode(decoded.slice(colon + 1)) }) };
+      return { ...(isWellFormedClientId(clientId) ? { clientId } : {}), ...(colon < 0 ? {} : { secret: formDecode(decoded.slice(colon + 1)) }) };
     } catch {
       return {};
     }
   }
   const { client_id: id, client_secret: secret } = params ?? {};
   return {
-    ...(typeof id === 'string' && id.length <= 200 ? { clientId: id } : {}),
+    ...(typeof id === 'string' && isWellFormedClientId(id) ? { clientId: id } : {}),
     ...(typeof secret === 'string' ? { secret } : {}),
   };
 }

@@ -16,6 +16,7 @@ import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { refreshGrace } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
+import { boundedParams, checkLength } from './authorization-params.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
@@ -116,7 +117,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     // client that sends none gets the full-access marker (spec 5.6), and its requests are counted
     // for the migration guard.
     extraParams: {
-      async scope(ctx, _value, client) {
+      // Bounded lengths first (authorization-params.ts): nothing oversized is kept with the request.
+      ...boundedParams,
+      async scope(ctx, value, client) {
+        checkLength(ctx, 'scope', value);
         const scopes = requestedScopes(ctx) ?? [];
         const unmigratedLegacy = (client as unknown as { legacy?: boolean }).legacy === true;
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
@@ -177,6 +181,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     const secretId = secrets.match(this, presented);
     if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
     secrets.used(secretId);
+    // This request's client authenticated: what its budget counts (rate-limits.ts), said here
+    // and nowhere else. The provider runs each request in its context (Provider.ctx).
+    const ctx = Provider.ctx;
+    if (ctx) deps.tokenLimits.authenticated(ctx);
     return true;
   };
 

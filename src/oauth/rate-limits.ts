@@ -72,6 +72,11 @@ const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
 export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
 
 export interface TokenEndpointLimits {
+  /**
+   * Said by the client secret check (src/oauth/provider.ts) when a request of the provider (its
+   * context) presented an active secret of its client: only such requests spend the budget.
+   */
+  authenticated(ctx: object): void;
   /** Seconds the client a request claims must wait, being over its own budget (0: go ahead). */
   heldBack(claimedClientId: string | undefined, ip: string): number;
   /**
@@ -91,7 +96,7 @@ export interface RateLimits {
 }
 
 const NO_LIMITS: RateLimits = {
-  token: { heldBack: () => 0, spend: async () => {}, clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
+  token: { authenticated: () => {}, heldBack: () => 0, spend: async () => {}, clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
   signIn: { waitFor: async () => 0, failed: async () => {}, succeeded: async () => {} },
 };
 
@@ -137,16 +142,23 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     if (res.consumedPoints >= points) overBudgetUntil.set(key, Date.now() + res.msBeforeNext);
   }
 
-  /** Seconds to hold back a request that did not authenticate, or 0 while under the limit. */
-  async function failedAuthentication(claimed: string, ip: string): Promise<number> {
-    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${claimed}|${ip}`), consume(failuresPerIp, ip)]);
+  /**
+   * Seconds to hold back a request that did not authenticate, or 0 while under the limit. Only an
+   * id of the registry's form has a count of its own (claimedClientId); any other names no client
+   * and is counted with the requests that name none.
+   */
+  async function failedAuthentication(claimed: string | undefined, ip: string): Promise<number> {
+    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${claimed ?? '-'}|${ip}`), consume(failuresPerIp, ip)]);
     const over = Math.max(perClient.consumedPoints - config.authFailures, perIp.consumedPoints - config.authFailuresPerIp);
     return growingDelay(over, config.authMaxDelaySeconds);
   }
 
   const heldBack = (claimed: string | undefined, ip: string) => (claimed ? Math.max(waitOf(claimed), waitOf(`${claimed}|${ip}`)) : 0);
+  // The provider's requests whose client secret check passed (see clientAuthentication).
+  const authenticated = new WeakSet<object>();
 
   return {
+    authenticated: (ctx) => void authenticated.add(ctx),
     heldBack,
     spend: spendBudget,
     async clientBudget(ctx, next) {
@@ -158,11 +170,17 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       if (ctx.method !== 'POST' || !LIMITED_PROVIDER_PATHS.has(ctx.path)) return next();
       await next();
       try {
-        // The provider sets the client once it is found; a 401 means its authentication failed.
         const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
-        if (client && ctx.status !== 401) return await spendBudget(client, ctx.ip, ctx.req);
+        // Counted on the secret check's own word, never guessed from the answer: the library sets
+        // the client as soon as it is found, then may still refuse the request (attestation or
+        // DPoP headers, malformed parameters …) with a 400 before any secret was compared.
+        if (client && authenticated.has(ctx)) return await spendBudget(client, ctx.ip, ctx.req);
+        // A public client has no secret: the library accepting its request is all its
+        // authentication can be. Its budget is per address, so whoever spends it spends only
+        // their own address's share; its refusals are failures like any other.
+        if (client?.clientAuthMethod === 'none' && ctx.status >= 200 && ctx.status < 300) return await spendBudget(client, ctx.ip, ctx.req);
         // The same answer whether the claimed client exists or not: nothing tells them apart.
-        const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined) ?? '-';
+        const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined);
         const wait = await failedAuthentication(claimed, ctx.ip);
         if (wait) tooManyTokenRequests(ctx, wait);
       } catch {

@@ -71,15 +71,22 @@ describe('CSRF tokens', () => {
 describe('presented client credentials', () => {
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
+  const id = '0123456789abcdef0123456789abcdef'; // the registry's form (src/clients/secrets.ts)
+
   it('reads HTTP Basic first, each part form-urlencoded (RFC 6749 2.3.1), the secret split at the first colon', () => {
-    expect(presentedCredentials(basic('my%20app', 'a%2Bb:c+d'), { client_id: 'other' })).toEqual({ clientId: 'my app', secret: 'a+b:c d' });
-    expect(presentedCredentials(basic('id', ''), undefined)).toEqual({ clientId: 'id', secret: '' });
+    expect(presentedCredentials(basic(id, 'a%2Bb:c+d'), { client_id: 'other' })).toEqual({ clientId: id, secret: 'a+b:c d' });
+    expect(presentedCredentials(basic(`%3${id.slice(0, 1)}${id.slice(1)}`, ''), undefined)).toEqual({ clientId: id, secret: '' });
   });
 
   it('falls back to the body, and claims nothing from malformed or oversized values', () => {
-    expect(presentedCredentials('', { client_id: 'id', client_secret: 's' })).toEqual({ clientId: 'id', secret: 's' });
-    expect(presentedCredentials(basic('%E0%A4%A', 'x'), { client_id: 'id' })).toEqual({});
-    expect(presentedCredentials('', { client_id: 'x'.repeat(201) })).toEqual({});
+    expect(presentedCredentials('', { client_id: id, client_secret: 's' })).toEqual({ clientId: id, secret: 's' });
+    expect(presentedCredentials(basic('%E0%A4%A', 'x'), { client_id: id })).toEqual({});
+    // Only ids of the registry's form are claimed, however they are sent: a 12,000-character id in
+    // HTTP Basic once became a 12 KB limiter key.
+    for (const claimed of ['x'.repeat(12_000), `${id}0`, id.toUpperCase(), id.slice(1), 'no-such-client']) {
+      expect(presentedCredentials(basic(claimed, 's'), undefined), claimed.slice(0, 40)).toEqual({ secret: 's' });
+      expect(presentedCredentials('', { client_id: claimed }), claimed.slice(0, 40)).toEqual({});
+    }
     expect(claimedClientId('Bearer abc', { client_id: ['a', 'b'] })).toBeUndefined();
   });
 });
