@@ -1,6 +1,7 @@
 // The only reader of process.env. Everything else receives a typed Config.
 import path from 'node:path';
 import { hasUnsafeText } from './text.ts';
+import { DEFAULT_LOG_N } from './accounts/password.ts';
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -28,6 +29,8 @@ export interface Config {
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
+  /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
+  passwordHashLogN: number;
   rateLimits: RateLimitConfig;
   /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
   refreshGraceSeconds: number;
@@ -107,6 +110,15 @@ const REMOVED_SETTINGS: Record<string, string> = {
   RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: 'valid requests are no longer limited per address; see RATE_LIMIT_AUTH_FAILURES_PER_IP',
   RATE_LIMIT_AUTH_LOCKOUT_SECONDS: 'there is no lockout any more; use RATE_LIMIT_AUTH_WINDOW_SECONDS',
 };
+
+function readPasswordHashLogN(value: string | undefined, nodeEnv: string): number {
+  if (value === undefined || value === '') return DEFAULT_LOG_N;
+  const n = Number(value);
+  // Never below OWASP's guidance outside tests; 20 (1 GiB per hash) is more than any server wants.
+  const min = nodeEnv === 'test' ? 10 : DEFAULT_LOG_N;
+  if (!/^[0-9]+$/.test(value) || n < min || n > 20) throw new ConfigError(`PASSWORD_HASH_LOG_N must be a whole number from ${min} to 20, got "${value}"`);
+  return n;
+}
 
 function readGraceSeconds(value: string | undefined): number {
   if (value === undefined || value === '') return 10;
@@ -237,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,
     proxyHops: readProxyHops(env.TRUST_PROXY),
+    passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),

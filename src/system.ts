@@ -17,6 +17,7 @@ import { clientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
+import { configurePasswordHashing } from './accounts/password.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -54,6 +55,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const log = overrides.log ?? createLogger(config.logLevel);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
+  configurePasswordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
   // Client and user records are cached in memory while this feed tells us of every change.
   const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));

@@ -6,6 +6,9 @@ import { authenticateUser, type User } from '../accounts/store.ts';
 import type { SignInLimits } from '../oauth/rate-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { signInSource } from './session.ts';
+import { PasswordHashingBusy } from '../accounts/password.ts';
+
+const BUSY_RETRY_AFTER_SECONDS = 2;
 
 export interface SignInDeps {
   db: Db;
@@ -22,7 +25,16 @@ export async function checkSignIn(ctx: Context, { db, limits, metrics }: SignInD
     ctx.set('Retry-After', String(wait));
     return { refused: `Too many sign-in attempts. Please wait ${wait} ${wait === 1 ? 'second' : 'seconds'} and try again.` };
   }
-  const user = email ? await authenticateUser(db, email, password) : undefined;
+  let user: User | undefined;
+  try {
+    user = email ? await authenticateUser(db, email, password) : undefined;
+  } catch (err) {
+    if (!(err instanceof PasswordHashingBusy)) throw err;
+    // Nothing was checked: not a failure of this account, only a moment of too many checks.
+    ctx.status = 503;
+    ctx.set('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
+    return { refused: `Too many sign-ins are being checked right now. Please try again in ${BUSY_RETRY_AFTER_SECONDS} seconds.` };
+  }
   if (!user) {
     metrics.authFailures.inc({ kind: 'user' });
     await limits.failed(email, source, ctx.ip);
