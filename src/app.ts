@@ -2,6 +2,7 @@
 // APP_URL), the sign-in and consent pages, the resource API and the operational endpoints.
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { RequestListener } from 'node:http';
 import Koa, { type Context, type Next } from 'koa';
 import type Router from '@koa/router';
@@ -14,6 +15,7 @@ import type { Logger } from './log.ts';
 import { handleErrors, respondWithError } from './http/error-responses.ts';
 import { providerEndpoints } from './oauth/endpoints.ts';
 import type { RateLimits } from './oauth/rate-limits.ts';
+import type { SignInLimits } from './web/sign-in-limits.ts';
 import { meRoutes, readMe } from './api/me.ts';
 import { checkRoutes, gatewayCheck } from './api/check.ts';
 import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
@@ -28,6 +30,9 @@ import type { AnswerBackChannel } from './oauth/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
+
+/** The ALTCHA widget's files (its `external` build: no inline styles or blob: workers, for our CSP). */
+const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('altcha/external'))), '..');
 import { securityHeaders } from './http/security-headers.ts';
 import { requestLineWriter, requestLog, type RequestLineWriter } from './http/request-log.ts';
 import type { Metrics } from './http/metrics.ts';
@@ -51,6 +56,7 @@ export interface AppDeps {
   proxyHops: number;
   production: boolean;
   rateLimits: RateLimits;
+  signInLimits: SignInLimits;
   /** Signing keys of our cookies (and the provider's); the first also keys the CSRF tokens. */
   cookieKeys: string[];
   artifacts: ArtifactStorage;
@@ -107,11 +113,17 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };
   });
-  for (const file of ['app.css', 'copy.js']) {
+  const assets: Array<[string, string]> = [
+    ...['app.css', 'copy.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),
+    // The sign-in check (ALTCHA), served from here: no third party, and its CSP-strict build.
+    ['altcha.js', path.join(ALTCHA_DIST, 'external', 'altcha.min.js')],
+    ['altcha-pbkdf2.js', path.join(ALTCHA_DIST, 'workers', 'pbkdf2.js')],
+  ];
+  for (const [file, source] of assets) {
     router.get(`/assets/${file}`, async (ctx) => {
       ctx.type = path.extname(file);
       ctx.set('Cache-Control', 'public, max-age=3600');
-      ctx.body = await fs.readFile(path.join(VIEWS_DIR, 'assets', file));
+      ctx.body = await fs.readFile(source);
     });
   }
   return router;
@@ -175,7 +187,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.rateLimits.signIn, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

@@ -1,6 +1,7 @@
 // The only reader of process.env. Everything else receives a typed Config.
 import path from 'node:path';
 import { hasUnsafeText } from './text.ts';
+import { DEFAULT_LOG_N } from './accounts/password.ts';
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -28,6 +29,8 @@ export interface Config {
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
+  /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
+  passwordHashLogN: number;
   rateLimits: RateLimitConfig;
   /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
   refreshGraceSeconds: number;
@@ -55,11 +58,17 @@ export interface RateLimitConfig {
   authWindowSeconds: number;
   /** The longest Retry-After of a held-back failure (the delay doubles up to it). */
   authMaxDelaySeconds: number;
-  /** Failed sign-ins of one account from one device (or address) before each further attempt must wait longer. */
+  /**
+   * Failed sign-ins of one account in a day, from any source, before each further attempt from a
+   * browser not known for it (src/web/known-devices.ts) must solve a proof-of-work challenge.
+   */
   signInFreeFailures: number;
-  signInMaxDelaySeconds: number;
-  /** Failed sign-ins from one IP address per hour before it is blocked for the rest of the hour. */
+  /** Failed sign-ins from one IP address in an hour before attempts from it must solve the challenge. */
   signInFailuresPerHourPerIp: number;
+  /** The first challenge's work (counter values of 1000 PBKDF2-SHA-256 iterations); it doubles per further failure. */
+  signInChallengeWork: number;
+  /** The most work a challenge asks: the ceiling that keeps it a delay, never a block. */
+  signInChallengeMaxWork: number;
 }
 
 export class ConfigError extends Error {
@@ -106,7 +115,17 @@ function readProxyHops(value: string | undefined): number {
 const REMOVED_SETTINGS: Record<string, string> = {
   RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: 'valid requests are no longer limited per address; see RATE_LIMIT_AUTH_FAILURES_PER_IP',
   RATE_LIMIT_AUTH_LOCKOUT_SECONDS: 'there is no lockout any more; use RATE_LIMIT_AUTH_WINDOW_SECONDS',
+  RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS: 'sign-ins past the limits solve a proof-of-work challenge instead of waiting; see RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK',
 };
+
+function readPasswordHashLogN(value: string | undefined, nodeEnv: string): number {
+  if (value === undefined || value === '') return DEFAULT_LOG_N;
+  const n = Number(value);
+  // Never below OWASP's guidance outside tests; 20 (1 GiB per hash) is more than any server wants.
+  const min = nodeEnv === 'test' ? 10 : DEFAULT_LOG_N;
+  if (!/^[0-9]+$/.test(value) || n < min || n > 20) throw new ConfigError(`PASSWORD_HASH_LOG_N must be a whole number from ${min} to 20, got "${value}"`);
+  return n;
+}
 
 function readGraceSeconds(value: string | undefined): number {
   if (value === undefined || value === '') return 10;
@@ -147,8 +166,9 @@ function readRateLimits(env: Env): RateLimitConfig {
     authWindowSeconds: readCount(env, 'RATE_LIMIT_AUTH_WINDOW_SECONDS', 900),
     authMaxDelaySeconds: readCount(env, 'RATE_LIMIT_AUTH_MAX_DELAY_SECONDS', 300),
     signInFreeFailures: readCount(env, 'RATE_LIMIT_SIGNIN_FREE_FAILURES', 5),
-    signInMaxDelaySeconds: readCount(env, 'RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS', 900),
-    signInFailuresPerHourPerIp: readCount(env, 'RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP', 100),
+    signInFailuresPerHourPerIp: readCount(env, 'RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP', 20),
+    signInChallengeWork: readCount(env, 'RATE_LIMIT_SIGNIN_CHALLENGE_WORK', 2000),
+    signInChallengeMaxWork: readCount(env, 'RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK', 32000),
   };
 }
 
@@ -237,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,
     proxyHops: readProxyHops(env.TRUST_PROXY),
+    passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),

@@ -17,6 +17,8 @@ import { clientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
+import { configurePasswordHashing } from './accounts/password.ts';
+import { createSignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -54,6 +56,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const log = overrides.log ?? createLogger(config.logLevel);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
+  configurePasswordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
   // Client and user records are cached in memory while this feed tells us of every change.
   const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
@@ -61,6 +64,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const tokenCache = redis ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache')) : undefined;
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
+  const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
   const secrets = clientSecrets(db, artifacts);
   const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
@@ -80,6 +84,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     proxyHops: config.proxyHops,
     production,
     rateLimits,
+    signInLimits,
     cookieKeys: config.cookieKeys,
     artifacts,
     secrets,

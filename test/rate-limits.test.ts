@@ -1,14 +1,15 @@
 // Abuse limits that stop attackers and never legitimate users: failures are held back where they
 // come from (claimed client id and address), a client's own authenticated volume is its only
-// budget, and sign-in delays are keyed by (account, device or address). 429 + Retry-After + RFC body.
+// budget (429 + Retry-After + RFC body); sign-ins past the limits solve a proof of work, never a block.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
+import { solveChallenge, type Challenge } from 'altcha-lib';
+import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function tokenFrom(base: string, ip: string, fields: Record<string, string> | string, path = '/v2/auth/oauth2/token', headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, {
@@ -34,7 +35,10 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       RATE_LIMIT_AUTH_MAX_DELAY_SECONDS: '8',
       RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT: '40',
       RATE_LIMIT_SIGNIN_FREE_FAILURES: '2',
-      RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS: '2',
+      RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP: '20',
+      // Small proofs of work, so that the tests can solve hundreds (the defaults: 2000 up to 32000).
+      RATE_LIMIT_SIGNIN_CHALLENGE_WORK: '2',
+      RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK: '16',
     });
     [a, b] = await Promise.all([approvedClient(server, ['PROFILE_READ'], 'App A'), approvedClient(server, ['PROFILE_READ'], 'App B')]);
     user = await newUser(server);
@@ -195,66 +199,155 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
   });
 
   describe('sign-in', () => {
-    async function loginPage(browser: Browser): Promise<Page> {
+    const authorizationSignIn = async (browser: Browser): Promise<Page> => {
       const page = await browser.follow(authorizeUrl(server.url, { client_id: a.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }), server.url);
       expect(page.$('input[name=password]')).toHaveLength(1);
       return page;
+    };
+    const pagesSignIn = (browser: Browser, ip = '127.0.0.1') => browser.request(`${server.url}/login`, { headers: { 'x-forwarded-for': ip } });
+
+    /** The work the page's challenge asks (0: the form carries none). */
+    const workAsked = (page: Page) => {
+      const json = page.$('altcha-widget').attr('challenge');
+      return json ? Number((JSON.parse(json) as Challenge).parameters.data?.work) : 0;
+    };
+    /** What the ALTCHA widget puts in the form: the page's challenge solved, as a browser would. */
+    async function solve(page: Page): Promise<string> {
+      const challenge = JSON.parse(page.$('altcha-widget').attr('challenge')!) as Challenge;
+      const solution = await solveChallenge({ challenge, deriveKey });
+      return Buffer.from(JSON.stringify({ challenge, solution })).toString('base64');
     }
-    const attempt = (browser: Browser, page: Page, password: string, ip: string) =>
+    const post = (browser: Browser, page: Page, ip: string, fields: Record<string, string>) =>
       browser.request(new URL(page.$('form:has(input[name=password])').attr('action')!, page.url).href, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
-        body: new URLSearchParams({ csrf: page.$('input[name=csrf]').first().val() as string, email: user.email, password }).toString(),
+        body: new URLSearchParams({ csrf: page.$('input[name=csrf]').first().val() as string, ...fields }).toString(),
       });
-
-    it('makes each attempt after repeated failures from this browser wait longer, the right password included', async () => {
-      const browser = new Browser();
-      const login = await loginPage(browser);
-      const ip = '198.51.100.20';
-      expect((await attempt(browser, login, 'wrong-1', ip)).status).toBe(401);
-      expect((await attempt(browser, login, 'wrong-2', ip)).status).toBe(401);
-      const held = await attempt(browser, login, user.password, ip);
-      expect(held.status).toBe(429);
-      expect(Number(held.headers.get('retry-after'))).toBe(1);
-      expect(held.$('.alert').text()).toContain('Please wait 1 second and try again');
-
-      await sleep(1100);
-      expect((await attempt(browser, login, 'wrong-3', ip)).status).toBe(401);
-      const longer = await attempt(browser, login, user.password, ip);
-      expect(longer.status).toBe(429);
-      expect(Number(longer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1); // 2 s now: the delay grew
-      await sleep(2100);
-      expect((await attempt(browser, login, user.password, ip)).status).toBe(303);
-    });
-
-    it("applies the same delays to the pages' own sign-in form", async () => {
-      const browser = new Browser();
-      const post = async (password: string) =>
-        browser.submit(await browser.get(`${server.url}/login`), 'form[action="/login"]', { email: user.email, password });
-      expect((await post('wrong-a')).status).toBe(401);
-      expect((await post('wrong-b')).status).toBe(401);
-      const held = await post(user.password);
-      expect(held.status).toBe(429);
-      expect(held.headers.get('retry-after')).toBe('1');
-      await sleep(1100);
-      expect((await post(user.password)).status).toBe(303);
-    });
-
-    it("cannot be used to lock a user out: 20 failures, then the user's own browser signs in at once", async () => {
-      const attacker = new Browser();
-      const attackerLogin = await loginPage(attacker);
-      const statuses = [];
-      for (let i = 0; i < 20; i++) {
-        statuses.push((await attempt(attacker, attackerLogin, `guess-${i}`, '198.51.100.30')).status);
-        if (i % 4 === 3) await sleep(600); // keep failing across the delays
+    /**
+     * A sign-in as a person in a browser does it: the form as shown (solving its challenge when it
+     * carries one), and once more with the new challenge if the answer asks for one. `work`: what was asked.
+     */
+    async function signIn(browser: Browser, page: Page, ip: string, email: string, password: string): Promise<{ res: Page; work: number }> {
+      let work = workAsked(page);
+      let res = await post(browser, page, ip, { email, password, ...(work ? { altcha: await solve(page) } : {}) });
+      if (res.status === 429 && workAsked(res)) {
+        work = workAsked(res);
+        res = await post(browser, res, ip, { email, password, altcha: await solve(res) });
       }
-      expect(statuses).toContain(401);
-      expect(statuses).toContain(429);
+      return { res, work };
+    }
+    const randomEmail = () => `nobody-${Math.random().toString(36).slice(2)}@example.com`;
 
-      const fromElsewhere = new Browser();
-      expect((await attempt(fromElsewhere, await loginPage(fromElsewhere), user.password, '198.51.100.31')).status).toBe(303);
-      const sameAddressOtherBrowser = new Browser();
-      expect((await attempt(sameAddressOtherBrowser, await loginPage(sameAddressOtherBrowser), user.password, '198.51.100.30')).status).toBe(303);
+    it("asks for work past the limits but never refuses: 200 failures for random accounts from one address, then another user's right password there in a fresh browser signs in", async () => {
+      const ip = '198.51.100.20';
+      const prober = new Browser();
+      const works: number[] = [];
+      for (let i = 0; i < 200; i++) {
+        const { res, work } = await signIn(prober, await pagesSignIn(prober), ip, randomEmail(), 'guess');
+        expect(res.status).toBe(401); // every probe was checked (and counted): it did the work asked
+        works.push(work);
+      }
+      // 20 free failures from the address, then 2, 4, 8, 16 and 16 … (the ceiling) for each further one.
+      expect(works.slice(0, 20)).toEqual(Array(20).fill(0));
+      expect(works.slice(20, 25)).toEqual([2, 4, 8, 16, 16]);
+      expect(works[199]).toBe(16);
+
+      const other = await newUser(server);
+      const fresh = new Browser();
+      const form = await pagesSignIn(fresh, ip);
+      expect(workAsked(form)).toBe(16); // the form already carries the address's challenge
+      const { res, work } = await signIn(fresh, form, ip, other.email, other.password);
+      expect([res.status, work]).toEqual([303, 16]);
+      expect(res.location).toContain('/connected-apps');
+    });
+
+    it('slows 50 guesses at one account spread over 50 fresh browsers (and addresses) exactly as much as 50 from one', async () => {
+      const [u1, u2] = [await newUser(server), await newUser(server)];
+      const one = new Browser();
+      const fromOne: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const { res, work } = await signIn(one, await authorizationSignIn(one), '198.51.100.40', u1.email, `guess-${i}`);
+        expect(res.status).toBe(401);
+        fromOne.push(work);
+      }
+      const spread: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const jar = new Browser();
+        const { res, work } = await signIn(jar, await authorizationSignIn(jar), `203.0.113.${100 + i}`, u2.email, `guess-${i}`);
+        expect(res.status).toBe(401);
+        spread.push(work);
+      }
+      expect(spread).toEqual(fromOne);
+      expect(fromOne.slice(0, 6)).toEqual([0, 0, 2, 4, 8, 16]);
+      expect(fromOne.filter((w) => w === 16)).toHaveLength(45);
+    });
+
+    it("never slows the owner on a browser that signed in before; a fresh browser solves the challenge and signs in", async () => {
+      const owner = await newUser(server);
+      const own = new Browser();
+      expect((await signIn(own, await authorizationSignIn(own), '198.51.100.50', owner.email, owner.password)).res.status).toBe(303);
+
+      for (let i = 0; i < 20; i++) {
+        const attacker = new Browser();
+        expect((await signIn(attacker, await authorizationSignIn(attacker), `192.0.2.${i}`, owner.email, `guess-${i}`)).res.status).toBe(401);
+      }
+      const again = await signIn(own, await authorizationSignIn(own), '198.51.100.50', owner.email, owner.password);
+      expect([again.res.status, again.work]).toEqual([303, 0]);
+      const pages = await signIn(own, await pagesSignIn(own), '198.51.100.50', owner.email, owner.password);
+      expect([pages.res.status, pages.work]).toEqual([303, 0]);
+
+      const elsewhere = new Browser();
+      const fresh = await signIn(elsewhere, await authorizationSignIn(elsewhere), '198.51.100.51', owner.email, owner.password);
+      expect([fresh.res.status, fresh.work]).toEqual([303, 16]);
+    });
+
+    it("does not take a mark of a device known for one account as one for another, nor a made-up mark", async () => {
+      const [attacker, victim] = [await newUser(server), await newUser(server)];
+      const browser = new Browser();
+      expect((await signIn(browser, await pagesSignIn(browser), '198.51.100.60', attacker.email, attacker.password)).res.status).toBe(303);
+      const marked = (await browser.jar.getCookies(server.url)).find((c) => c.key === 'known_device');
+      expect(marked?.value).toBeTruthy();
+      expect(marked!.value).not.toContain(attacker.email);
+      const works: number[] = [];
+      for (let i = 0; i < 4; i++) works.push((await signIn(browser, await authorizationSignIn(browser), '198.51.100.60', victim.email, `guess-${i}`)).work);
+      expect(works).toEqual([0, 0, 2, 4]);
+
+      // A forged cookie (not signed with our keys) is no mark at all.
+      const forger = new Browser();
+      await forger.jar.setCookie(`known_device=${marked!.value}x; Path=/`, server.url);
+      expect((await signIn(forger, await authorizationSignIn(forger), '198.51.100.61', victim.email, 'guess')).work).toBe(8);
+    });
+
+    it('takes a solution once, only of our signed challenge, and only when worth the work now asked', async () => {
+      const user = await newUser(server);
+      const browser = new Browser();
+      const ip = '198.51.100.70';
+      for (let i = 0; i < 2; i++) await signIn(browser, await pagesSignIn(browser), ip, user.email, `guess-${i}`);
+      const form = await post(browser, await pagesSignIn(browser), ip, { email: user.email, password: 'guess' });
+      expect([form.status, workAsked(form)]).toEqual([429, 2]);
+      expect(form.$('.alert').text()).toContain('complete the check below');
+      expect(form.$('script[src="/assets/altcha.js"]')).toHaveLength(1);
+      const spare = await post(browser, form, ip, { email: user.email, password: 'guess' }); // another challenge of work 2, kept
+      expect(workAsked(spare)).toBe(2);
+
+      const altcha = await solve(form);
+      expect((await post(browser, form, ip, { email: user.email, password: 'guess', altcha })).status).toBe(401);
+      const replay = await post(browser, form, ip, { email: user.email, password: user.password, altcha });
+      expect(replay.status).toBe(429); // replayed: refused, and the password was not looked at
+
+      // Tampered: the work claimed lowered, or the signature changed.
+      const next = await post(browser, replay, ip, { email: user.email, password: 'x' });
+      const decoded = JSON.parse(Buffer.from(await solve(next), 'base64').toString()) as { challenge: Challenge; solution: unknown };
+      decoded.challenge.parameters.data = { work: 1 };
+      expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: Buffer.from(JSON.stringify(decoded)).toString('base64') })).status).toBe(429);
+      for (const junk of ['', 'not base64 at all', Buffer.from('{"challenge":1}').toString('base64'), 'x'.repeat(20_000)]) {
+        expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: junk })).status).toBe(429);
+      }
+      // A solution of an earlier, cheaper challenge does not pay for the work asked now (4 after 3 failures).
+      const cheap = await solve(spare);
+      expect(workAsked(next)).toBe(4);
+      expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: cheap })).status).toBe(429);
+      expect((await signIn(browser, next, ip, user.email, user.password)).res.status).toBe(303);
     });
   });
 });

@@ -1,40 +1,104 @@
 // Password hashing with scrypt from node:crypto (no native build step).
-// Format: scrypt$N$r$p$salt$hash, so parameters can be raised later without breaking old hashes.
+// Format: scrypt$N$r$p$salt$hash: each hash carries its parameters, so the cost can be raised
+// without breaking old hashes; a hash below the current cost is replaced at its next successful
+// sign-in (needsRehash, src/accounts/store.ts).
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import pLimit from 'p-limit';
 
-const N = 16384;
+/** OWASP's current scrypt guidance: N=2^17, r=8, p=1 (128 MiB of memory per hash). */
+export const DEFAULT_LOG_N = 17;
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
 
-function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key)));
-  });
+// A password check is the most expensive request we serve (~128 MiB and a few hundred ms of a core
+// on libuv's thread pool). Hashes run a few at a time; past a short queue a check is refused at
+// once (PasswordHashingBusy) instead of queueing unbounded work and memory behind a flood.
+const DEFAULT_CONCURRENCY = 2;
+const DEFAULT_MAX_QUEUED = 32;
+
+let logN = DEFAULT_LOG_N;
+let limit = pLimit(DEFAULT_CONCURRENCY);
+let maxQueued = DEFAULT_MAX_QUEUED;
+let dummyHash: Promise<string> | undefined;
+
+export class PasswordHashingBusy extends Error {
+  override name = 'PasswordHashingBusy';
+}
+
+export interface PasswordHashing {
+  /** log2 of scrypt's N for new hashes (config PASSWORD_HASH_LOG_N; below 17 only in tests). */
+  logN?: number;
+  /** Hashes computed at once. */
+  concurrency?: number;
+  /** Checks waiting for a turn before further ones are refused. */
+  maxQueued?: number;
+}
+
+/** Set once at start (src/system.ts). */
+export function configurePasswordHashing(options: PasswordHashing): void {
+  if (options.logN !== undefined && options.logN !== logN) {
+    logN = options.logN;
+    dummyHash = undefined; // the unknown-account check must cost what a real one costs
+  }
+  if (options.concurrency !== undefined) limit = pLimit(options.concurrency);
+  if (options.maxQueued !== undefined) maxQueued = options.maxQueued;
+}
+
+/** Hashes being computed and waiting, now. */
+export function passwordHashingLoad(): { active: number; queued: number } {
+  return { active: limit.activeCount, queued: limit.pendingCount };
+}
+
+function scrypt(password: string, salt: Buffer, keylen: number, { N, r, p }: { N: number; r: number; p: number }): Promise<Buffer> {
+  if (limit.pendingCount >= maxQueued) return Promise.reject(new PasswordHashingBusy('too many password checks at once'));
+  // Node's default maxmem (32 MiB) is below 128·N·r for N=2^17: allow what the parameters need.
+  const options: ScryptOptions = { N, r, p, maxmem: 256 * N * r };
+  return limit(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key)));
+      }),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
+  const N = 2 ** logN;
   const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P });
   return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/** The parameters of a stored hash, or undefined when it is not one we can check. */
+function parse(stored: string) {
   const [algo, n, r, p, salt, hash] = stored.split('$');
-  if (algo !== 'scrypt' || !salt || !hash) return false;
-  const expected = Buffer.from(hash, 'base64url');
-  const actual = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-  });
+  const N = Number(n);
+  const params = { N, r: Number(r), p: Number(p) };
+  // Bounds keep a damaged row from asking for gigabytes.
+  const sane = Number.isInteger(Math.log2(N)) && N >= 2 && N <= 2 ** 20 && Number.isInteger(params.r) && params.r >= 1 && params.r <= 32 && Number.isInteger(params.p) && params.p >= 1 && params.p <= 16;
+  return algo === 'scrypt' && salt && hash && sane ? { params, salt, hash } : undefined;
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const parsed = parse(stored);
+  if (!parsed) return false;
+  const expected = Buffer.from(parsed.hash, 'base64url');
+  const actual = await scrypt(password, Buffer.from(parsed.salt, 'base64url'), expected.length, parsed.params);
   return timingSafeEqual(actual, expected);
 }
 
+/** True when the stored hash is not of the current cost: hash the password again after it verified. */
+export function needsRehash(stored: string): boolean {
+  const parsed = parse(stored);
+  return !parsed || parsed.params.N !== 2 ** logN || parsed.params.r !== R || parsed.params.p !== P;
+}
+
 // Verifying against this when the account does not exist keeps the timing the same,
-// so sign-in does not reveal which emails have accounts.
-let dummyHash: Promise<string> | undefined;
+// so sign-in does not reveal which emails have accounts. Made at the current cost.
 export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
+  dummyHash ??= hashPassword(randomBytes(16).toString('hex')).catch((err: unknown) => {
+    dummyHash = undefined; // refused while busy: made on a later check
+    throw err;
+  });
   return dummyHash;
 }

@@ -2,7 +2,7 @@
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
 import { announceChange, cachedRead } from '../storage/record-cache.ts';
-import { dummyPasswordHash, hashPassword, verifyPassword } from './password.ts';
+import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, verifyPassword } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
 
@@ -142,5 +142,15 @@ export async function authenticateUser(db: Db, email: string, password: string):
   // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
   const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
   const ok = await verifyPassword(password, row?.password_hash ?? (await dummyPasswordHash()));
-  return row && ok ? toUser(row) : undefined;
+  if (!row || !ok) return undefined;
+  // A hash made at an older, lower cost is replaced now that we have the password.
+  // (Skipped while hashing is busy: the sign-in stands, the next one rehashes.)
+  if (needsRehash(row.password_hash)) {
+    try {
+      await db('users').where('id', row.id).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+    } catch (err) {
+      if (!(err instanceof PasswordHashingBusy)) throw err;
+    }
+  }
+  return toUser(row);
 }

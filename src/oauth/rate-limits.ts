@@ -1,6 +1,6 @@
-// Abuse limits for the two places credentials are guessed: the token endpoints (client secrets)
-// and the sign-in forms (passwords). Counters live in Redis when configured, so every instance
-// sees the same ones; otherwise in this process.
+// Abuse limits of the token endpoints, where client secrets are guessed (the sign-in forms have
+// their own: src/web/sign-in-limits.ts, on the same counters). Counters live in Redis when
+// configured, so every instance sees the same ones; otherwise in this process.
 //
 // The rule: limits stop attackers and never legitimate users. Client secrets are 256-bit random
 // values, so guessing is hopeless, and a lockout that also refused the right secret would only
@@ -8,9 +8,7 @@
 // - a request whose client authenticates is never refused because of failures — anyone's, from
 //   any address — only when that client's own authenticated volume is over its budget;
 // - requests that do not authenticate are counted per (claimed client id, address) and per
-//   address; over the limit they are answered 429 with a growing Retry-After instead of 401;
-// - a sign-in's growing delays are keyed by (account, device cookie or address), so the right
-//   password from a browser that is not producing the failures still signs in.
+//   address; over the limit they are answered 429 with a growing Retry-After instead of 401.
 import { claimedClientId } from './client-credentials.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -20,7 +18,7 @@ import type { RateLimitConfig } from '../config.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
-function limiterFactory(redis: RedisClient | undefined, prefix: string) {
+export function limiterFactory(redis: RedisClient | undefined, prefix: string) {
   return (options: LimiterOptions): RateLimiterAbstract =>
     redis
       ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}` })
@@ -31,14 +29,8 @@ const UNLIMITED = Number.MAX_SAFE_INTEGER;
 /** On a request counted against its client's budget already. */
 const COUNTED = Symbol('counted against the client budget');
 
-/** Seconds until the key may try again, or 0 when it is not held back. */
-async function heldBackFor(limiter: RateLimiterAbstract, key: string, atMost = limiter.points): Promise<number> {
-  const res = await limiter.get(key);
-  return res && res.consumedPoints >= atMost && res.msBeforeNext > 0 ? Math.ceil(res.msBeforeNext / 1000) : 0;
-}
-
 /** Consumes a point and says how many the key has used in its window (a refusal is an answer). */
-async function consume(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
+export async function consume(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
   try {
     return await limiter.consume(key);
   } catch (err) {
@@ -57,13 +49,6 @@ function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: num
   ctx.set('Cache-Control', 'no-store');
   // `slow_down` is the registered token endpoint error for "too fast" (RFC 8628 3.5).
   ctx.body = { error: 'slow_down', error_description: `too many requests; retry after ${retryAfter} seconds` };
-}
-
-export interface SignInLimits {
-  /** Seconds the next attempt for this account from this source, or from this IP, must wait (0: go ahead). */
-  waitFor(email: string, source: string, ip: string): Promise<number>;
-  failed(email: string, source: string, ip: string): Promise<void>;
-  succeeded(email: string, source: string): Promise<void>;
 }
 
 /** The provider's routes that are limited, as the provider sees its own paths. */
@@ -92,17 +77,15 @@ export interface TokenEndpointLimits {
 
 export interface RateLimits {
   token: TokenEndpointLimits;
-  signIn: SignInLimits;
 }
 
 const NO_LIMITS: RateLimits = {
   token: { authenticated: () => {}, heldBack: () => 0, spend: async () => {}, clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
-  signIn: { waitFor: async () => 0, failed: async () => {}, succeeded: async () => {} },
 };
 
 export function createRateLimits(config: RateLimitConfig, redis?: RedisClient, prefix = 'oauth:'): RateLimits {
   if (!config.enabled) return NO_LIMITS;
-  return { token: tokenEndpointLimits(config, limiterFactory(redis, prefix)), signIn: signInLimits(config, limiterFactory(redis, prefix)) };
+  return { token: tokenEndpointLimits(config, limiterFactory(redis, prefix)) };
 }
 
 function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>): TokenEndpointLimits {
@@ -187,29 +170,6 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
         // The counters' store is down: the provider's own answer stands (a 503 if it needed the
         // store too). Counting is not worth failing a request that was answered.
       }
-    },
-  };
-}
-
-function signInLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>): SignInLimits {
-  const failures = limiter({ keyPrefix: 'signin-fail', points: UNLIMITED, duration: 24 * 3600 });
-  const delay = limiter({ keyPrefix: 'signin-delay', points: 1, duration: 1 });
-  const failuresPerIp = limiter({ keyPrefix: 'signin-ip', points: config.signInFailuresPerHourPerIp, duration: 3600 });
-  const keyOf = (email: string, source: string) => `${email.toLowerCase()}|${source}`;
-
-  return {
-    async waitFor(email, source, ip) {
-      return Math.max(await heldBackFor(delay, keyOf(email, source), 2), await heldBackFor(failuresPerIp, ip));
-    },
-    async failed(email, source, ip) {
-      const key = keyOf(email, source);
-      const [res] = await Promise.all([consume(failures, key), consume(failuresPerIp, ip)]);
-      const wait = growingDelay(res.consumedPoints - config.signInFreeFailures + 1, config.signInMaxDelaySeconds);
-      if (wait) await delay.block(key, wait);
-    },
-    async succeeded(email, source) {
-      const key = keyOf(email, source);
-      await Promise.all([failures.delete(key), delay.delete(key)]);
     },
   };
 }

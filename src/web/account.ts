@@ -3,13 +3,13 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import type { SignInLimits } from '../oauth/rate-limits.ts';
+import type { Challenge, SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { newRouter } from '../http/router.ts';
 import { ForbiddenError } from '../errors.ts';
 import { endAuthorizationSession } from '../oauth/sessions.ts';
-import { endSession, loadUser, rememberDevice, startSession } from './session.ts';
-import { checkSignIn } from './sign-in.ts';
+import { endSession, loadUser, startSession } from './session.ts';
+import { checkSignIn, formChallenge } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 
@@ -58,23 +58,21 @@ export function accountRoutes({ db, provider, limits, metrics }: { db: Db; provi
   const router = newRouter();
   const { anyone } = pageGuards(db);
 
-  const showLogin = (ctx: Context, error = '', email = '') => {
-    rememberDevice(ctx);
-    return page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
-  };
+  const showLogin = (ctx: Context, challenge: Challenge | undefined, error = '', email = '') =>
+    page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, challenge, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
 
   router.get(LOGIN_PATH, ...anyone, async (ctx) => {
     if (ctx.state.user) {
       ctx.status = 303;
       return ctx.redirect(safeNext(ctx.query.next));
     }
-    return showLogin(ctx);
+    return showLogin(ctx, await formChallenge(ctx, limits));
   });
 
   router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
     const email = field(ctx, 'email').trim();
     const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
-    if ('refused' in user) return showLogin(ctx, user.refused, email);
+    if ('refused' in user) return showLogin(ctx, user.challenge, user.refused, email);
     await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
     ctx.status = 303;
     ctx.redirect(safeNext(field(ctx, 'next')));

@@ -5,7 +5,7 @@ import type Koa from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
-import type { SignInLimits } from '../oauth/rate-limits.ts';
+import type { SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { PublicUrls } from '../http/public-endpoints.ts';
 import { accountRoutes } from './account.ts';

@@ -9,14 +9,14 @@ import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { isLegacyGrant, recordUserGrant } from '../oauth/grants.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from '../http/paths.ts';
-import type { SignInLimits } from '../oauth/rate-limits.ts';
+import type { Challenge, SignInLimits } from './sign-in-limits.ts';
 import { csrfToken, csrfValid } from '../http/csrf.ts';
 import { newRouter } from '../http/router.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { endAuthorizationSession } from '../oauth/sessions.ts';
-import { endSession, rememberDevice } from './session.ts';
-import { checkSignIn } from './sign-in.ts';
+import { endSession } from './session.ts';
+import { checkSignIn, formChallenge } from './sign-in.ts';
 import { consentPageData } from './consent-page.ts';
 import { field, formBody, page } from './forms.ts';
 import { rememberFinishedStep, showFinishedStep, type StepOutcome } from './finished-steps.ts';
@@ -100,8 +100,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
   /** Sign-in is due when the provider asks for it, or after the user chose another account. */
   const signInDue = (details: Details) => details.prompt.name === 'login' || !details.session?.accountId;
 
-  async function showLogin(ctx: Context, details: Details, error = '', email = '') {
-    rememberDevice(ctx);
+  async function showLogin(ctx: Context, details: Details, challenge: Challenge | undefined, error = '', email = '') {
     const client = await provider.Client.find(String(details.params.client_id));
     await page(ctx, 'login', {
       title: 'Sign in',
@@ -111,6 +110,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
       csrf: csrfFor(ctx, details),
       error,
       email,
+      challenge,
     });
   }
 
@@ -123,7 +123,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
       if (err instanceof errors.SessionNotFound && (await showFinishedStep(ctx, provider))) return;
       throw err;
     }
-    if (signInDue(details)) return showLogin(ctx, details);
+    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits));
     const accountId = String(details.session!.accountId);
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
@@ -147,7 +147,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
     if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
     const email = field(ctx, 'email').trim();
     const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
-    if ('refused' in user) return showLogin(ctx, details, user.refused, email);
+    if ('refused' in user) return showLogin(ctx, details, user.challenge, user.refused, email);
     const accountId = String(user.id);
     // prompt=login by someone else: the previous account's session ends before the new one starts.
     if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);

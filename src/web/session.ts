@@ -68,23 +68,3 @@ export function csrfBinding(ctx: Context): string {
   }
   return `visitor:${visitor}`;
 }
-
-/** A long-lived random id of this browser, so that sign-in delays can tell devices apart. */
-const DEVICE_COOKIE = 'device';
-const DEVICE_DAYS = 400;
-
-/** Gives this browser a device id when a sign-in form is shown (once; kept for DEVICE_DAYS). */
-export function rememberDevice(ctx: Context): void {
-  const name = cookieName(ctx, DEVICE_COOKIE);
-  if (ctx.cookies.get(name, { signed: true })) return;
-  ctx.cookies.set(name, randomBytes(16).toString('base64url'), cookieOptions(ctx, { expires: new Date(Date.now() + DEVICE_DAYS * 86_400_000) }));
-}
-
-/**
- * Where a sign-in attempt comes from, for its growing delays: the browser's device cookie, else its
- * address. Failures from another browser (an attacker's) never delay this one.
- */
-export function signInSource(ctx: Context): string {
-  const device = ctx.cookies.get(cookieName(ctx, DEVICE_COOKIE), { signed: true });
-  return device ? `device:${device}` : `ip:${ctx.ip}`;
-}

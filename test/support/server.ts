@@ -9,6 +9,9 @@ import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis 
 
 export type Storage = 'redis' | 'sql';
 
+/** Tests hash passwords at N=2^10 unless they ask for the real cost (PASSWORD_HASH_LOG_N: '17'). */
+const FAST_PASSWORD_HASHING = '10';
+
 export interface TestServer {
   url: string;
   /** The separate metrics listener (as METRICS_PORT in main.ts): `${metricsUrl}/metrics`. */
@@ -34,7 +37,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   const listener = http.createServer();
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...env }), overrides);
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, PASSWORD_HASH_LOG_N: FAST_PASSWORD_HASHING, ...env }), overrides);
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
