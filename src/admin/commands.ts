@@ -22,6 +22,7 @@ import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type C
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError } from '../errors.ts';
+import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { setWebhookUrl } from '../webhooks/settings.ts';
 
@@ -193,8 +194,8 @@ export async function secretsGenerate({ db, by }: AdminContext, clientId: string
 }
 
 function secretIdOf(value: string): number {
-  const id = Number(value);
-  if (!Number.isSafeInteger(id) || id <= 0) throw new InputError(`not a secret id: "${value}"`);
+  const id = parseIntegerId(value);
+  if (id === undefined) throw new InputError(`not a secret id: "${value}" (secret ids are whole numbers from 1 to ${MAX_INTEGER_ID}; see secrets list)`);
   return id;
 }
 
