@@ -16,6 +16,7 @@ import * as m012 from './012_webhooks.ts';
 import * as m013 from './013_client_secret_notify.ts';
 import * as m014 from './014_secret_use_quiet.ts';
 import * as m015 from './015_change_review_links.ts';
+import * as m019 from './019_artifact_store.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '013_client_secret_notify': m013,
   '014_secret_use_quiet': m014,
   '015_change_review_links': m015,
+  '019_artifact_store': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -26,6 +26,7 @@ import { startWebhookQueue } from './webhooks/queue.ts';
 import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
 import { loadWebhookSigningKey } from './webhooks/signing.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
+import { recordArtifactStore } from './storage/store-record.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -51,6 +52,7 @@ export interface SystemOverrides {
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
+const STORE_RECORD_INTERVAL_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const log = overrides.log ?? createLogger(config.logLevel);
@@ -63,6 +65,13 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   // Access token lookups are served from memory while this process hears of every revocation.
   const tokenCache = redis ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache')) : undefined;
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
+  // For the operator scripts: where this server's artifacts live (src/storage/store-record.ts).
+  const store = redis && { client: redis, mode: redis.isCluster ? ('cluster' as const) : (config.redis?.mode ?? 'single'), prefix: overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX };
+  // A Redis down at start does not stop the start (it answers 503 until Redis is back): tried again later.
+  const record = () => recordArtifactStore(db, store).catch((err) => log.warn({ message: (err as Error).message }, 'recording the artifact store failed'));
+  await record();
+  const storeRecord = setInterval(record, STORE_RECORD_INTERVAL_MS);
+  storeRecord.unref();
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
@@ -115,6 +124,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);
+      clearInterval(storeRecord);
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
       detachWebhookQueue(db);
       await webhookQueue.stop({ graceful: true, timeout: 6000 });

@@ -476,11 +476,32 @@ describe('small leaks and crashes', () => {
   it('answers 404, not 500, to non-numeric or out-of-range ids in page URLs', async () => {
     const owner = await signIn(dev);
     const reviewer = await signIn(admin);
-    const base = `/settings/developer/oauth-clients/${pendingPublic}/secrets`;
-    for (const id of ['abc', '1.5', '-1', '99999999999999999999', '0x10']) {
-      expect((await owner.get(url(`${base}/${id}/revoke`))).status, id).toBe(404);
-      expect((await post(owner, `${base}/${id}/revoke`, { csrf: await csrfOf(owner, true) })).status, id).toBe(404);
-      expect((await post(reviewer, `/admin/oauth-clients/changes/${id}`, { csrf: await csrfOf(reviewer, true), decision: 'reject', reason: 'x' })).status, id).toBe(404);
+    // Past 2^31-1 (the integer columns) too: 11 digits were a database error, a 500.
+    const ids = ['abc', '1.5', '-1', '99999999999999999999', '0x10', '99999999999', '2147483648', '4294967297', '01', '+1', '1e3', ' 1', '1 ', '１', '1%FF'];
+    for (const clientId of [pendingPublic, pendingEvil]) {
+      const base = `/settings/developer/oauth-clients/${clientId}/secrets`;
+      for (const id of ids) {
+        const path = `${base}/${id.includes('%') ? id : encodeURIComponent(id)}/revoke`;
+        expect((await owner.get(url(path))).status, id).toBe(404);
+        expect((await post(owner, path, { csrf: await csrfOf(owner, true) })).status, id).toBe(404);
+      }
+    }
+    for (const id of ids) {
+      const path = `/admin/oauth-clients/changes/${id.includes('%') ? id : encodeURIComponent(id)}`;
+      expect((await post(reviewer, path, { csrf: await csrfOf(reviewer, true), decision: 'reject', reason: 'x' })).status, id).toBe(404);
+    }
+  });
+
+  it('answers 404, not 500, to client ids no client can have in page URLs (NUL, invalid UTF-8, very long)', async () => {
+    const owner = await signIn(dev);
+    const reviewer = await signIn(admin);
+    // A NUL anywhere in a URL is refused before routing (400); the others are no client (404).
+    const clientError = (status: number) => (status === 400 || status === 404 ? 'refused' : status);
+    for (const id of ['%00', 'a%00b', '%FF', '%C0%80', 'x'.repeat(4000), '%20', '..']) {
+      expect(clientError((await owner.get(url(`/settings/developer/oauth-clients/${id}`))).status), id).toBe('refused');
+      expect(clientError((await reviewer.get(url(`/admin/oauth-clients/${id}/suspend`))).status), id).toBe('refused');
+      expect((await post(reviewer, `/admin/oauth-clients/${id}/status`, { csrf: await csrfOf(reviewer, true), action: 'approve' })).status, id).toBeLessThan(500);
+      expect((await owner.get(url(`/settings/connected-apps/${id}/revoke`))).status, id).toBeLessThan(500);
     }
   });
 

@@ -91,6 +91,16 @@ describe('client lifecycle scripts', () => {
     refused(await admin('secrets', 'generate', pub.client_id), /public client has no secrets/);
   });
 
+  it('refuses secret ids that are no integer id (past 2^31-1 too) with a clear reason, never an SQL error', async () => {
+    const c = await createClient();
+    for (const id of ['99999999999', '2147483648', '0', '01', '-1', '1.5', '1e3', '0x10', '+1', ' 1', '１']) {
+      const res = await admin('secrets', 'revoke', c.client_id, id);
+      refused(res, /^error: not a secret id: ".*" \(secret ids are whole numbers from 1 to 2147483647; see secrets list\)$/);
+    }
+    refused(await admin('secrets', 'revoke', c.client_id, '2147483647'), /no active secret with id 2147483647/);
+    expect(ok(await admin('secrets', 'list', c.client_id)).secrets).toHaveLength(1);
+  });
+
   it('allows only the legal status transitions and records each with who, when and why', async () => {
     const c = await createClient();
     refused(await admin('clients', 'suspend', c.client_id), /^error: a pending client cannot become suspended$/);

@@ -139,6 +139,25 @@ describe('Back after a finished step', () => {
     expect(returned.searchParams.get('state')).toBe('back-2');
   });
 
+  it('keeps the authorization request on the server: the cookie holds none of its parameters, not even decoded', async () => {
+    const state = `state-${Date.now()}-kept-on-server`;
+    await expectFinishedStepsWithoutParameters(server, client, user, state);
+  });
+
+  it('shows a finished step only at its own interaction: its cookie moved to another one is ignored', async () => {
+    const browser = new Browser();
+    const consent = await reachConsent(browser, server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'moved' }, user);
+    await browser.submit(consent, 'button:contains("Allow")');
+    const [finished, signature] = await finishedStepCookies(browser, consent.url);
+    const other = new Browser();
+    const login = await other.follow(authorize({ state: 'other' }), server.url);
+    const path = new URL(login.url).pathname;
+    await other.jar.setCookie(`finished_step=${finished!.value}; Path=${path}`, login.url);
+    await other.jar.setCookie(`finished_step.sig=${signature!.value}; Path=${path}`, login.url);
+    await (await server.system.provider.Interaction.find(path.split('/').pop()!))!.destroy();
+    expectErrorPage(await other.get(login.url), 400, 'This sign-in has expired', 'invalid_request');
+  });
+
   it('ignores a finished-step cookie that was not signed by us', async () => {
     const browser = new Browser();
     const login = await browser.follow(authorize({}), server.url);
@@ -146,5 +165,53 @@ describe('Back after a finished step', () => {
     await browser.jar.setCookie(`finished_step=${forged}; Path=${new URL(login.url).pathname}`, login.url);
     await (await server.system.provider.Interaction.find(login.url.split('/').pop()!))!.destroy();
     expectErrorPage(await browser.get(login.url), 400, 'This sign-in has expired', 'invalid_request');
+  });
+});
+
+/** The finished-step cookie and its signature, as the browser holds them for the page at `url`. */
+async function finishedStepCookies(browser: Browser, url: string) {
+  const cookies = await browser.jar.getCookies(url);
+  const finished = cookies.find((c) => c.key === 'finished_step');
+  expect(finished, cookies.map((c) => c.key).join()).toBeDefined();
+  return [finished, cookies.find((c) => c.key === 'finished_step.sig')] as const;
+}
+
+/** Sign-in and Allow; Back to both pages says "finished", and no cookie carries client_id, redirect_uri or state. */
+async function expectFinishedStepsWithoutParameters(at: TestServer, app: TestClient, who: TestUser, state: string) {
+  const browser = new Browser();
+  const login = await browser.follow(authorizeUrl(at.url, { client_id: app.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state }), at.url);
+  const consent = await reachConsent(browser, at.url, new URL(login.url), who);
+  const allowed = await browser.submit(consent, 'button:contains("Allow")');
+  expect((await browser.follow(allowed.location!, at.url)).location).toMatch(/^https:\/\/app\.example\.com\/callback\?code=/);
+  const secrets = [app.client_id, REDIRECT, encodeURIComponent(REDIRECT), state];
+  for (const pageUrl of [login.url, consent.url]) {
+    const cookies = await browser.jar.getCookies(pageUrl);
+    expect(cookies.some((c) => c.key === 'finished_step')).toBe(true);
+    for (const cookie of cookies) {
+      const value = decodeURIComponent(cookie.value);
+      const readings = [value, Buffer.from(value, 'base64').toString('latin1'), Buffer.from(value, 'base64url').toString('latin1')];
+      for (const reading of readings) for (const secret of secrets) expect(reading, `${cookie.key}`).not.toContain(secret);
+    }
+    const back = await browser.get(pageUrl);
+    expect(back.$('h1').text()).toBe('This step is finished');
+    const again = new URL(back.$('.error-way-on a').first().attr('href')!, at.url);
+    expect(Object.fromEntries(again.searchParams)).toMatchObject({ client_id: app.client_id, redirect_uri: REDIRECT, state });
+  }
+}
+
+describe('Back after a finished step, without Redis', () => {
+  let sql: TestServer;
+  let sqlClient: TestClient;
+  let sqlUser: TestUser;
+  beforeAll(async () => {
+    sql = await startTestServer('sql');
+    sqlClient = await approvedClient(sql, ['PROFILE_READ'], 'Calendar Sync');
+    sqlUser = await newUser(sql);
+  });
+  afterAll(() => sql?.close());
+
+  it('keeps the finished step in the database, and the page works the same', async () => {
+    await expectFinishedStepsWithoutParameters(sql, sqlClient, sqlUser, 'sql-state-kept-on-server');
+    expect(await sql.pg.db('oidc_models').where('model', 'FinishedStep')).toHaveLength(2);
   });
 });

@@ -6,6 +6,9 @@ import { Browser } from './support/browser.ts';
 import { authorizeUrl, tokenRequest } from './support/oauth.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetStatus, clientsShow, secretsGenerate } from '../src/admin/commands.ts';
+import { raw } from './support/raw-http.ts';
+
+const PATH = '/v2/auth/oauth2/introspect';
 
 let server: TestServer;
 let app: TestClient;
@@ -93,5 +96,35 @@ describe('resource servers', () => {
     expect(await introspect({ client_id: rs.client_id, client_secret: second.client_secret }, tokens.access_token)).toMatchObject({ active: true });
     await expect(clientsCreate(operator(server), { name: 'API', resourceServer: true, redirectUri: [REDIRECT] })).rejects.toThrow(/no redirect URIs/);
     await expect(clientsCreate(operator(server), { name: 'App' })).rejects.toThrow(/--redirect-uri is required/);
+  });
+});
+
+// A token whose client record is gone (its row deleted, say, before the sweep of its tokens ran):
+// the library read the client's subject type from nothing and answered 500. Both paths, both stores.
+describe.each(['redis', 'sql'] as const)('introspection of a token whose client is gone (%s)', (storage) => {
+  let own: TestServer;
+  beforeAll(async () => {
+    own = await startTestServer(storage);
+  });
+  afterAll(() => own?.close());
+
+  it('is {"active": false} to a resource server, on the hot path and the provider path alike', async () => {
+    const gone = await approvedClient(own, ['PROFILE_READ'], 'Gone App');
+    const tokens = await tokensFor(own, gone, await newUser(own), 'PROFILE_READ');
+    const created = await clientsCreate(operator(own), { name: 'Gateway', resourceServer: true });
+    await clientsSetStatus(operator(own), created.client_id, 'approved');
+    const rs = { client_id: created.client_id, client_secret: created.client_secret! };
+
+    await own.pg.db('oauth_clients').where('id', gone.client_id).delete();
+    // The instance's record cache hears of the deletion from the change feed.
+    await expect.poll(async () => own.system.provider.Client.find(gone.client_id), { timeout: 5000 }).toBeUndefined();
+
+    const headers = { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${rs.client_id}:${rs.client_secret}`).toString('base64')}` };
+    const body = new URLSearchParams({ token: tokens.access_token }).toString();
+    for (const target of [PATH, `${own.url}${PATH}`]) {
+      const answer = await raw(own.url, 'POST', target, headers, body);
+      expect(answer.status, `${target}: ${answer.body}`).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual({ active: false });
+    }
   });
 });

@@ -5,6 +5,7 @@ import { announceChange, cachedRead } from '../storage/record-cache.ts';
 import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, verifyPassword } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
+import { parseIntegerId } from '../ids.ts';
 
 export interface User {
   id: number;
@@ -98,8 +99,8 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
 const userById = preparedRead<Omit<UserRow, 'password_hash'>, [number]>('user_by_id', (db, id) => db('users').where('id', id).first(COLUMNS));
 
 export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
-  const numeric = Number(id);
-  if (!Number.isSafeInteger(numeric) || numeric <= 0 || numeric > 2 ** 31 - 1) return undefined;
+  const numeric = parseIntegerId(String(id));
+  if (numeric === undefined) return undefined;
   return cachedRead(db, 'user', String(numeric), async () => {
     const [row] = await userById(db, numeric);
     return row ? toUser(row) : undefined;

@@ -15,12 +15,14 @@ import {
   setClientScopes,
   setClientRateLimit,
   setClientStatus,
+  sweepClient,
   type ClientDeps,
 } from '../clients/service.ts';
 import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError } from '../errors.ts';
+import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { setWebhookUrl } from '../webhooks/settings.ts';
 
@@ -29,6 +31,12 @@ export interface AdminContext extends ClientDeps {
   by: Actor;
   /** NODE_ENV=production: webhook URLs must be https on public addresses. */
   production?: boolean;
+  /**
+   * Refuses, before anything changes, when this process cannot reach every store the servers keep
+   * tokens in (their Redis, say): a status change or a secret revocation would half happen.
+   * Absent where the context has the servers' own storage (tests, the pages).
+   */
+  assertStoresReachable?(): Promise<void>;
 }
 
 export function clientJson(client: ClientRecord) {
@@ -121,8 +129,14 @@ export async function clientsCreate({ db, by }: AdminContext, options: ClientsCr
 
 export async function clientsSetStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
   const current = await getClient(ctx.db, clientId);
-  // Already there: a no-op success like `users set-admin`, so scripts can repeat it (no audit row, no sweep).
-  if (current.status === status) return clientJson(current);
+  await ctx.assertStoresReachable?.();
+  // Already there: a success like `users set-admin`, so scripts can repeat it (no audit row). A
+  // client that is not approved still loses whatever it holds: repeating a suspension is how an
+  // operator makes sure, after one run where the tokens were out of reach.
+  if (current.status === status) {
+    if (status !== 'approved') await sweepClient(ctx, clientId);
+    return clientJson(current);
+  }
   return clientJson(await setClientStatus(ctx, clientId, status, ctx.by));
 }
 
@@ -180,13 +194,14 @@ export async function secretsGenerate({ db, by }: AdminContext, clientId: string
 }
 
 function secretIdOf(value: string): number {
-  const id = Number(value);
-  if (!Number.isSafeInteger(id) || id <= 0) throw new InputError(`not a secret id: "${value}"`);
+  const id = parseIntegerId(value);
+  if (id === undefined) throw new InputError(`not a secret id: "${value}" (secret ids are whole numbers from 1 to ${MAX_INTEGER_ID}; see secrets list)`);
   return id;
 }
 
-export async function secretsRevoke({ db, artifacts, by }: AdminContext, clientId: string, secretId: string) {
+export async function secretsRevoke({ db, artifacts, by, assertStoresReachable }: AdminContext, clientId: string, secretId: string) {
   const id = secretIdOf(secretId);
+  await assertStoresReachable?.();
   await revokeSecret({ db, artifacts }, clientId, id, by);
   return { secret_id: id, revoked: true };
 }

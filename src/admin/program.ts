@@ -5,7 +5,9 @@ import os from 'node:os';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { connectDb } from '../storage/db.ts';
-import { connectRedis } from '../storage/redis.ts';
+import { connectRedis, type RedisClient } from '../storage/redis.ts';
+import { holdsMark, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
+import { DEFAULT_REDIS_PREFIX } from '../storage/redis-keys.ts';
 import { clientArtifacts } from '../storage/client-artifacts.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
 import { InputError, NotFoundError } from '../errors.ts';
@@ -29,7 +31,18 @@ export interface AdminIo {
   stdin?(): Promise<string>;
 }
 
-function open(env: AdminIo['env'], reason: string | undefined): Session {
+/**
+ * Refuses when the servers recorded a Redis (src/storage/store-record.ts) this process has not got:
+ * none configured, or one without the servers' mark (another Redis, another database number).
+ */
+async function assertStoresReachable(record: StoreRecord | undefined, redis: RedisClient | undefined): Promise<void> {
+  if (record?.kind !== 'redis') return;
+  const servers = `the servers keep tokens in Redis (${record.redisMode ?? 'single'})`;
+  if (!redis) throw new Refusal(`${servers} and REDIS_URL is not set here (nor REDIS_CLUSTER_NODES or REDIS_SENTINELS): run with the servers' Redis settings; nothing was changed`);
+  if (!(await holdsMark(redis, record))) throw new Refusal(`${servers}, and the Redis of REDIS_URL here is not theirs (it lacks their mark): run with the servers' Redis settings; nothing was changed`);
+}
+
+async function open(env: AdminIo['env'], reason: string | undefined): Promise<Session> {
   const config = loadConfig(env);
   if (!config.databaseUrl) {
     const pid = lockHolder(config.dataDir);
@@ -41,13 +54,20 @@ function open(env: AdminIo['env'], reason: string | undefined): Session {
   }
   const db = connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
   const redis = config.redis ? connectRedis(config.redis) : undefined;
+  // Under the servers' key prefix (a test server's own one, say), as they recorded it.
+  const record = await readArtifactStore(db).catch(async (err) => {
+    redis?.disconnect();
+    await db.destroy();
+    throw err;
+  });
   // Changes of a client with a webhook URL queue their events; the queue starts only then, and
   // without a worker: the server's instances deliver.
   let queue: Promise<WebhookQueue> | undefined;
   attachWebhookQueue(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
   return {
     db,
-    artifacts: clientArtifacts(db, redis),
+    artifacts: clientArtifacts(db, redis, record?.redisPrefix ?? DEFAULT_REDIS_PREFIX),
+    assertStoresReachable: () => assertStoresReachable(record, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },
     production: config.env === 'production',
     async close() {
@@ -124,7 +144,7 @@ function buildProgram(io: AdminIo): Command {
   function action<A extends unknown[], R>(run: (ctx: AdminContext, ...args: A) => Promise<R>, text: (result: R) => string = printText) {
     return async (...args: A) => {
       const { json, reason } = program.opts<{ json?: boolean; reason?: string }>();
-      const session = open(io.env, reason);
+      const session = await open(io.env, reason);
       try {
         const result = await run(session, ...args);
         io.stdout(json ? `${escapeUnsafeJson(JSON.stringify(result))}\n` : `${text(result)}\n`);

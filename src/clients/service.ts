@@ -127,6 +127,9 @@ export async function setClientStatus(
   by: Actor,
   expected: { version?: string } = {},
 ): Promise<ClientRecord> {
+  // Reinstating brings nothing back, also what a suspension could not reach (a status set in the
+  // table directly): a suspended client is issued nothing, so this sweep races no new token.
+  if (to === 'approved' && (await repo.readClient(db, clientId))?.status === 'suspended') await artifacts.revokeClient(clientId);
   const client = await changeClient(db, clientId, by, async (trx, current) => {
     if (expected.version !== undefined && expected.version !== clientVersion(current)) {
       throw new ConflictError('this client changed since you opened the page; review it again');
@@ -143,6 +146,14 @@ export async function setClientStatus(
   });
   if (to !== 'approved') await revokeEverythingIssued(artifacts, clientId);
   return client;
+}
+
+/**
+ * Deletes whatever a client that is not approved still holds (`clients suspend` repeated): nothing
+ * is issued to it, so no second sweep.
+ */
+export async function sweepClient({ artifacts }: ClientDeps, clientId: string): Promise<void> {
+  await artifacts.revokeClient(clientId);
 }
 
 /** Deletes every code, token and grant of the client, twice (see SECOND_SWEEP_MS). */

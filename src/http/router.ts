@@ -6,8 +6,3 @@ import Router from '@koa/router';
 export function newRouter(): Router {
   return new Router({ sensitive: true, strict: true });
 }
-
-/** A numeric id from the path (a secret id, a change id), or undefined when it is not one. */
-export function numericParam(value: string | undefined): number | undefined {
-  return value !== undefined && /^[1-9][0-9]{0,14}$/.test(value) ? Number(value) : undefined;
-}

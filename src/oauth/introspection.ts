@@ -42,7 +42,8 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     const [active, token] = await Promise.all([secrets.isActive(secretId!), liveAccessToken(params.token!)]);
     if (!active || !token) return undefined;
     if (token.clientId !== client.clientId) {
-      // The provider reads the token's client (for pairwise subjects, which we never configure).
+      // The provider reads the token's client (for pairwise subjects, which we never configure);
+      // a token whose client is gone is left to the provider, which answers it inactive.
       if (!resourceServerMayIntrospect(client, token) || (await provider.Client.find(token.clientId!))?.subjectType !== 'public') return undefined;
     }
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).

@@ -82,8 +82,14 @@ export function createProvider(deps: ProviderDeps): Provider {
       },
       // A resource server (RFC 7662 2.1: an API or gateway with credentials of its own) may also
       // introspect the access tokens of other clients — only those with one of its scopes, if it
-      // lists any — but never their refresh tokens.
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId || resourceServerMayIntrospect(client, token) },
+      // lists any — but never their refresh tokens, and only while the token's client exists: a
+      // token that outlived its client (a row deleted before the sweep) is inactive, where the
+      // library would read the missing client's subject type and fail (a 500).
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (ctx, client, token) =>
+          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && (await ctx.oidc.provider.Client.find(token.clientId!)) !== undefined),
+      },
     },
 
     routes: {

@@ -13,7 +13,8 @@ import { describeScope } from '../scopes.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf, takeFlash } from './forms.ts';
 import { adminOf, pageGuards } from './account.ts';
 import { DEFAULT_VIEW, parseReviewView, PER_PAGE, TABS, viewFromForm, viewQuery, type ReviewView } from './review-view.ts';
-import { newRouter, numericParam } from '../http/router.ts';
+import { newRouter } from '../http/router.ts';
+import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
@@ -37,7 +38,7 @@ async function reviewRowOf(db: Db, clientId: string): Promise<ReviewRow | undefi
 
 /** Who asked for a change, as people read it: the e-mail address for `user:<id>`. */
 async function actorNames(db: Db, actors: string[]): Promise<Map<string, string>> {
-  const ids = [...new Set(actors.map((a) => numericParam(a.match(/^user:(\d+)$/)?.[1])).filter((id) => id !== undefined))];
+  const ids = [...new Set(actors.map((a) => parseIntegerId(a.match(/^user:(\d+)$/)?.[1])).filter((id) => id !== undefined))];
   const users: Array<{ id: number; email: string }> = ids.length ? await db('users').whereIn('id', ids).select('id', 'email') : [];
   return new Map(users.map((u) => [`user:${u.id}`, u.email]));
 }
@@ -133,7 +134,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
   });
 
   router.post(`${BASE}/changes/:changeId`, ...admin, formBody, requireCsrf, async (ctx) => {
-    const changeId = numericParam(ctx.params.changeId);
+    const changeId = parseIntegerId(ctx.params.changeId);
     if (changeId === undefined) throw new NotFoundError('no such change');
     const approve = field(ctx, 'decision') === 'approve';
     const decision = by(ctx);

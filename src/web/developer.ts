@@ -15,7 +15,8 @@ import { checkClientForm, checkField, isPageKind, sentence, type FieldErrors } f
 import { validateClientLink } from '../clients/validate.ts';
 import { field, fields, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { pageGuards } from './account.ts';
-import { newRouter, numericParam } from '../http/router.ts';
+import { newRouter } from '../http/router.ts';
+import { parseIntegerId } from '../ids.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
 import { recentDeliveries, sendTestEvent, setWebhookUrl, webhookUrlOf } from '../webhooks/settings.ts';
 import { WEBHOOK_PUBLIC_KEY_PATH } from '../webhooks/public-key.ts';
@@ -62,7 +63,7 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
 
   /** The secret id in the path: a number, or this is a 404 (never a database error). */
   function secretIdOf(ctx: Context): number {
-    const id = numericParam(ctx.params.secretId);
+    const id = parseIntegerId(ctx.params.secretId);
     if (id === undefined) throw new NotFoundError('no such secret');
     return id;
   }

@@ -1,15 +1,22 @@
 // Back after sign-in or consent re-requests the finished step's page, whose interaction the
-// provider has already ended. A cookie scoped to that page's path remembers, in this browser only,
-// that the step finished and which authorization it belonged to: the page then says the step is
-// done and offers to continue that authorization, instead of "interaction session not found".
+// provider has already ended. This browser is told that the step finished and offered to continue
+// that authorization, instead of "interaction session not found". What it needs — the outcome and
+// the authorization request's parameters (client_id, redirect_uri, state…) — stays on the server,
+// with the provider's artifacts; the browser's cookie, scoped to that page's path, holds only a
+// random id (an authorization request's parameters are never in a cookie).
+import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
+import type { Adapter } from 'oidc-provider';
 import { APP_AUTHORIZE_PATH, CONNECTED_APPS_PATH, INTERACTION_PATH } from '../http/paths.ts';
 import { page } from './forms.ts';
 
 export type StepOutcome = 'signed_in' | 'allowed' | 'denied';
+const OUTCOMES: readonly string[] = ['signed_in', 'allowed', 'denied'] satisfies StepOutcome[];
 
 interface FinishedStep {
+  /** The interaction whose page this was: the step is shown finished at that address only. */
+  interaction: string;
   outcome: StepOutcome;
   /** The authorization request's parameters, to start it again. */
   params: Record<string, string>;
@@ -29,35 +36,54 @@ interface Interaction {
   params: Record<string, unknown>;
 }
 
-/** Remembers in this browser that the step of `interaction` finished, for as long as the interaction would have lived. */
-export function rememberFinishedStep(ctx: Context, interaction: Interaction, outcome: StepOutcome): void {
-  const params: Record<string, string> = {};
-  for (const name of RESTART_PARAMS) {
-    const value = interaction.params[name];
-    if (typeof value === 'string') params[name] = value;
-  }
-  const seconds = Math.min(MAX_SECONDS, Math.max(MIN_SECONDS, interaction.exp - Math.floor(Date.now() / 1000)));
-  const value = Buffer.from(JSON.stringify({ outcome, params } satisfies FinishedStep)).toString('base64url');
-  ctx.cookies.set(cookieName(ctx), value, {
-    path: `${INTERACTION_PATH}/${interaction.uid}`,
-    maxAge: seconds * 1000,
-    httpOnly: true,
-    sameSite: 'lax',
-    signed: true,
-    overwrite: true,
-    secure: ctx.cookies.secure === true,
-  });
+export interface FinishedSteps {
+  /** Remembers for this browser that the step of `interaction` finished, for as long as the interaction would have lived. */
+  remember(ctx: Context, interaction: Interaction, outcome: StepOutcome): Promise<void>;
+  /**
+   * Shows "this step is finished" when this browser finished the step at this address; false when
+   * it did not (then the caller's error stands). Continuing starts the same authorization again,
+   * only while the app may still be authorized.
+   */
+  show(ctx: Context, provider: Provider): Promise<boolean>;
 }
 
-function finishedStep(ctx: Context): FinishedStep | undefined {
-  const raw = ctx.cookies.get(cookieName(ctx), { signed: true });
-  if (!raw) return undefined;
-  try {
-    const step = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as FinishedStep;
-    return ['signed_in', 'allowed', 'denied'].includes(step.outcome) && typeof step.params?.client_id === 'string' ? step : undefined;
-  } catch {
-    return undefined;
+/** Finished steps kept in `store` (the provider's artifact storage, under a hash of the id: artifact-key.ts). */
+export function finishedSteps(store: Adapter): FinishedSteps {
+  async function finishedStep(ctx: Context): Promise<FinishedStep | undefined> {
+    const id = ctx.cookies.get(cookieName(ctx), { signed: true });
+    if (!id) return undefined;
+    const step = (await store.find(id)) as Partial<FinishedStep> | undefined;
+    if (!step || step.interaction !== ctx.params.uid || !OUTCOMES.includes(step.outcome!) || typeof step.params?.client_id !== 'string') return undefined;
+    return step as FinishedStep;
   }
+
+  return {
+    async remember(ctx, interaction, outcome) {
+      const params: Record<string, string> = {};
+      for (const name of RESTART_PARAMS) {
+        const value = interaction.params[name];
+        if (typeof value === 'string') params[name] = value;
+      }
+      const seconds = Math.min(MAX_SECONDS, Math.max(MIN_SECONDS, interaction.exp - Math.floor(Date.now() / 1000)));
+      const id = randomBytes(24).toString('base64url');
+      await store.upsert(id, { interaction: interaction.uid, outcome, params } satisfies FinishedStep, seconds);
+      ctx.cookies.set(cookieName(ctx), id, {
+        path: `${INTERACTION_PATH}/${interaction.uid}`,
+        maxAge: seconds * 1000,
+        httpOnly: true,
+        sameSite: 'lax',
+        signed: true,
+        overwrite: true,
+        secure: ctx.cookies.secure === true,
+      });
+    },
+    async show(ctx, provider) {
+      const step = await finishedStep(ctx);
+      if (!step) return false;
+      await showStep(ctx, provider, step);
+      return true;
+    },
+  };
 }
 
 const DONE: Record<StepOutcome, (app: string) => string> = {
@@ -66,14 +92,7 @@ const DONE: Record<StepOutcome, (app: string) => string> = {
   denied: (app) => `You already declined ${app}'s request. Nothing was shared with it.`,
 };
 
-/**
- * Shows "this step is finished" when this browser finished the step at this address; false when
- * it did not (then the caller's error stands). Continuing starts the same authorization again,
- * only while the app may still be authorized.
- */
-export async function showFinishedStep(ctx: Context, provider: Provider): Promise<boolean> {
-  const step = finishedStep(ctx);
-  if (!step) return false;
+async function showStep(ctx: Context, provider: Provider, step: FinishedStep): Promise<void> {
   const client = await provider.Client.find(step.params.client_id!);
   const app = client?.clientName ?? 'the app';
   const again = client ? `${APP_AUTHORIZE_PATH}?${new URLSearchParams(step.params)}` : undefined;
@@ -88,5 +107,4 @@ export async function showFinishedStep(ctx: Context, provider: Provider): Promis
       { href: CONNECTED_APPS_PATH, text: 'Go to your apps with access' },
     ],
   });
-  return true;
 }

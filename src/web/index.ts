@@ -4,7 +4,7 @@
 import type Koa from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
-import type { ClientArtifacts } from '../storage/client-artifacts.ts';
+import type { ArtifactStorage } from '../storage/artifacts.ts';
 import type { SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { PublicUrls } from '../http/public-endpoints.ts';
@@ -18,7 +18,8 @@ import { demoCallbackRoutes } from './demo-callback.ts';
 export interface WebDeps {
   db: Db;
   provider: Provider;
-  artifacts: ClientArtifacts;
+  /** Client sweeps and secret marks (developer settings), and where finished steps are kept. */
+  artifacts: ArtifactStorage;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */

@@ -19,7 +19,8 @@ import { endSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { consentPageData } from './consent-page.ts';
 import { field, formBody, page } from './forms.ts';
-import { rememberFinishedStep, showFinishedStep, type StepOutcome } from './finished-steps.ts';
+import { finishedSteps, type StepOutcome } from './finished-steps.ts';
+import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -47,10 +48,13 @@ export interface InteractionDeps {
   metrics: Metrics;
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
   platformName: string;
+  /** Where finished steps are kept (finished-steps.ts): with the provider's artifacts. */
+  artifacts: Pick<ArtifactStorage, 'adapterFor'>;
 }
 
-export function interactionRoutes({ provider, db, limits, metrics, platformName }: InteractionDeps) {
+export function interactionRoutes({ provider, db, limits, metrics, platformName, artifacts }: InteractionDeps) {
   const router = newRouter();
+  const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
 
   // The interaction named in the URL must be the one bound to this browser's cookie.
@@ -79,7 +83,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
   async function finish(ctx: Context, details: Details, result: Parameters<Provider['interactionResult']>[2], merge: boolean) {
     // Back to this step's page later finds it finished (src/web/finished-steps.ts).
     const outcome: StepOutcome = 'login' in result ? 'signed_in' : 'consent' in result ? 'allowed' : 'denied';
-    rememberFinishedStep(ctx, details, outcome);
+    await finished.remember(ctx, details, outcome);
     const redirectTo = await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
     ctx.status = 303;
     ctx.redirect(redirectTo);
@@ -120,7 +124,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName 
       details = await loadInteraction(ctx);
     } catch (err) {
       // Back after this step finished: say so, with the way on, rather than "not found".
-      if (err instanceof errors.SessionNotFound && (await showFinishedStep(ctx, provider))) return;
+      if (err instanceof errors.SessionNotFound && (await finished.show(ctx, provider))) return;
       throw err;
     }
     if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits));
