@@ -14,7 +14,7 @@ import { describeError, errorPageHtml, sameSitePath, UNAVAILABLE } from '../http
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
-import { refreshGrace } from './refresh-grace.ts';
+import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
 
 
@@ -130,7 +130,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'resource_server', 'introspect_scopes'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
       validator() {},
     },
 
@@ -163,7 +163,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepBuiltClients(provider, (clientId) => clientView(db, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds, deps.tokenLimits));
+  provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds), deps.tokenLimits));
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
