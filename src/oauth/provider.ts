@@ -16,6 +16,7 @@ import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
+import { revokeGrant } from './grants.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
@@ -82,7 +83,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       // A resource server (RFC 7662 2.1: an API or gateway with credentials of its own) may also
       // introspect the access tokens of other clients — only those with one of its scopes, if it
       // lists any — but never their refresh tokens.
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId || resourceServerMayIntrospect(client, token) },
+      // Another client's token also needs its client usable, as every path does (token-liveness.ts).
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (ctx, client, token) =>
+          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
+      },
     },
 
     routes: {
@@ -110,6 +116,15 @@ export function createProvider(deps: ProviderDeps): Provider {
     expiresWithSession: async () => false,
     // Every refresh spends the presented token; reuse of a spent one revokes the grant (RFC 9700 4.14.2).
     rotateRefreshToken: true,
+    // The provider sweeps a grant's tokens and destroys the grant at once; we destroy it first and
+    // sweep twice (revokeGrant), wherever the provider revokes one: reuse detection, a code
+    // replayed, a refresh token revoked. Revoking an access token keeps its grant (its default).
+    async revokeGrantPolicy(ctx) {
+      if (ctx.oidc.route === 'revocation' && ctx.oidc.entities.AccessToken) return false;
+      const grantId = await grantBeingRevoked(ctx);
+      if (grantId) await revokeGrant(ctx.oidc.provider, grantId);
+      return true;
+    },
 
     // Strict scopes (spec 5.5): unknown names and names outside the client's set are refused,
     // not silently dropped as the provider would; non-legacy clients must send `scope`. A legacy
@@ -240,6 +255,14 @@ const OPENID_ONLY_METADATA = [
   'request_uri_parameter_supported',
   'request_parameter_supported',
 ];
+
+/** The grant the provider is revoking: of the refresh token it holds, or of the authorization code replayed. */
+async function grantBeingRevoked(ctx: KoaContextWithOIDC): Promise<string | undefined> {
+  const refreshToken = ctx.oidc.entities.RefreshToken;
+  if (refreshToken) return refreshToken.grantId;
+  const code = ctx.oidc.params?.grant_type === 'authorization_code' ? ctx.oidc.params.code : undefined;
+  return typeof code === 'string' ? (await ctx.oidc.provider.AuthorizationCode.find(code, { ignoreExpiration: true }))?.grantId : undefined;
+}
 
 /** Whether a resource server may introspect another client's token (RFC 7662 2.1; see features.introspection). */
 export function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {

@@ -21,6 +21,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
 import { presentedCredentials } from './client-credentials.ts';
 import { dpopKeyOf } from './dpop-key.ts';
+import { isLive } from './token-liveness.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 
 type Next = () => Promise<void>;
@@ -187,9 +188,9 @@ export function refreshGrace(provider: Provider, { flights: grace, secondsFor }:
     // The key the first presentation proved, proved again (none when it sent no proof).
     const key = dpopKeyOf(ctx.get('DPoP'));
     if (key === undefined || key !== (remembered.jkt ?? '')) return false;
-    // Only while the new refresh token is unused (and so the grant alive): otherwise it is reuse.
+    // Only while the new refresh token is unused and live (token-liveness.ts): otherwise it is reuse.
     const next = await provider.RefreshToken.find(String(remembered.body.refresh_token));
-    if (!next || next.consumed) return false;
+    if (!next?.grantId || next.consumed || !isLive(next, await provider.Grant.find(next.grantId, { ignoreExpiration: true }), true)) return false;
     // Its client authenticated: the request counts against the client's budget, as any other.
     await limits.spend(client as unknown as ClientWithBudget, ctx.ip, ctx.req).catch(() => {});
     ctx.status = 200;

@@ -25,6 +25,7 @@ import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
 import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import type { ClientSecrets } from './client-secrets.ts';
+import { isLive } from './token-liveness.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -90,12 +91,13 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
   async function rotatable(value: string, client: Client) {
     const stored = await rotation!.read(value);
     const token = stored && (await fromStore<Token>(provider.RefreshToken, stored.token));
-    if (!token || token.clientId !== client.clientId || token.isExpired || token.consumed || !token.grantId || !token.accountId) return undefined;
+    if (!stored || !token?.grantId || token.clientId !== client.clientId || token.consumed) return undefined;
     if (token.isSenderConstrained() || token.attestationJkt || token.rar || token.resource !== undefined) return undefined;
     // A token saved before it kept its grant's key: the grant is read on its own.
     const grant = stored.grant === undefined ? await provider.Grant.find(token.grantId, { ignoreExpiration: true }) : stored.grant && (await fromStore<Grant>(provider.Grant, stored.grant));
-    if (!grant || grant.isExpired || grant.clientId !== client.clientId || grant.accountId !== token.accountId) return undefined;
-    if (!(await deps.accountExists(token.accountId))) return undefined;
+    // The rule of every path (token-liveness.ts); the client authenticated, so it is usable.
+    if (!grant || !isLive(token, grant, true)) return undefined;
+    if (!(await deps.accountExists(token.accountId!))) return undefined;
     return { token, grant };
   }
 
