@@ -16,6 +16,7 @@ import * as m012 from './012_webhooks.ts';
 import * as m013 from './013_client_secret_notify.ts';
 import * as m014 from './014_secret_use_quiet.ts';
 import * as m015 from './015_change_review_links.ts';
+import * as m017 from './017_client_refresh_grace.ts';
 import * as m019 from './019_artifact_store.ts';
 
 interface Migration {
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '013_client_secret_notify': m013,
   '014_secret_use_quiet': m014,
   '015_change_review_links': m015,
+  '017_client_refresh_grace': m017,
   '019_artifact_store': m019,
 };
 

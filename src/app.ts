@@ -24,7 +24,7 @@ import { keepConnectionsWhole } from './http/unread-bodies.ts';
 import { introspection } from './oauth/introspection.ts';
 import { refreshGrant } from './oauth/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
-import { refreshFlights } from './oauth/refresh-grace.ts';
+import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './oauth/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
@@ -150,7 +150,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     provider,
     secrets,
     limits: rateLimits.token,
-    grace: refreshFlights(deps.artifacts.flights, deps.refreshGraceSeconds),
+    grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
     issued: tokensIssued({ db, metrics: deps.metrics, log }),

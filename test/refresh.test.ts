@@ -7,10 +7,10 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { getMe } from './support/oauth.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
-import { clientsCreate, clientsSetRateLimit, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsCreate, clientsSetRateLimit, clientsSetRefreshGrace, clientsSetStatus } from '../src/admin/commands.ts';
 import { refreshGrant } from '../src/oauth/refresh.ts';
 import { clientSecrets } from '../src/oauth/client-secrets.ts';
-import { refreshFlights } from '../src/oauth/refresh-grace.ts';
+import { refreshGraceWindows } from '../src/oauth/refresh-grace.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 import { createLogger } from '../src/log.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
@@ -50,7 +50,7 @@ describe('refresh on the hot path', () => {
       provider: server.system.provider,
       secrets: clientSecrets(server.system.db, server.system.artifacts),
       limits: limitsOff,
-      grace: refreshFlights(server.system.artifacts.flights, 10),
+      grace: refreshGraceWindows(server.system.artifacts.flights, 10),
       rotation: server.system.artifacts.refreshRotation,
       accountExists: async () => true,
       issued: () => {},
@@ -164,6 +164,24 @@ describe('refresh on the hot path', () => {
     expect(reuse.status).toBe(400);
     expect(json(reuse).error).toBe('invalid_grant');
     expect((await getMe(server.url, String(json(used).access_token))).status).toBe(401);
+  });
+
+  it("keeps to the client's own grace window as the provider does (0: off; 1 s), whichever path answers first", async () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    for (const [seconds, wait] of [['0', 0], ['1', 1500]] as const) {
+      const own = await approvedClient(server, ['PROFILE_READ'], `Grace ${seconds} App`);
+      await clientsSetRefreshGrace(operator(server), own.client_id, seconds);
+      // The first presentation on the hot path (origin-form) or the provider's (absolute-form); the retry alike.
+      for (const target of [PATH, `${server.url}${PATH}`]) {
+        const token = await family(own, 'PROFILE_READ');
+        const first = await raw(server.url, 'POST', target, { ...FORM, ...basic(own) }, refreshBody(token));
+        expect(first.status).toBe(200);
+        await sleep(wait);
+        const retry = await raw(server.url, 'POST', target, { ...FORM, ...basic(own) }, refreshBody(token));
+        expect(json(retry).error, `${seconds} s, ${target}`).toBe('invalid_grant');
+        expect((await getMe(server.url, String(json(first).access_token))).status).toBe(401);
+      }
+    }
   });
 
   it('answers concurrent presentations of one token with one answer and one family', async () => {

@@ -14,6 +14,7 @@ import {
   revokeSecret,
   setClientScopes,
   setClientRateLimit,
+  setClientRefreshGrace,
   setClientStatus,
   sweepClient,
   type ClientDeps,
@@ -50,6 +51,8 @@ export function clientJson(client: ClientRecord) {
     redirect_uris: client.redirectUris,
     // Token, revocation and introspection requests per minute once authenticated; "default": the server's.
     token_requests_per_minute: client.tokenRequestsPerMinute ?? 'default',
+    // Seconds a spent refresh token retried gets the same answer (0: off); "default": the server's, lower for public clients.
+    refresh_grace_seconds: client.refreshGraceSeconds ?? 'default',
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
@@ -170,6 +173,11 @@ export async function clientsSetScopes({ db, by }: AdminContext, clientId: strin
 export async function clientsSetRateLimit({ db, by }: AdminContext, clientId: string, perMinute: string) {
   const value = perMinute === 'default' ? null : /^[0-9]+$/.test(perMinute) ? Number(perMinute) : NaN;
   return clientJson(await setClientRateLimit(db, clientId, value, by));
+}
+
+export async function clientsSetRefreshGrace({ db, by }: AdminContext, clientId: string, seconds: string) {
+  const value = seconds === 'default' ? null : /^[0-9]+$/.test(seconds) ? Number(seconds) : NaN;
+  return clientJson(await setClientRefreshGrace(db, clientId, value, by));
 }
 
 export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {

@@ -231,6 +231,10 @@ function buildProgram(io: AdminIo): Command {
     .description('token, revocation and introspection requests per minute this client may make once authenticated ("default": the server\'s)')
     .action(action((ctx, id: string, perMinute: string) => commands.clientsSetRateLimit(ctx, id, perMinute)));
   clients
+    .command('set-refresh-grace <id> <seconds>')
+    .description('seconds within which a retried refresh gets the same answer, 0 to 60 (0: off; "default": REFRESH_GRACE_SECONDS, at most 2 for public clients)')
+    .action(action((ctx, id: string, seconds: string) => commands.clientsSetRefreshGrace(ctx, id, seconds)));
+  clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')
     .action(action((ctx, id: string, uri: string) => commands.clientsAddRedirectUri(ctx, id, uri)));

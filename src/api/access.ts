@@ -10,6 +10,7 @@ import { rejectRequest, rejectScope, rejectToken, errorAnswer, reply, type Answe
 import { LEGACY_FULL_ACCESS, scopeSatisfies } from '../scopes.ts';
 import { artifactKey } from '../storage/artifact-key.ts';
 import type { TokenCache } from '../storage/token-cache.ts';
+import { liveAccessToken } from '../oauth/token-liveness.ts';
 
 export interface VerifiedToken {
   accountId: string;
@@ -38,25 +39,32 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** The token's facts, or why it is not valid. */
 export type VerifyToken = (value: string) => Promise<VerifiedToken | string>;
 
+/** What the token cache keeps beside a verified token: its facts, until its grant expires. */
+interface Known {
+  facts: VerifiedToken;
+  until: number;
+}
+
 /**
- * Verifies access tokens with the provider's own lookup (AccessToken.find). Only the token: a
- * client that stops being approved has all its tokens deleted (setClientStatus in
- * src/clients/service.ts), so no client read is needed. With the token cache, the facts of a token
- * the provider has verified are kept beside its cached payload, so a repeated lookup is one hash
- * and a map read; they go when the payload goes (revocation, expiry, a lost revocation channel).
+ * Verifies access tokens by the one rule of every path (src/oauth/token-liveness.ts): the token,
+ * its grant and its client. With the token cache, the facts of a token found live are kept beside
+ * its cached payload, so a repeated lookup is one hash and a map read; they go when the payload
+ * goes: a revoked token, its grant destroyed or its client suspended (each announced to every
+ * instance), its expiry, a lost revocation channel — or at the expiry of its grant.
  */
 export function accessTokenVerifier(provider: Provider, cache?: TokenCache): VerifyToken {
   return async function verifyAccessToken(value) {
     const key = cache?.serving ? artifactKey(value) : undefined;
-    const known = key ? cache!.known<VerifiedToken>(key) : undefined;
-    if (known) return known;
-    const token = await provider.AccessToken.find(value);
-    if (!token?.clientId || !token.accountId) return 'the access token is invalid, expired or revoked';
+    const known = key ? cache!.known<Known>(key) : undefined;
+    if (known && known.until > Date.now()) return known.facts;
+    const live = await liveAccessToken(provider, value);
+    if (!live) return 'the access token is invalid, expired or revoked';
+    const { token, grant } = live;
     if (token.isSenderConstrained()) return 'sender-constrained tokens are not accepted here';
     const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
     const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
-    const facts: VerifiedToken = { accountId: String(token.accountId), clientId: token.clientId, scopes, unscoped };
-    if (key) cache!.remember(key, facts);
+    const facts: VerifiedToken = { accountId: String(token.accountId), clientId: token.clientId!, scopes, unscoped };
+    if (key) cache!.remember(key, { facts, until: typeof grant.exp === 'number' ? grant.exp * 1000 : Infinity } satisfies Known);
     return facts;
   };
 }

@@ -18,6 +18,8 @@ export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 
 export const MAX_REDIRECT_URIS = 10;
 export const MAX_ACTIVE_SECRETS = 2; // spec 5.7
 export const MAX_TOKEN_REQUESTS_PER_MINUTE = 1_000_000;
+/** The longest refresh grace window a client may have (as REFRESH_GRACE_SECONDS). */
+export const MAX_REFRESH_GRACE_SECONDS = 60;
 
 /** The decisions on a client: from which statuses each is possible, where it leads, what it did. */
 export const DECISIONS = {
@@ -56,6 +58,8 @@ export interface ClientRecord {
   ownerUserId: number | null;
   /** Its own budget of token requests per minute (clients set-rate-limit); null: the default. */
   tokenRequestsPerMinute: number | null;
+  /** Its own refresh grace window in seconds, 0 = off (clients set-refresh-grace); null: the default. */
+  refreshGraceSeconds: number | null;
   /** The app's privacy policy and terms of service, shown on the consent page; null when not given. */
   policyUri: string | null;
   tosUri: string | null;

@@ -12,7 +12,7 @@ import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChan
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -23,6 +23,7 @@ interface ClientRow {
   scopes: string[];
   owner_user_id: number | null;
   token_requests_per_minute: number | null;
+  refresh_grace_seconds: number | null;
   policy_uri: string | null;
   tos_uri: string | null;
   created_at: Date;
@@ -44,6 +45,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     redirectUris,
     ownerUserId: row.owner_user_id,
     tokenRequestsPerMinute: row.token_requests_per_minute,
+    refreshGraceSeconds: row.refresh_grace_seconds,
     policyUri: row.policy_uri,
     tosUri: row.tos_uri,
     createdAt: row.created_at,
@@ -110,7 +112,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null; policyUri: string | null; tosUri: string | null }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -119,6 +121,7 @@ export async function updateClient(
       ...(changes.status !== undefined ? { status: changes.status } : {}),
       ...(changes.scopes !== undefined ? { scopes: JSON.stringify(changes.scopes) } : {}),
       ...(changes.tokenRequestsPerMinute !== undefined ? { token_requests_per_minute: changes.tokenRequestsPerMinute } : {}),
+      ...(changes.refreshGraceSeconds !== undefined ? { refresh_grace_seconds: changes.refreshGraceSeconds } : {}),
       ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),
       ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
       updated_at: trx.fn.now(),

@@ -15,6 +15,7 @@ import {
   clientVersion,
   MAX_ACTIVE_SECRETS,
   MAX_REDIRECT_URIS,
+  MAX_REFRESH_GRACE_SECONDS,
   MAX_TOKEN_REQUESTS_PER_MINUTE,
   type Actor,
   type ClientKind,
@@ -253,6 +254,17 @@ export async function setClientRateLimit(db: Db, clientId: string, perMinute: nu
   return changeClient(db, clientId, by, async (trx, current) => {
     await repo.updateClient(trx, clientId, { tokenRequestsPerMinute: perMinute });
     return { result: await reread(trx, clientId), action: 'client.rate_limit_set', details: { from: current.tokenRequestsPerMinute, to: perMinute } };
+  });
+}
+
+/** The client's own refresh grace window in seconds (0: off), or null for the default (src/oauth/refresh-grace.ts). */
+export async function setClientRefreshGrace(db: Db, clientId: string, seconds: number | null, by: Actor): Promise<ClientRecord> {
+  if (seconds !== null && (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_REFRESH_GRACE_SECONDS)) {
+    throw new InputError(`the refresh grace window must be a whole number of seconds from 0 (off) to ${MAX_REFRESH_GRACE_SECONDS}, or "default"`);
+  }
+  return changeClient(db, clientId, by, async (trx, current) => {
+    await repo.updateClient(trx, clientId, { refreshGraceSeconds: seconds });
+    return { result: await reread(trx, clientId), action: 'client.refresh_grace_set', details: { from: current.refreshGraceSeconds, to: seconds } };
   });
 }
 

@@ -66,6 +66,8 @@ function providerView({ client, secrets }: UsableClient): AdapterPayload {
     pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
     // The operator's budget for this client (clients set-rate-limit); null: the server's default.
     token_requests_per_minute: client.tokenRequestsPerMinute,
+    // The operator's refresh grace window for this client (clients set-refresh-grace); null: the default.
+    refresh_grace_seconds: client.refreshGraceSeconds,
   };
 }
 

@@ -7,10 +7,26 @@ import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 
-/** Revokes a grant with every code and token issued from it. */
-export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
+// A token request that read the grant just before it was destroyed may still save its tokens just
+// after the first sweep; a second sweep shortly after catches those (as suspension does,
+// src/clients/service.ts). Those tokens are refused meanwhile anyway: their grant is gone.
+const SECOND_SWEEP_MS = 1000;
+
+/** Deletes every code and token issued from a grant (the access tokens' deletion announced). */
+async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
   await Promise.all([provider.AccessToken, provider.RefreshToken, provider.AuthorizationCode].map((model) => model.revokeByGrantId(grantId)));
-  await (await provider.Grant.find(grantId))?.destroy();
+}
+
+/**
+ * Revokes a grant with every code and token issued from it: the grant first, so that from then on
+ * every path refuses its tokens (token-liveness.ts) and the refresh hot path's rotation, which
+ * spends a token only while its grant exists, saves nothing more; then its codes and tokens; and
+ * again a second later, in the background (reuse detection and the pages do not wait for it).
+ */
+export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
+  await provider.Grant.adapter.destroy(grantId);
+  await sweepGrant(provider, grantId);
+  setTimeout(() => void sweepGrant(provider, grantId).catch(() => {}), SECOND_SWEEP_MS).unref();
 }
 
 export function isLegacyGrant(grant: Grant): boolean {
@@ -65,7 +81,7 @@ export async function appsWithAccess(db: Db, provider: Provider, accountId: stri
  */
 export async function revokeAppAccess(db: Db, provider: Provider, accountId: string, clientId: string): Promise<number> {
   const grantIds: string[] = await db('user_grants').where({ account_id: accountId, client_id: clientId }).pluck('grant_id');
-  for (const grantId of grantIds) await revokeGrant(provider, grantId);
+  await Promise.all(grantIds.map((grantId) => revokeGrant(provider, grantId)));
   await prepareWebhookOutbox(db, clientId);
   await db.transaction(async (trx) => {
     const removed = await trx('user_grants').where({ account_id: accountId, client_id: clientId }).delete();

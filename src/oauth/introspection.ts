@@ -2,8 +2,9 @@
 // the question resource servers and gateways ask on every call they serve, answered on the hot
 // path (src/api/listener.ts) without the Koa app and the provider's request pipeline, which cost
 // more than the answer (docs/benchmark.md). The same models decide — the provider's Client, its
-// secret check (client-secrets.ts), AccessToken.find (the token cache) and Grant.find — and the answer is the
-// one the provider gives, byte for byte (test/introspection.test.ts compares them).
+// secret check (client-secrets.ts), and whether the token is live by the rule of every path
+// (token-liveness.ts: AccessToken.find through the token cache, Grant.find, Client.find) — and the
+// answer is the one the provider gives, byte for byte (test/introspection.test.ts compares them).
 //
 // Only that plain case is answered here. Anything else — another content type, a query string, a
 // repeated or missing parameter, an unusual credential, a secret that does not match, a client
@@ -16,20 +17,18 @@ import { resourceServerMayIntrospect } from './provider.ts';
 import { visibleScope } from '../scopes.ts';
 import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import type { ClientSecrets } from './client-secrets.ts';
+import { liveAccessToken } from './token-liveness.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.
 const PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret'] as const;
 
 export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits): AnswerBackChannel {
-  /** A live access token of a live grant, which the provider would describe as we do here. */
-  async function liveAccessToken(value: string) {
-    const token = await provider.AccessToken.find(value);
-    if (!token?.isValid || !token.clientId || !token.accountId || !token.grantId) return undefined;
-    if (token.isSenderConstrained() || token.rar || (token.extra && Object.keys(token.extra).length)) return undefined;
-    const grant = await provider.Grant.find(token.grantId, { ignoreExpiration: true });
-    if (!grant || grant.isExpired || grant.clientId !== token.clientId || grant.accountId !== token.accountId) return undefined;
-    return token;
+  /** A live access token, which the provider would describe as we do here. */
+  async function describable(value: string) {
+    const live = await liveAccessToken(provider, value);
+    if (!live || live.token.isSenderConstrained() || live.token.rar || (live.token.extra && Object.keys(live.token.extra).length)) return undefined;
+    return live;
   }
 
   return async function answerIntrospection({ headers, form, ip, message }) {
@@ -39,13 +38,11 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client) return undefined;
     // The secret still active, and the token with its grant: the reads go out together.
-    const [active, token] = await Promise.all([secrets.isActive(secretId!), liveAccessToken(params.token!)]);
-    if (!active || !token) return undefined;
-    if (token.clientId !== client.clientId) {
-      // The provider reads the token's client (for pairwise subjects, which we never configure);
-      // a token whose client is gone is left to the provider, which answers it inactive.
-      if (!resourceServerMayIntrospect(client, token) || (await provider.Client.find(token.clientId!))?.subjectType !== 'public') return undefined;
-    }
+    const [active, live] = await Promise.all([secrets.isActive(secretId!), describable(params.token!)]);
+    if (!active || !live) return undefined;
+    const { token } = live;
+    // The provider reads the token's client (for pairwise subjects, which we never configure).
+    if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token) || live.client.subjectType !== 'public')) return undefined;
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
     await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});

@@ -14,9 +14,10 @@ import { describeError, errorPageHtml, sameSitePath, UNAVAILABLE } from '../http
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
-import { refreshGrace } from './refresh-grace.ts';
+import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
+import { revokeGrant } from './grants.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
@@ -82,13 +83,14 @@ export function createProvider(deps: ProviderDeps): Provider {
       },
       // A resource server (RFC 7662 2.1: an API or gateway with credentials of its own) may also
       // introspect the access tokens of other clients — only those with one of its scopes, if it
-      // lists any — but never their refresh tokens, and only while the token's client exists: a
-      // token that outlived its client (a row deleted before the sweep) is inactive, where the
-      // library would read the missing client's subject type and fail (a 500).
+      // lists any — but never their refresh tokens. Another client's token also needs its client
+      // usable, as every path does (token-liveness.ts): a token that outlived its client (a row
+      // deleted before the sweep) is inactive, where the library would read the missing client's
+      // subject type and fail (a 500).
       introspection: {
         enabled: true,
         allowedPolicy: async (ctx, client, token) =>
-          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && (await ctx.oidc.provider.Client.find(token.clientId!)) !== undefined),
+          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
       },
     },
 
@@ -117,6 +119,15 @@ export function createProvider(deps: ProviderDeps): Provider {
     expiresWithSession: async () => false,
     // Every refresh spends the presented token; reuse of a spent one revokes the grant (RFC 9700 4.14.2).
     rotateRefreshToken: true,
+    // The provider sweeps a grant's tokens and destroys the grant at once; we destroy it first and
+    // sweep twice (revokeGrant), wherever the provider revokes one: reuse detection, a code
+    // replayed, a refresh token revoked. Revoking an access token keeps its grant (its default).
+    async revokeGrantPolicy(ctx) {
+      if (ctx.oidc.route === 'revocation' && ctx.oidc.entities.AccessToken) return false;
+      const grantId = await grantBeingRevoked(ctx);
+      if (grantId) await revokeGrant(ctx.oidc.provider, grantId);
+      return true;
+    },
 
     // Strict scopes (spec 5.5): unknown names and names outside the client's set are refused,
     // not silently dropped as the provider would; non-legacy clients must send `scope`. A legacy
@@ -140,7 +151,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'resource_server', 'introspect_scopes'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
       validator() {},
     },
 
@@ -173,7 +184,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepBuiltClients(provider, (clientId) => clientView(db, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, deps.artifacts.flights, config.refreshGraceSeconds, deps.tokenLimits));
+  provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds), deps.tokenLimits));
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
@@ -254,6 +265,14 @@ const OPENID_ONLY_METADATA = [
   'request_uri_parameter_supported',
   'request_parameter_supported',
 ];
+
+/** The grant the provider is revoking: of the refresh token it holds, or of the authorization code replayed. */
+async function grantBeingRevoked(ctx: KoaContextWithOIDC): Promise<string | undefined> {
+  const refreshToken = ctx.oidc.entities.RefreshToken;
+  if (refreshToken) return refreshToken.grantId;
+  const code = ctx.oidc.params?.grant_type === 'authorization_code' ? ctx.oidc.params.code : undefined;
+  return typeof code === 'string' ? (await ctx.oidc.provider.AuthorizationCode.find(code, { ignoreExpiration: true }))?.grantId : undefined;
+}
 
 /** Whether a resource server may introspect another client's token (RFC 7662 2.1; see features.introspection). */
 export function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {

@@ -9,11 +9,19 @@
 // Nothing usable at rest: the remembered answer is stored only encrypted (AES-256-GCM) under a
 // key derived from the presented refresh token, whose value the server never stores, and it
 // expires with the window.
+//
+// The window is the client's (clients set-refresh-grace; 0: off), else REFRESH_GRACE_SECONDS for
+// confidential clients and at most PUBLIC_CLIENT_GRACE_SECONDS for public ones: a public client
+// proves nothing but the token, so within the window whoever holds its spent token gets the
+// successor. A retry must also prove the DPoP key of the first presentation, or send no proof
+// when it sent none (dpop-key.ts).
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
 import { presentedCredentials } from './client-credentials.ts';
+import { dpopKeyOf } from './dpop-key.ts';
+import { isLive } from './token-liveness.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 
 type Next = () => Promise<void>;
@@ -22,9 +30,31 @@ type Next = () => Promise<void>;
 const WAIT_FOR_FIRST_MS = 3000;
 const POLL_MS = 25;
 
+/**
+ * The default window of a public client, lower than REFRESH_GRACE_SECONDS: it is for two refreshes
+ * of one app racing (two threads, a screen and a background task) and a retry after a lost answer,
+ * which on a phone come within a second or two; every second more is a second in which a stolen
+ * spent token is as good as the app's (there is no secret to prove the client).
+ */
+export const PUBLIC_CLIENT_GRACE_SECONDS = 2;
+
+/** What the window depends on: the client's own setting and whether it is public. */
+export interface GraceClient {
+  clientAuthMethod?: string;
+  refresh_grace_seconds?: number | null;
+}
+
+/** The client's grace window in seconds (0: off): its own, else the server's default for its kind. */
+export function graceSecondsOf(client: GraceClient, serverDefault: number): number {
+  if (typeof client.refresh_grace_seconds === 'number') return client.refresh_grace_seconds;
+  return client.clientAuthMethod === 'none' ? Math.min(PUBLIC_CLIENT_GRACE_SECONDS, serverDefault) : serverDefault;
+}
+
 export interface Remembered {
   clientId: string;
   body: Record<string, unknown>;
+  /** The first presentation's DPoP key (dpop-key.ts): absent or '' when it sent no proof. */
+  jkt?: string;
 }
 
 const idOf = (token: string) => createHmac('sha256', 'refresh-grace:id').update(token).digest('base64url');
@@ -84,28 +114,48 @@ function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params
 
 const flightOf = (token: string) => `refresh-grace:${idOf(token)}`;
 
-/** The single flight of each presented refresh token within the window (see the header). */
+/** The single flight of each presented refresh token within its client's window (see the header). */
 export interface RefreshFlights {
   /** True for the first presentation in the window, which goes on to the grant. */
-  claim(token: string): Promise<boolean>;
+  claim(token: string, seconds: number): Promise<boolean>;
   /** The first presentation's outcome: its answer (a 200 with a new refresh token), or undefined when it failed. */
-  settle(token: string, answered: Remembered | undefined): Promise<void>;
+  settle(token: string, answered: Remembered | undefined, seconds: number): Promise<void>;
   /** The flight of `token` as claimed and settled with this answer at once (its SingleFlights key). */
-  settled(token: string, answered: Remembered): { key: string; value: string; seconds: number };
+  settled(token: string, answered: Remembered, seconds: number): { key: string; value: string; seconds: number };
+  /** The flight's sealed answer, FAILED, '' while unsettled, or undefined when nobody holds it. */
+  read(token: string): Promise<string | undefined>;
 }
 
-/** Undefined when the window is off (0 seconds). */
-export function refreshFlights(flights: SingleFlights, windowSeconds: number): RefreshFlights | undefined {
-  if (windowSeconds <= 0) return undefined;
+export function refreshFlights(flights: SingleFlights): RefreshFlights {
   return {
-    claim: (token) => flights.claim(flightOf(token), windowSeconds),
-    settle: (token, answered) => flights.settle(flightOf(token), answered ? seal(token, answered) : FAILED, windowSeconds),
-    settled: (token, answered) => ({ key: flightOf(token), value: seal(token, answered), seconds: windowSeconds }),
+    claim: (token, seconds) => flights.claim(flightOf(token), seconds),
+    settle: (token, answered, seconds) => flights.settle(flightOf(token), answered ? seal(token, answered) : FAILED, seconds),
+    settled: (token, answered, seconds) => ({ key: flightOf(token), value: seal(token, answered), seconds }),
+    read: (token) => flights.read(flightOf(token)),
   };
 }
 
-export function refreshGrace(provider: Provider, flights: SingleFlights, windowSeconds: number, limits: Pick<TokenEndpointLimits, 'spend'>) {
-  const grace = refreshFlights(flights, windowSeconds);
+/** The flights and each client's window: what the provider's path and the hot path share. */
+export interface RefreshGrace {
+  flights: RefreshFlights;
+  secondsFor(client: GraceClient): number;
+}
+
+export function refreshGraceWindows(flights: SingleFlights, serverDefault: number): RefreshGrace {
+  return { flights: refreshFlights(flights), secondsFor: (client) => graceSecondsOf(client, serverDefault) };
+}
+
+// A first presentation whose proof could not be read: no retry's key is ever this.
+const UNREADABLE_KEY = '!';
+
+export function refreshGrace(provider: Provider, { flights: grace, secondsFor }: RefreshGrace, limits: Pick<TokenEndpointLimits, 'spend'>) {
+  /** The window of the client a request names (0 when it names none): before the provider authenticates it. */
+  async function windowOf(ctx: KoaContextWithOIDC, params: URLSearchParams): Promise<number> {
+    const { clientId } = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
+    const client = clientId ? await provider.Client.find(clientId).catch(() => undefined) : undefined;
+    return client ? secondsFor(client as unknown as GraceClient) : 0;
+  }
+
   /** The same client, authenticated as the provider would (its secret, unless it is public). */
   async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string) {
     const presented = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
@@ -123,7 +173,7 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
   async function rememberedAnswer(token: string): Promise<Remembered | undefined> {
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
-      const stored = await flights.read(flightOf(token));
+      const stored = await grace.read(token);
       if (stored === undefined || stored === FAILED || Date.now() > deadline) return undefined;
       if (stored !== '') return open(token, stored);
       await sleep(POLL_MS);
@@ -135,9 +185,12 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
     const remembered = await rememberedAnswer(token);
     const client = remembered && (await sameClient(ctx, params, remembered.clientId));
     if (!client) return false;
-    // Only while the new refresh token is unused (and so the grant alive): otherwise it is reuse.
+    // The key the first presentation proved, proved again (none when it sent no proof).
+    const key = dpopKeyOf(ctx.get('DPoP'));
+    if (key === undefined || key !== (remembered.jkt ?? '')) return false;
+    // Only while the new refresh token is unused and live (token-liveness.ts): otherwise it is reuse.
     const next = await provider.RefreshToken.find(String(remembered.body.refresh_token));
-    if (!next || next.consumed) return false;
+    if (!next?.grantId || next.consumed || !isLive(next, await provider.Grant.find(next.grantId, { ignoreExpiration: true }), true)) return false;
     // Its client authenticated: the request counts against the client's budget, as any other.
     await limits.spend(client as unknown as ClientWithBudget, ctx.ip, ctx.req).catch(() => {});
     ctx.status = 200;
@@ -148,17 +201,19 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
   }
 
   return async function refreshRetriesGetTheSameAnswer(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
-    const presented = grace ? presentedRefreshToken(ctx) : undefined;
-    if (!grace || !presented) return next();
+    const presented = presentedRefreshToken(ctx);
+    if (!presented) return next();
     const { token, params } = presented;
     // Single flight: the first presentation in the window goes to the provider; a retry or a twin
     // gets its answer (or, when that may not be given again, reuse detection by the provider).
     // Junk is claimed too, and marked failed after the provider's invalid_grant: one key for the
     // window, cheaper than looking every token up first. A store that fails here is the
     // provider's to report (503), not ours.
+    const seconds = await windowOf(ctx, params).catch(() => 0);
+    if (seconds <= 0) return next();
     let first = false;
     try {
-      first = await grace.claim(token);
+      first = await grace.claim(token, seconds);
       if (!first && (await answerAgain(ctx, token, params))) return;
     } catch {
       first = false;
@@ -166,7 +221,8 @@ export function refreshGrace(provider: Provider, flights: SingleFlights, windowS
     await next();
     if (!first) return;
     const body = ctx.body as Record<string, unknown> | undefined;
-    const answered = ctx.status === 200 && body && typeof body.refresh_token === 'string' && ctx.oidc?.client;
-    await grace.settle(token, answered ? { clientId: ctx.oidc.client!.clientId, body: body! } : undefined).catch(() => {});
+    const client = ctx.status === 200 && body && typeof body.refresh_token === 'string' ? ctx.oidc?.client : undefined;
+    const answered = client ? { clientId: client.clientId, body: body!, jkt: dpopKeyOf(ctx.get('DPoP')) ?? UNREADABLE_KEY } : undefined;
+    await grace.settle(token, answered, seconds).catch(() => {});
   };
 }

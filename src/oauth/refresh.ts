@@ -20,11 +20,12 @@ import type { Logger } from '../log.ts';
 import type { Saved } from '../storage/redis-adapter.ts';
 import type { RefreshRotation } from '../storage/artifacts.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
-import type { RefreshFlights } from './refresh-grace.ts';
+import type { GraceClient, RefreshGrace } from './refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
 import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import type { ClientSecrets } from './client-secrets.ts';
+import { isLive } from './token-liveness.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -34,8 +35,8 @@ export interface RefreshDeps {
   provider: Provider;
   secrets: ClientSecrets;
   limits: TokenEndpointLimits;
-  /** The grace window's single flights (refresh-grace.ts); undefined when the window is off. */
-  grace: RefreshFlights | undefined;
+  /** The grace window's single flights and each client's window (refresh-grace.ts). */
+  grace: RefreshGrace;
   /** The store's one-step read and atomic rotation (ArtifactStorage); without them the provider rotates. */
   rotation: RefreshRotation | undefined;
   accountExists: (accountId: string) => Promise<boolean>;
@@ -90,12 +91,13 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
   async function rotatable(value: string, client: Client) {
     const stored = await rotation!.read(value);
     const token = stored && (await fromStore<Token>(provider.RefreshToken, stored.token));
-    if (!token || token.clientId !== client.clientId || token.isExpired || token.consumed || !token.grantId || !token.accountId) return undefined;
+    if (!stored || !token?.grantId || token.clientId !== client.clientId || token.consumed) return undefined;
     if (token.isSenderConstrained() || token.attestationJkt || token.rar || token.resource !== undefined) return undefined;
     // A token saved before it kept its grant's key: the grant is read on its own.
     const grant = stored.grant === undefined ? await provider.Grant.find(token.grantId, { ignoreExpiration: true }) : stored.grant && (await fromStore<Grant>(provider.Grant, stored.grant));
-    if (!grant || grant.isExpired || grant.clientId !== client.clientId || grant.accountId !== token.accountId) return undefined;
-    if (!(await deps.accountExists(token.accountId))) return undefined;
+    // The rule of every path (token-liveness.ts); the client authenticated, so it is usable.
+    if (!grant || !isLive(token, grant, true)) return undefined;
+    if (!(await deps.accountExists(token.accountId!))) return undefined;
     return { token, grant };
   }
 
@@ -159,7 +161,9 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     // The grace window's single flight is claimed and settled with this answer in the same step:
     // a retry or twin gets the same answer from the provider (refresh-grace.ts), and when another
     // presentation holds the flight already, this one is the provider's to answer too.
+    // No DPoP proof here (one is the provider's to read): a retry must send none either.
     const answered = { clientId: client.clientId, body: next.body };
+    const seconds = grace.secondsFor(client as unknown as GraceClient);
     // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
     // rotation in one write; if the provider answers after all, it does not count it again.
     let spent: Promise<void> | undefined;
@@ -167,7 +171,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     try {
       rotated = await rotation.together(() => {
         spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
-        return rotation.rotate(presented, next.refresh, next.access, grace?.settled(presented, answered));
+        return rotation.rotate(presented, next.refresh, next.access, seconds > 0 ? grace.flights.settled(presented, answered, seconds) : undefined);
       });
     } catch (err) {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.

@@ -282,6 +282,9 @@ export class RedisAdapter implements Adapter {
   async destroy(id: string): Promise<void> {
     await this.redis.del(this.key(id));
     if (this.tokens) await this.revoked({ token: artifactKey(id) });
+    // A grant's tokens are refused once it is gone (src/oauth/token-liveness.ts): no instance may
+    // keep answering for them from memory, even before they are swept.
+    if (this.model === 'Grant') await this.revoked({ grant: id });
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {

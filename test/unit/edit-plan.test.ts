@@ -18,6 +18,7 @@ function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     redirectUris: uris(2),
     ownerUserId: 1,
     tokenRequestsPerMinute: null,
+    refreshGraceSeconds: null,
     policyUri: null,
     tosUri: null,
     createdAt: new Date(0),
