@@ -15,6 +15,7 @@ import * as m011 from './011_review_and_grant_use.ts';
 import * as m012 from './012_webhooks.ts';
 import * as m013 from './013_client_secret_notify.ts';
 import * as m014 from './014_secret_use_quiet.ts';
+import * as m020 from './020_webhook_secrets.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '012_webhooks': m012,
   '013_client_secret_notify': m013,
   '014_secret_use_quiet': m014,
+  '020_webhook_secrets': m020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

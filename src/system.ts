@@ -22,7 +22,7 @@ import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startWebhookQueue } from './webhooks/queue.ts';
 import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
-import { loadWebhookSigningKey } from './webhooks/signing.ts';
+import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 
 export interface System {
@@ -36,6 +36,8 @@ export interface System {
   tokenCache: TokenCache | undefined;
   log: Logger;
   metrics: Metrics;
+  /** Encrypts and decrypts the secrets stored in the database (DATA_ENCRYPTION_KEYS). */
+  cipher: DataCipher;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
   close(): Promise<void>;
@@ -55,6 +57,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   const migrationsApplied = await migrateLatest(db);
+  const cipher = createDataCipher(config.dataEncryptionKeys);
   // Client and user records are cached in memory while this feed tells us of every change.
   const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
   // Access token lookups are served from memory while this process hears of every revocation.
@@ -63,14 +66,14 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   // One secret check for the provider's client authentication and the hot paths alike.
   const secrets = clientSecrets(db, artifacts);
-  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
+  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
-  const webhookKey = await loadWebhookSigningKey(db);
+  const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
   attachWebhookQueue(db, async () => webhookQueue);
-  await startWebhookWorker({ db, queue: webhookQueue, signingKey: webhookKey, policy: { production }, metrics, log });
+  await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
   watchProviderEvents(provider, { db, metrics, log });
   const listener = createListener({
     provider,
@@ -87,7 +90,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
-    webhookKey,
+    webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
     refreshGraceSeconds: config.refreshGraceSeconds,
   });
@@ -107,6 +110,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     log,
     metrics,
+    cipher,
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);

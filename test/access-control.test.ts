@@ -459,7 +459,7 @@ describe('proxies and client addresses', () => {
   });
 
   it('warns once in production when a proxy sends X-Forwarded-Proto and none is trusted', async () => {
-    const production = { NODE_ENV: 'production', COOKIE_KEYS: 'k'.repeat(40) };
+    const production = { NODE_ENV: 'production', COOKIE_KEYS: 'k'.repeat(40), DATA_ENCRYPTION_KEYS: 'd'.repeat(40) };
     await withLoggedInstance(production, async (base, lines) => {
       for (let i = 0; i < 3; i++) await fetch(`${base}/health`, { headers: { 'x-forwarded-proto': 'https' } });
       const warnings = lines.filter((l) => String(l.msg).includes('TRUST_PROXY'));
