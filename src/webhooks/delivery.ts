@@ -20,7 +20,7 @@ import { webhookUrlOf, type DeliveryJob } from './outbox.ts';
 import { RETRY_WINDOW_SECONDS, WEBHOOK_QUEUE, type WebhookQueue } from './queue.ts';
 
 export const ATTEMPT_TIMEOUT_MS = 5000;
-/** Worker slots per instance; deliveries of one owner's clients take at most OWNER_CONCURRENCY of them (outbox.ts groups jobs by owner). */
+/** Worker slots per instance; one owner's deliveries take at most OWNER_CONCURRENCY of them (outbox.ts groups jobs by owner). */
 export const WORKER_SLOTS = 4;
 export const OWNER_CONCURRENCY = 1;
 /** Attempts kept per client for the developer page. */
@@ -148,10 +148,13 @@ export async function deliverJob({ db, cipher, policy, metrics, log }: WorkerDep
 
 /** Starts taking jobs; pg-boss's stop() ends it (waiting for attempts in flight). */
 export async function startWebhookWorker(deps: WorkerDeps): Promise<void> {
-  // groupConcurrency: jobs are grouped by owner (outbox.ts), and pg-boss, counting active jobs in
-  // the database, gives one owner at most OWNER_CONCURRENCY attempts at a time across all instances:
-  // one developer's slow endpoints cannot take every slot from everyone else's events.
-  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: WORKER_SLOTS, groupConcurrency: OWNER_CONCURRENCY }, async (jobs: Job<DeliveryJob>[]) => {
+  // Jobs are grouped by owner (outbox.ts): one owner gets at most OWNER_CONCURRENCY of this
+  // instance's slots, so one developer's slow endpoints cannot take every slot from everyone else's
+  // events. Counted in memory (exact: a job fetched past the limit goes back to the queue untouched);
+  // pg-boss's database-wide groupConcurrency is not used: slots fetching at the same moment all
+  // passed its count (three attempts of one owner at once, in test/webhook-fairness.test.ts).
+  const perOwner = { localGroupConcurrency: OWNER_CONCURRENCY };
+  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: WORKER_SLOTS, ...perOwner }, async (jobs: Job<DeliveryJob>[]) => {
     for (const job of jobs) await deliverJob(deps, job.data, job.retryCount + 1);
   });
 }
