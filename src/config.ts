@@ -74,7 +74,7 @@ export class ConfigError extends Error {
 
 // Development-only keys: anyone can read them here, so production refuses them.
 const DEV_COOKIE_KEYS = ['dev-cookie-key-not-for-production-1', 'dev-cookie-key-not-for-production-2'];
-const DEV_DATA_KEYS = ['dev-data-encryption-key-not-for-production'];
+export const DEV_DATA_KEYS = ['dev-data-encryption-key-not-for-production'];
 
 type Env = Record<string, string | undefined>;
 
