@@ -18,6 +18,7 @@ import * as m014 from './014_secret_use_quiet.ts';
 import * as m015 from './015_change_review_links.ts';
 import * as m017 from './017_client_refresh_grace.ts';
 import * as m019 from './019_artifact_store.ts';
+import * as m020 from './020_webhook_secrets.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '015_change_review_links': m015,
   '017_client_refresh_grace': m017,
   '019_artifact_store': m019,
+  '020_webhook_secrets': m020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

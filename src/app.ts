@@ -44,8 +44,7 @@ import { untrustedProxyWarning, type ProxyWarning } from './http/untrusted-proxy
 import { urlProblem } from './http/url-limits.ts';
 import type { TokenCache } from './storage/token-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
-import type { WebhookSigningKey } from './webhooks/signing.ts';
-import { webhookPublicKeyRoutes } from './webhooks/public-key.ts';
+import type { WebhookPageDeps } from './web/index.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -71,8 +70,8 @@ export interface AppDeps {
   platformName: string;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
-  /** The key that signs webhooks to apps; its public half is published (src/webhooks/public-key.ts). */
-  webhookKey: WebhookSigningKey;
+  /** What the developer page's webhook section needs: the address rule and the cipher of stored secrets. */
+  webhooks: WebhookPageDeps;
   /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
   tokenCache?: TokenCache | undefined;
 }
@@ -186,8 +185,8 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   const app = appWithCommonSteps(deps, shared);
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
-  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps), webhookPublicKeyRoutes(deps.webhookKey)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, production: deps.production });
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

@@ -26,6 +26,10 @@ export interface Config {
   cookieKeys: string[];
   /** True when COOKIE_KEYS was not given and the development keys are in use. */
   usingDevCookieKeys: boolean;
+  /** DATA_ENCRYPTION_KEYS: the first encrypts stored secrets, the others still decrypt (src/storage/data-encryption.ts). */
+  dataEncryptionKeys: string[];
+  /** True when DATA_ENCRYPTION_KEYS was not given and the development key is in use. */
+  usingDevDataKeys: boolean;
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
@@ -38,6 +42,8 @@ export interface Config {
   platformName: string;
   /** The first wait before a failed webhook is tried again, in seconds; it doubles each time (src/webhooks/queue.ts). */
   webhookRetryBaseSeconds: number;
+  /** WEBHOOK_ALLOW_LOOPBACK=true (development only): webhooks may also go to this machine's loopback addresses. */
+  webhookAllowLoopback: boolean;
 }
 
 export type RedisConfig =
@@ -77,6 +83,7 @@ export class ConfigError extends Error {
 
 // Development-only keys: anyone can read them here, so production refuses them.
 const DEV_COOKIE_KEYS = ['dev-cookie-key-not-for-production-1', 'dev-cookie-key-not-for-production-2'];
+export const DEV_DATA_KEYS = ['dev-data-encryption-key-not-for-production'];
 
 type Env = Record<string, string | undefined>;
 
@@ -132,6 +139,15 @@ function readGraceSeconds(value: string | undefined): number {
   const n = Number(value);
   if (!/^[0-9]+$/.test(value) || n > 60) throw new ConfigError(`REFRESH_GRACE_SECONDS must be a whole number of seconds from 0 (off) to 60, got "${value}"`);
   return n;
+}
+
+function readAllowLoopback(value: string | undefined, nodeEnv: Config['env']): boolean {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'false') return false;
+  if (v !== 'true') throw new ConfigError(`WEBHOOK_ALLOW_LOOPBACK must be true or false, got "${value}"`);
+  // A webhook to this machine is a way into it: for development and tests only.
+  if (nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for development only; NODE_ENV=production refuses it');
+  return true;
 }
 
 function readRetryBaseSeconds(value: string | undefined): number {
@@ -228,17 +244,22 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL ? readUrl('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : undefined;
   const redis = readRedis(env);
   const cookieKeys = (env.COOKIE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const dataKeys = (env.DATA_ENCRYPTION_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
 
   if (nodeEnv === 'production') {
     const missing: string[] = [];
     if (!databaseUrl) missing.push('DATABASE_URL (the embedded database is for development only)');
     if (cookieKeys.length === 0) missing.push('COOKIE_KEYS (comma-separated secrets for signed cookies)');
+    if (dataKeys.length === 0) missing.push('DATA_ENCRYPTION_KEYS (comma-separated keys that encrypt stored signing keys and webhook secrets)');
     if (missing.length) {
       throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(' and ')}`);
     }
   }
   if (cookieKeys.some((k) => k.length < 32) && nodeEnv === 'production') {
     throw new ConfigError('each COOKIE_KEYS entry must be at least 32 characters long in production');
+  }
+  if (dataKeys.some((k) => k.length < 32) && nodeEnv === 'production') {
+    throw new ConfigError('each DATA_ENCRYPTION_KEYS entry must be at least 32 characters long in production');
   }
 
   return {
@@ -256,6 +277,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,
+    dataEncryptionKeys: dataKeys.length ? dataKeys : DEV_DATA_KEYS,
+    usingDevDataKeys: dataKeys.length === 0,
     proxyHops: readProxyHops(env.TRUST_PROXY),
     passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
@@ -263,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
     platformName: readPlatformName(env.PLATFORM_NAME),
     webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
+    webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
   };
 }
 

@@ -44,3 +44,11 @@ export class ConflictError extends AppError {
     super(message, 409, 'conflict');
   }
 }
+
+/** A limit on how much or how often (test events, clients per owner): nothing was done; later or less may work. */
+export class LimitError extends AppError {
+  override name = 'LimitError';
+  constructor(message: string) {
+    super(message, 429, 'limit_reached');
+  }
+}

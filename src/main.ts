@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   const { log } = system;
 
   if (config.usingDevCookieKeys) log.warn('COOKIE_KEYS is not set: using development cookie keys (refused in production)');
+  if (config.usingDevDataKeys) log.warn('DATA_ENCRYPTION_KEYS is not set: stored secrets are encrypted under a development key (refused in production)');
   if (!config.databaseUrl) log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL (PGlite)');
   if (!config.databaseUrl && config.env !== 'production' && system.migrationsApplied.includes('001_initial')) {
     console.log(await seedDemo({ db: system.db, artifacts: system.artifacts }, config));

@@ -24,7 +24,7 @@ import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startWebhookQueue } from './webhooks/queue.ts';
 import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
-import { loadWebhookSigningKey } from './webhooks/signing.ts';
+import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
 
@@ -39,6 +39,8 @@ export interface System {
   tokenCache: TokenCache | undefined;
   log: Logger;
   metrics: Metrics;
+  /** Encrypts and decrypts the secrets stored in the database (DATA_ENCRYPTION_KEYS). */
+  cipher: DataCipher;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
   close(): Promise<void>;
@@ -60,6 +62,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   configurePasswordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
+  const cipher = createDataCipher(config.dataEncryptionKeys);
   // Client and user records are cached in memory while this feed tells us of every change.
   const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
   // Access token lookups are served from memory while this process hears of every revocation.
@@ -76,14 +79,14 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
   const secrets = clientSecrets(db, artifacts);
-  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db), tokenLimits: rateLimits.token });
+  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   const metrics = createMetrics();
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
-  const webhookKey = await loadWebhookSigningKey(db);
+  const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
   attachWebhookQueue(db, async () => webhookQueue);
-  await startWebhookWorker({ db, queue: webhookQueue, signingKey: webhookKey, policy: { production }, metrics, log });
+  await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
   watchProviderEvents(provider, { db, metrics, log });
   const listener = createListener({
     provider,
@@ -101,7 +104,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
-    webhookKey,
+    webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
     refreshGraceSeconds: config.refreshGraceSeconds,
   });
@@ -121,6 +124,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     log,
     metrics,
+    cipher,
     migrationsApplied,
     async close() {
       if (purge) clearInterval(purge);

@@ -10,6 +10,7 @@ import { authorize, authorizeUrl, getMe, reachConsent, tokenRequest, type TestUs
 import { approvedClient, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetScopes, clientsSetStatus, usersSetAdmin } from '../src/admin/commands.ts';
 import { createClient, findClient } from '../src/clients/service.ts';
+import { DEV_DATA_KEYS } from '../src/config.ts';
 
 let server: TestServer;
 let dev: TestUser & { id: number }; // owns the pending clients
@@ -459,7 +460,8 @@ describe('proxies and client addresses', () => {
   });
 
   it('warns once in production when a proxy sends X-Forwarded-Proto and none is trusted', async () => {
-    const production = { NODE_ENV: 'production', COOKIE_KEYS: 'k'.repeat(40) };
+    // The file's server (development) stored its signing key under the development key: kept second to decrypt it.
+    const production = { NODE_ENV: 'production', COOKIE_KEYS: 'k'.repeat(40), DATA_ENCRYPTION_KEYS: ['d'.repeat(40), ...DEV_DATA_KEYS].join(',') };
     await withLoggedInstance(production, async (base, lines) => {
       for (let i = 0; i < 3; i++) await fetch(`${base}/health`, { headers: { 'x-forwarded-proto': 'https' } });
       const warnings = lines.filter((l) => String(l.msg).includes('TRUST_PROXY'));

@@ -1,13 +1,15 @@
-// Signed webhooks to apps over real HTTP, real PostgreSQL and real receivers on 127.0.0.1: every
-// event type arrives signed (verified with the published public key), retries keep the webhook-id,
-// a restart loses nothing, the address rule holds in production (page, script, delivery time),
-// and only a client's owner sets its webhook.
+// Signed webhooks to apps over real HTTP, real PostgreSQL and real receivers on 127.0.0.1
+// (WEBHOOK_ALLOW_LOOPBACK=true): every event type arrives signed with the client's own secret and
+// verifies with the official `standardwebhooks` package as a receiver uses it; another app's
+// delivery does not verify; retries keep the webhook-id, a restart loses nothing, the address rule
+// holds in every mode (page, script, delivery time), and only a client's owner sets its webhook.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPublicKey, verify } from 'node:crypto';
+import net from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
 import { createTestDatabase } from './support/services.ts';
@@ -15,14 +17,22 @@ import { Browser, type Page } from './support/browser.ts';
 import { tokenRequest, type TestUser } from './support/oauth.ts';
 import { newUser, operator, REDIRECT, tokensFor } from './support/fixtures.ts';
 import { admin as runAdmin } from './support/processes.ts';
-import { clientsSetStatus, clientsSetWebhook, secretsGenerate, secretsRevoke } from '../src/admin/commands.ts';
+import { clientsSetStatus, clientsSetWebhook as setWebhook, secretsGenerate, secretsRevoke, type AdminContext } from '../src/admin/commands.ts';
 import { createClient } from '../src/clients/service.ts';
 import { decideChange, editClient } from '../src/clients/changes.ts';
 import { isPublicAddress, parseWebhookUrl } from '../src/webhooks/address-policy.ts';
 import { postWebhook } from '../src/webhooks/delivery.ts';
 
 const BASE = '/settings/developer/oauth-clients';
-const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', REFRESH_GRACE_SECONDS: '0' };
+const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', REFRESH_GRACE_SECONDS: '0', WEBHOOK_ALLOW_LOOPBACK: 'true' };
+const PRODUCTION = { NODE_ENV: 'production', COOKIE_KEYS: 'a-production-cookie-key-of-32-chars!!', DATA_ENCRYPTION_KEYS: 'a-production-data-key-of-32-chars!!!' };
+const LOOPBACK = { production: false, allowLoopback: true };
+
+/** The operator scripts' commands as the server's configuration runs them: its cipher, loopback allowed. */
+const ops = (server: { system: TestServer['system'] }, ctx: Partial<AdminContext> = {}): AdminContext =>
+  ({ db: server.system.db, artifacts: server.system.artifacts, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true, ...ctx });
+/** clientsSetWebhook with the context above; returns the signing secret it made (or undefined). */
+const clientsSetWebhook = async (ctx: AdminContext, clientId: string, url: string) => (await setWebhook(ctx, clientId, url)).webhook_secret!;
 
 interface Received {
   headers: http.IncomingHttpHeaders;
@@ -59,14 +69,15 @@ async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T)
   }
 }
 
-/** Verifies a delivery the way an app would: the Standard Webhooks v1a signature with the published key. */
-async function verifySignature(base: string, delivery: Received): Promise<boolean> {
-  const { keys } = (await (await fetch(`${base}/v2/auth/webhooks/public-key`)).json()) as { keys: Array<{ public_key: string }> };
-  const raw = Buffer.from(keys[0]!.public_key.replace(/^whpk_/, ''), 'base64');
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
-  const { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': sig } = delivery.headers as Record<string, string>;
-  if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
-  return sig!.split(' ').some((s) => s.startsWith('v1a,') && verify(null, Buffer.from(`${id}.${ts}.${delivery.body}`), key, Buffer.from(s.slice(4), 'base64')));
+/** Verifies a delivery the way an app would: the official `standardwebhooks` package, unmodified, with the app's secret. */
+function verifySignature(secret: string, delivery: Received): boolean {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>);
+    return true;
+  } catch (err) {
+    if (err instanceof WebhookVerificationError) return false;
+    throw err;
+  }
 }
 
 async function signIn(base: string, user: TestUser): Promise<Browser> {
@@ -96,24 +107,93 @@ describe('webhooks', () => {
   });
   afterAll(() => server?.close());
 
-  it('publishes the Ed25519 public key in the Standard Webhooks form', async () => {
-    const res = await fetch(`${server.url}/v2/auth/webhooks/public-key`);
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { keys: Array<{ id: string; public_key: string }> };
-    expect(body.keys).toHaveLength(1);
-    expect(body.keys[0]!.public_key).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
-    const stored = await server.pg.db('webhook_signing_keys').first();
-    expect(body.keys[0]!.id).toBe(stored.id);
-    expect(JSON.stringify(body)).not.toContain(stored.private_key);
+  it('no longer publishes a server-wide public key: each app has its own secret', async () => {
+    expect((await fetch(`${server.url}/v2/auth/webhooks/public-key`)).status).toBe(404);
+    expect(await server.pg.db.schema.hasTable('webhook_signing_keys')).toBe(false);
   });
 
-  it('delivers every event type, in order, signed with the published key', async () => {
+  it("shows the app's signing secret once when the URL is first set, stores it only encrypted, and regenerates it with an overlap", async () => {
+    const app = await receiver();
+    try {
+      const client = await ownedClient(server, dev.id, 'Secret App');
+      const browser = await signIn(server.url, dev);
+      const shown = await post(browser, server.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: app.url });
+      expect(shown.status).toBe(200);
+      const first = shown.$('#secret').val() as string;
+      expect(first).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      // Saving the URL again keeps the secret (and does not show it).
+      expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: app.url })).status).toBe(303);
+      const page = await browser.get(`${server.url}${BASE}/${client.client_id}`);
+      expect(page.html).not.toContain(first);
+      const rows = await server.pg.db('webhook_secrets').where('client_id', client.client_id);
+      expect(rows).toHaveLength(1);
+      expect(rows[0].secret).toMatch(/^enc1:/);
+      expect(JSON.stringify(rows)).not.toContain(first.slice(6));
+      const audit = await server.pg.db('audit_events').where('client_id', client.client_id);
+      expect(JSON.stringify(audit)).not.toContain(first.slice(6));
+
+      // Regenerated on the page: both secrets sign during the overlap (two v1 signatures), then the new one.
+      const again = await post(browser, server.url, `${BASE}/${client.client_id}/webhook/secret`, {});
+      expect(again.status).toBe(200);
+      const second = again.$('#secret').val() as string;
+      expect(second).toMatch(/^whsec_/);
+      expect(second).not.toBe(first);
+      expect(again.$('main').text()).toMatch(/previous secret keeps signing for 24 hours/);
+      expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {})).status).toBe(303);
+      await until('the test event', () => app.received.length, (n) => n >= 1);
+      const signatures = (app.received[0]!.headers['webhook-signature'] as string).split(' ');
+      expect(signatures).toHaveLength(2);
+      for (const signature of signatures) expect(signature).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+      expect(verifySignature(second, app.received[0]!)).toBe(true);
+      expect(verifySignature(first, app.received[0]!)).toBe(true);
+      // After the overlap only the new secret signs.
+      await server.pg.db('webhook_secrets').where('client_id', client.client_id).whereNotNull('expires_at').update({ expires_at: server.pg.db.raw("now() - interval '1 second'") });
+      expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {})).status).toBe(303);
+      await until('the second test event', () => app.received.length, (n) => n >= 2);
+      expect((app.received[1]!.headers['webhook-signature'] as string).split(' ')).toHaveLength(1);
+      expect(verifySignature(second, app.received[1]!)).toBe(true);
+      expect(verifySignature(first, app.received[1]!)).toBe(false);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("refuses app A's delivery replayed to app B: each app verifies with its own secret", async () => {
+    const [appA, appB] = [await receiver(), await receiver()];
+    try {
+      const a = await ownedClient(server, dev.id, 'App A');
+      const b = await ownedClient(server, other.id, 'App B');
+      const secretA = await clientsSetWebhook(ops(server), a.client_id, appA.url);
+      const secretB = await clientsSetWebhook(ops(server), b.client_id, appB.url);
+      expect(secretA).not.toBe(secretB);
+      const leaver = await newUser(server, 'Leaver of A');
+      await clientsSetStatus(operator(server), a.client_id, 'approved');
+      await tokensFor(server, a, leaver, 'PROFILE_READ');
+      await clientsSetStatus(operator(server), a.client_id, 'suspended'); // grant.revoked for the leaver
+      const events = await until('grant.revoked at A', appA.events, (e) => e.some((x) => x.type === 'grant.revoked'));
+      const delivery = appA.received[events.findIndex((e) => e.type === 'grant.revoked')]!;
+      expect(verifySignature(secretA, delivery)).toBe(true);
+      // The developer of A posts the very bytes and headers to B's endpoint: B's check fails.
+      const replayed = await fetch(appB.url, { method: 'POST', headers: { 'content-type': 'application/json', ...(delivery.headers as Record<string, string>) }, body: delivery.body });
+      expect(replayed.status).toBe(204);
+      const atB = appB.received.at(-1)!;
+      expect(atB.body).toBe(delivery.body);
+      expect(verifySignature(secretB, atB)).toBe(false);
+      expect(() => new Webhook(secretB).verify(atB.body, atB.headers as Record<string, string>)).toThrow(/No matching signature/);
+    } finally {
+      await appA.close();
+      await appB.close();
+    }
+  });
+
+  it("delivers every event type, in order, signed with the app's own secret", async () => {
     const app = await receiver();
     try {
       const client = await ownedClient(server, dev.id);
       const browser = await signIn(server.url, dev);
       const saved = await post(browser, server.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: app.url });
-      expect(saved.status, saved.$('.field-error').text()).toBe(303);
+      expect(saved.status, saved.$('.field-error').text()).toBe(200);
+      const webhookSecret = saved.$('#secret').val() as string;
 
       await clientsSetStatus(operator(server), client.client_id, 'approved'); // client.status_changed
       const secret = await secretsGenerate(operator(server), client.client_id); // secret.generated
@@ -178,7 +258,7 @@ describe('webhooks', () => {
       ]);
       expect(byType('webhook.test')).toHaveLength(1);
       for (const delivery of app.received) {
-        expect(await verifySignature(server.url, delivery)).toBe(true);
+        expect(verifySignature(webhookSecret, delivery)).toBe(true);
         const event = JSON.parse(delivery.body);
         expect(delivery.headers['webhook-id']).toBe(event.id);
         expect(event.id).toMatch(/^msg_/);
@@ -186,7 +266,7 @@ describe('webhooks', () => {
         expect(delivery.body).not.toContain(secret.client_secret);
       }
       // A changed byte fails verification: the check above can fail.
-      expect(await verifySignature(server.url, { ...app.received[0]!, body: app.received[0]!.body.replace('}', ' }') })).toBe(false);
+      expect(verifySignature(webhookSecret, { ...app.received[0]!, body: app.received[0]!.body.replace('}', ' }') })).toBe(false);
     } finally {
       await app.close();
     }
@@ -196,13 +276,13 @@ describe('webhooks', () => {
     const app = await receiver([500, 503]);
     try {
       const client = await ownedClient(server, dev.id, 'Flaky App');
-      await clientsSetWebhook(operator(server), client.client_id, app.url);
+      const webhookSecret = await clientsSetWebhook(ops(server), client.client_id, app.url);
       const browser = await signIn(server.url, dev);
       expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {})).status).toBe(303);
       await until('three attempts', () => app.received.length, (n) => n >= 3);
       expect(new Set(app.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
       expect(new Set(app.received.map((r) => r.body)).size).toBe(1);
-      for (const delivery of app.received) expect(await verifySignature(server.url, delivery)).toBe(true);
+      for (const delivery of app.received) expect(verifySignature(webhookSecret, delivery)).toBe(true);
       const rows = await until('three recorded attempts', () => server.pg.db('webhook_deliveries').where('client_id', client.client_id).orderBy('id'), (r) => r.length >= 3);
       expect(rows.map((r) => [r.attempt, r.status_code, r.succeeded])).toEqual([[1, 500, false], [2, 503, false], [3, 204, true]]);
       const page = await browser.get(`${server.url}${BASE}/${client.client_id}`);
@@ -224,7 +304,7 @@ describe('webhooks', () => {
     await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
     try {
       const url = new URL(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/hooks`);
-      expect(await postWebhook(url, {}, '{}', { production: false })).toEqual({ statusCode: 307 });
+      expect(await postWebhook(url, {}, '{}', LOOPBACK)).toEqual({ statusCode: 307 });
       expect(target.received).toHaveLength(0);
     } finally {
       redirecting.closeAllConnections();
@@ -235,7 +315,7 @@ describe('webhooks', () => {
 
   it('lets only the owner set a client\'s webhook, and refuses bad URLs without changing anything', async () => {
     const client = await ownedClient(server, dev.id, 'Guarded App');
-    await clientsSetWebhook(operator(server), client.client_id, 'http://127.0.0.1:9/kept');
+    await clientsSetWebhook(ops(server), client.client_id, 'http://127.0.0.1:9/kept');
     const stored = async () => (await server.pg.db('oauth_clients').where('id', client.client_id).first()).webhook_url;
     const intruder = await signIn(server.url, other);
     for (const path of ['webhook', 'webhook/clear', 'webhook/test']) {
@@ -268,17 +348,28 @@ describe('webhooks', () => {
 
   it('sets and clears the URL with the operator script', async () => {
     const client = await ownedClient(server, dev.id, 'Scripted App');
-    const env = { DATABASE_URL: server.pg.url };
+    const env = { DATABASE_URL: server.pg.url, WEBHOOK_ALLOW_LOOPBACK: 'true' };
     const set = await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, 'http://127.0.0.1:9/hooks'], env);
     expect(set.code, set.stderr).toBe(0);
-    expect(JSON.parse(set.stdout)).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/hooks' });
+    const first = JSON.parse(set.stdout);
+    expect(first).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: expect.stringMatching(/^whsec_/) });
+    // Setting the URL again prints no secret; --new-secret makes (and prints) a new one.
+    expect(JSON.parse((await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, 'http://127.0.0.1:9/other'], env)).stdout)).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/other' });
+    const rotated = await runAdmin(['clients', 'set-webhook', client.client_id, '--new-secret'], env);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stdout).toMatch(/webhook_secret: whsec_\S+ {2}\(shown only once\)/);
+    expect(rotated.stdout).not.toContain(first.webhook_secret);
     const both = await runAdmin(['clients', 'set-webhook', client.client_id], env);
     expect(both.code).toBe(1);
-    expect(both.stderr).toMatch(/webhook URL or --clear/);
+    expect(both.stderr).toMatch(/webhook URL, --new-secret or --clear/);
+    // Without WEBHOOK_ALLOW_LOOPBACK, loopback is refused in development too.
+    const refused = await runAdmin(['clients', 'set-webhook', client.client_id, 'http://127.0.0.1:5432/'], { DATABASE_URL: server.pg.url });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/public address/);
     const cleared = await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, '--clear'], env);
     expect(JSON.parse(cleared.stdout).webhook_url).toBeNull();
     const audit = await server.pg.db('audit_events').where('client_id', client.client_id).whereLike('action', 'client.webhook_%').orderBy('id').pluck('action');
-    expect(audit).toEqual(['client.webhook_set', 'client.webhook_cleared']);
+    expect(audit).toEqual(['client.webhook_set', 'client.webhook_set', 'client.webhook_secret_generated', 'client.webhook_cleared']);
   });
 });
 
@@ -287,7 +378,8 @@ describe('the address rule in production', () => {
   let pg: Awaited<ReturnType<typeof createTestDatabase>>;
   beforeAll(async () => {
     pg = await createTestDatabase();
-    instance = await startInstance({ ...ENV, NODE_ENV: 'production', DATABASE_URL: pg.url, COOKIE_KEYS: 'a-production-cookie-key-of-32-chars!!' }, { db: pg.db });
+    const { WEBHOOK_ALLOW_LOOPBACK: _refusedInProduction, ...env } = ENV;
+    instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db });
   });
   afterAll(async () => {
     await instance?.close();
@@ -305,14 +397,14 @@ describe('the address rule in production', () => {
       expect(res.status, url).toBe(400);
       expect(res.$('#webhook_url-error').text(), url).toMatch(/https|public address/);
     }
-    // A public address literal is accepted (nothing is sent until an event happens).
-    expect((await post(browser, instance.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: 'https://93.184.215.14/hooks' })).status).toBe(303);
+    // A public address literal is accepted (nothing is sent until an event happens): the secret is shown.
+    expect((await post(browser, instance.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: 'https://93.184.215.14/hooks' })).status).toBe(200);
   });
 
   it('refuses internal addresses in the operator script', async () => {
     const user = await newUser({ system: instance.system } as TestServer);
     const client = await ownedClient(instance, user.id, 'Prod Script App');
-    const env = { NODE_ENV: 'production', DATABASE_URL: pg.url, COOKIE_KEYS: 'a-production-cookie-key-of-32-chars!!' };
+    const env = { ...PRODUCTION, DATABASE_URL: pg.url };
     for (const url of ['https://127.0.0.1/hooks', 'https://[::ffff:10.0.0.1]/']) {
       const res = await runAdmin(['clients', 'set-webhook', client.client_id, url], env);
       expect(res.code, url).toBe(1);
@@ -330,8 +422,11 @@ describe('the address rule in production', () => {
       const refused = await postWebhook(url, {}, '{}', { production: true, resolve: toLoopback });
       expect(refused.error).toMatch(/local or private address/);
       expect(app.received).toHaveLength(0);
-      // The same name outside production: the connection goes to the address the lookup gave.
-      expect(await postWebhook(url, {}, '{}', { production: false, resolve: toLoopback })).toEqual({ statusCode: 204 });
+      // Outside production too, unless loopback is allowed for development.
+      expect((await postWebhook(url, {}, '{}', { production: false, resolve: toLoopback })).error).toMatch(/local or private address/);
+      expect(app.received).toHaveLength(0);
+      // Allowed: the connection goes to the address the lookup gave.
+      expect(await postWebhook(url, {}, '{}', { ...LOOPBACK, resolve: toLoopback })).toEqual({ statusCode: 204 });
       expect(app.received).toHaveLength(1);
       // One internal address among public ones is enough to refuse.
       const mixed = async () => [{ address: '93.184.215.14', family: 4 }, { address: '10.0.0.1', family: 4 }];
@@ -346,8 +441,75 @@ describe('the address rule in production', () => {
     for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.1.1', '100.64.1.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::', '::1', '::ffff:8.8.8.8', '::ffff:127.0.0.1', 'fe80::1', 'fc00::1', 'ff02::1', '64:ff9b::a00:1', '2002:a00:1::', '2001:db8::1', 'not-an-ip']) {
       expect(isPublicAddress(a), a).toBe(false);
     }
-    expect(() => parseWebhookUrl('http://127.0.0.1:3000/hooks', { production: false })).not.toThrow();
+    expect(() => parseWebhookUrl('http://127.0.0.1:3000/hooks', LOOPBACK)).not.toThrow();
+    expect(() => parseWebhookUrl('http://127.0.0.1:3000/hooks', { production: false })).toThrow(/public address/);
     expect(() => parseWebhookUrl('https://0x7f.1/hooks', { production: true })).toThrow(/public address/);
+  });
+});
+
+describe('the address rule outside production', () => {
+  let instance: AppInstance;
+  let pg: Awaited<ReturnType<typeof createTestDatabase>>;
+  beforeAll(async () => {
+    pg = await createTestDatabase();
+    const { WEBHOOK_ALLOW_LOOPBACK: _notSet, ...env } = ENV;
+    instance = await startInstance({ ...env, DATABASE_URL: pg.url }, { db: pg.db });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await pg?.drop();
+  });
+
+  it('refuses loopback, private and link-local addresses unless WEBHOOK_ALLOW_LOOPBACK, which allows loopback only', async () => {
+    const user = await newUser({ system: instance.system } as TestServer);
+    const client = await ownedClient(instance, user.id, 'Dev App');
+    const browser = await signIn(instance.url, user);
+    for (const url of ['http://127.0.0.1:5432/', 'http://169.254.169.254/latest/meta-data/', 'http://localhost:6379/', 'http://10.0.0.5/', 'http://[::1]:5432/']) {
+      const res = await post(browser, instance.url, `${BASE}/${client.client_id}/webhook`, { webhook_url: url });
+      expect(res.status, url).toBe(400);
+      expect(res.$('#webhook_url-error').text(), url).toMatch(/public address/);
+    }
+    expect((await pg.db('oauth_clients').where('id', client.client_id).first()).webhook_url).toBeNull();
+    // The operator script follows the same rule; with the development setting, loopback only.
+    const ctx = ops(instance, { allowLoopback: false });
+    await expect(setWebhook(ctx, client.client_id, 'http://127.0.0.1:5432/')).rejects.toThrow(/public address/);
+    await expect(setWebhook({ ...ctx, allowLoopback: true }, client.client_id, 'http://169.254.169.254/')).rejects.toThrow(/public address/);
+    await expect(setWebhook({ ...ctx, allowLoopback: true }, client.client_id, 'http://192.168.1.1/')).rejects.toThrow(/public address/);
+    expect((await setWebhook({ ...ctx, allowLoopback: true }, client.client_id, 'http://127.0.0.1:5432/')).webhook_url).toBe('http://127.0.0.1:5432/');
+    // A URL stored while allowed is refused again at delivery time by a server that does not allow it.
+    await secretsGenerate(ctx, client.client_id);
+    const [row] = await until('the refused attempt', () => pg.db('webhook_deliveries').where('client_id', client.client_id), (rows) => rows.length >= 1);
+    expect(row.status_code).toBeNull();
+    expect(row.error).toMatch(/public address/);
+  });
+});
+
+describe('what a failed delivery records', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('sql', ENV);
+  });
+  afterAll(() => server?.close());
+
+  it('records what went wrong in our words, never what answered', async () => {
+    // Something that is not a web server, answering with its banner (as a database or cache would).
+    const banner = 'internal-service-banner-7f3a version 9.9';
+    const service = net.createServer((socket) => socket.once('data', () => socket.end(`-ERR ${banner}\r\n`)));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    try {
+      const user = await newUser(server, 'Prober');
+      const client = await ownedClient(server, user.id, 'Probe App');
+      await clientsSetWebhook(ops(server), client.client_id, `http://127.0.0.1:${(service.address() as AddressInfo).port}/`);
+      const browser = await signIn(server.url, user);
+      expect((await post(browser, server.url, `${BASE}/${client.client_id}/webhook/test`, {})).status).toBe(303);
+      const [row] = await until('the failed attempt', () => server.pg.db('webhook_deliveries').where('client_id', client.client_id), (rows) => rows.length >= 1);
+      expect(row.error).toBe('the answer was not a valid HTTP response');
+      const page = await browser.get(`${server.url}${BASE}/${client.client_id}`);
+      expect(page.$('table.deliveries').text()).toMatch(/the answer was not a valid HTTP response/);
+      expect(page.html).not.toMatch(/internal-service-banner|Parse Error|ERR /);
+    } finally {
+      service.close();
+    }
   });
 });
 
@@ -364,7 +526,7 @@ describe('a restart between the change and the delivery', () => {
     try {
       const user = await newUser({ system: first.system } as TestServer);
       const client = await ownedClient(first, user.id, 'Restarted App');
-      await clientsSetWebhook({ db: pg.db, artifacts: first.system.artifacts, by: { actor: 'test' } }, client.client_id, `http://127.0.0.1:${port}/hooks`);
+      const webhookSecret = await clientsSetWebhook(ops(first), client.client_id, `http://127.0.0.1:${port}/hooks`);
       await secretsGenerate({ db: pg.db, artifacts: first.system.artifacts, by: { actor: 'test' } }, client.client_id);
       await until('a failed attempt', () => pg.db('webhook_deliveries').where('client_id', client.client_id), (rows) => rows.length >= 1);
       await first.close();
@@ -373,7 +535,7 @@ describe('a restart between the change and the delivery', () => {
       second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
       const [event] = await until('the event after the restart', app.events, (e) => e.length >= 1);
       expect(event!.type).toBe('secret.generated');
-      expect(await verifySignature(second.url, app.received[0]!)).toBe(true);
+      expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
     } finally {
       await first?.close();
       await second?.close();
@@ -391,12 +553,12 @@ describe('on the embedded PGlite', () => {
     try {
       const user = await newUser({ system: instance.system } as TestServer);
       const client = await ownedClient(instance, user.id, 'Embedded App');
-      const ctx = { db: instance.system.db, artifacts: instance.system.artifacts, by: { actor: 'test' } };
-      await clientsSetWebhook(ctx, client.client_id, app.url);
+      const ctx = ops(instance);
+      const webhookSecret = await clientsSetWebhook(ctx, client.client_id, app.url);
       await clientsSetStatus(ctx, client.client_id, 'approved');
       const [event] = await until('the event', app.events, (e) => e.length >= 1);
       expect(event!.data).toEqual({ client_id: client.client_id, from: 'pending', to: 'approved' });
-      expect(await verifySignature(instance.url, app.received[0]!)).toBe(true);
+      expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
     } finally {
       await instance.close();
       await app.close();
@@ -413,7 +575,7 @@ describe('several instances', () => {
     try {
       const user = await newUser({ system: instances[0]!.system } as TestServer);
       const clients = [await ownedClient(instances[0]!, user.id, 'Multi A'), await ownedClient(instances[1]!, user.id, 'Multi B')];
-      const ctx = { db: pg.db, artifacts: instances[0]!.system.artifacts, by: { actor: 'test' } };
+      const ctx = ops(instances[0]!);
       for (const client of clients) await clientsSetWebhook(ctx, client.client_id, app.url);
       for (let i = 0; i < 4; i++) for (const client of clients) await secretsGenerate(ctx, client.client_id).then((s) => secretsRevoke(ctx, client.client_id, String(s.secret_id)));
       const events = await until('16 events', app.events, (e) => e.length >= 16);

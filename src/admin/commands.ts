@@ -25,12 +25,15 @@ import { parseScopeArgs } from '../scopes.ts';
 import { InputError } from '../errors.ts';
 import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
-import { setWebhookUrl } from '../webhooks/settings.ts';
+import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts';
+import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
+import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
+import type { DataCipher } from '../storage/data-encryption.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
   by: Actor;
-  /** NODE_ENV=production: webhook URLs must be https on public addresses. */
+  /** NODE_ENV=production: webhook URLs must be https. */
   production?: boolean;
   /**
    * Refuses, before anything changes, when this process cannot reach every store the servers keep
@@ -38,6 +41,10 @@ export interface AdminContext extends ClientDeps {
    * Absent where the context has the servers' own storage (tests, the pages).
    */
   assertStoresReachable?(): Promise<void>;
+  /** WEBHOOK_ALLOW_LOOPBACK=true (development): webhook URLs may point to this machine's loopback. */
+  allowLoopback?: boolean;
+  /** DATA_ENCRYPTION_KEYS: for the commands that write or re-encrypt stored secrets. */
+  cipher?: DataCipher;
 }
 
 export function clientJson(client: ClientRecord) {
@@ -188,12 +195,36 @@ export async function clientsRemoveRedirectUri({ db, by }: AdminContext, clientI
   return clientJson(await removeRedirectUri(db, clientId, uri, by));
 }
 
-/** Sets the client's webhook URL (the address rule applies), or with `clear`, removes it. */
-export async function clientsSetWebhook({ db, by, production = false }: AdminContext, clientId: string, url: string | undefined, options: { clear?: boolean } = {}) {
-  if (options.clear ? url !== undefined : url === undefined) throw new InputError('give either a webhook URL or --clear');
+function cipherOf(ctx: AdminContext): DataCipher {
+  if (!ctx.cipher) throw new Error('this command needs the DATA_ENCRYPTION_KEYS cipher in its context');
+  return ctx.cipher;
+}
+
+/**
+ * Sets the client's webhook URL (the address rule applies), or with `clear`, removes it; with
+ * `newSecret` (alone or with a URL) makes a new signing secret. A secret made here (the first URL,
+ * or `newSecret`) is printed once, as `webhook_secret`, for the operator to hand to the owner.
+ */
+export async function clientsSetWebhook(ctx: AdminContext, clientId: string, url: string | undefined, options: { clear?: boolean; newSecret?: boolean } = {}) {
+  const { db, by, production = false, allowLoopback = false } = ctx;
+  if (options.clear && (url !== undefined || options.newSecret)) throw new InputError('--clear takes no webhook URL and no --new-secret');
+  if (!options.clear && url === undefined && !options.newSecret) throw new InputError('give either a webhook URL, --new-secret or --clear');
   await getClient(db, clientId);
-  const stored = await setWebhookUrl(db, clientId, options.clear ? null : url!, by, { production });
-  return { client_id: clientId, webhook_url: stored };
+  const deps = { db, cipher: cipherOf(ctx), policy: { production, allowLoopback } };
+  let secret: string | undefined;
+  if (options.clear || url !== undefined) secret = (await setWebhookUrl(deps, clientId, options.clear ? null : url!, by)).secret;
+  if (options.newSecret && !secret) secret = await regenerateWebhookSecret(deps, clientId, by);
+  const webhookUrl = (await db('oauth_clients').where('id', clientId).first('webhook_url'))?.webhook_url ?? null;
+  return { client_id: clientId, webhook_url: webhookUrl, ...(secret ? { webhook_secret: secret } : {}) };
+}
+
+/** Re-encrypts every stored secret under the first DATA_ENCRYPTION_KEYS key (after adding a new key in front). */
+export async function keysReencrypt(ctx: AdminContext) {
+  const cipher = cipherOf(ctx);
+  const signingKeys = await reencryptSigningKeys(ctx.db, cipher);
+  const webhookSecrets = await reencryptWebhookSecrets(ctx.db, cipher);
+  await recordAudit(ctx.db, { actor: ctx.by.actor, action: 'keys.reencrypted', details: { signing_keys: signingKeys, webhook_secrets: webhookSecrets, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });
+  return { reencrypted: { signing_keys: signingKeys, webhook_secrets: webhookSecrets } };
 }
 
 export async function secretsGenerate({ db, by }: AdminContext, clientId: string) {

@@ -16,6 +16,7 @@ import * as commands from './commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { attachWebhookQueue, detachWebhookQueue } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
+import { createDataCipher } from '../storage/data-encryption.ts';
 
 class Refusal extends Error {}
 
@@ -70,6 +71,8 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
     assertStoresReachable: () => assertStoresReachable(record, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },
     production: config.env === 'production',
+    allowLoopback: config.webhookAllowLoopback,
+    cipher: createDataCipher(config.dataEncryptionKeys),
     async close() {
       detachWebhookQueue(db);
       await (await queue?.catch(() => undefined))?.stop({ graceful: false });
@@ -129,6 +132,9 @@ const userTable = ({ users }: { users: UserRow[] }) =>
 /** Only the secret's hash is stored: the operator must copy it now, so say so next to it. */
 const withSecretNote = (result: { client_secret?: string }) =>
   printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
+
+const withWebhookSecretNote = (result: { webhook_secret?: string }) =>
+  printText(result.webhook_secret === undefined ? result : { ...result, webhook_secret: `${result.webhook_secret}  (shown only once)` });
 
 function buildProgram(io: AdminIo): Command {
   const program = new Command('admin')
@@ -245,9 +251,17 @@ function buildProgram(io: AdminIo): Command {
 
   clients
     .command('set-webhook <id> [url]')
-    .description('set the URL the server posts signed events to (https on a public address in production), or remove it with --clear')
+    .description('set the URL the server posts signed events to (a public address; https in production), or remove it with --clear; the first URL gets a signing secret, printed once')
+    .option('--new-secret', 'make a new signing secret (printed once); the previous one keeps signing for 24 hours')
     .option('--clear', 'remove the webhook URL: no more events are sent')
-    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts)));
+    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withWebhookSecretNote));
+
+  program
+    .command('keys')
+    .description('the keys that encrypt stored secrets (DATA_ENCRYPTION_KEYS)')
+    .command('reencrypt')
+    .description('re-encrypt every token-signing key and webhook secret under the first DATA_ENCRYPTION_KEYS key, so older keys can be removed')
+    .action(action((ctx) => commands.keysReencrypt(ctx)));
 
   const secrets = program.command('secrets').description("manage a confidential client's secrets (at most 2 active)");
   secrets

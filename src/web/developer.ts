@@ -4,7 +4,7 @@
 import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
-import { InputError, NotFoundError } from '../errors.ts';
+import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
 import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret } from '../clients/service.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
@@ -18,11 +18,14 @@ import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { parseIntegerId } from '../ids.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
-import { recentDeliveries, sendTestEvent, setWebhookUrl, webhookUrlOf } from '../webhooks/settings.ts';
-import { WEBHOOK_PUBLIC_KEY_PATH } from '../webhooks/public-key.ts';
+import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../webhooks/settings.ts';
+import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '../webhooks/secrets.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
+import type { WebhookPageDeps } from './index.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
+/** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
+export const MAX_CLIENTS_PER_OWNER = 25;
 const GRID = scopeGrid();
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });
@@ -49,7 +52,7 @@ function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRe
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 
-export function developerRoutes({ db, artifacts, publicUrls, production }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls; production: boolean }) {
+export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
   const router = newRouter();
   const { signedIn } = pageGuards(db);
   const endpoints = publicEndpoints(publicUrls);
@@ -84,7 +87,15 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
       errors: {},
       form: { scopes: client.scopes, redirectUris: client.redirectUris.join('\n'), policyUri: client.policyUri ?? '', tosUri: client.tosUri ?? '' },
       renameForm: { name: client.name },
-      webhook: { url: await webhookUrlOf(db, client.clientId), deliveries: await recentDeliveries(db, client.clientId), publicKeyUrl: `${publicUrls.baseUrl}${WEBHOOK_PUBLIC_KEY_PATH}`, production, maxLength: MAX_WEBHOOK_URL_LENGTH },
+      webhook: {
+        url: await webhookUrlOf(db, client.clientId),
+        deliveries: await recentDeliveries(db, client.clientId),
+        hasSecret: await hasWebhookSecret(db, client.clientId),
+        overlapEnd: await overlapEndOf(db, client.clientId),
+        production: webhooks.policy.production,
+        maxLength: MAX_WEBHOOK_URL_LENGTH,
+        testsPerHour: TEST_EVENTS_PER_HOUR,
+      },
       webhookForm: { url: (await webhookUrlOf(db, client.clientId)) ?? '' },
       ...extra,
     });
@@ -98,6 +109,9 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
 
   const showSecret = (ctx: Context, client: ClientRecord, secret: { id: number; value: string }) =>
     page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
+
+  const showWebhookSecret = (ctx: Context, client: ClientRecord, secret: string, replaced: boolean) =>
+    page(ctx, 'developer-webhook-secret', { title: 'Your webhook signing secret', client, secret, overlapHours: replaced ? WEBHOOK_SECRET_OVERLAP_SECONDS / 3600 : 0 });
 
   router.get(BASE, ...signedIn, async (ctx) => {
     const clients = await listClients(db, { ownerUserId: ctx.state.user!.id });
@@ -115,6 +129,8 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
     checkLinks(errors, form);
     if (hasErrors(errors) || !isPageKind(form.kind)) return refused(ctx, () => showNew(ctx, errors, form));
     try {
+      const owned = await listClients(db, { ownerUserId: ctx.state.user!.id });
+      if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
       const { client, secret } = await createClient(
         db,
         { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
@@ -123,6 +139,10 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
       if (secret) return showSecret(ctx, client, secret);
       return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
     } catch (err) {
+      if (err instanceof LimitError) {
+        ctx.status = 429;
+        return showNew(ctx, {}, form, sentence(err.message));
+      }
       if (!(err instanceof InputError)) throw err;
       return refused(ctx, () => showNew(ctx, {}, form, sentence(err.message)));
     }
@@ -192,12 +212,15 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
     }
   });
 
-  // Webhooks: the URL (checked against the address rule), clearing it, and a test event.
+  // Webhooks: the URL (checked against the address rule), its signing secret (shown once, on the
+  // response that made it), clearing it, and a test event.
+  const webhookDeps = { db, ...webhooks };
   router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     const webhookForm = { url: field(ctx, 'webhook_url') };
     try {
-      await setWebhookUrl(db, client.clientId, webhookForm.url, actor(ctx), { production });
+      const { secret } = await setWebhookUrl(webhookDeps, client.clientId, webhookForm.url, actor(ctx));
+      if (secret) return showWebhookSecret(ctx, client, secret, false);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
       return refused(ctx, () => showClient(ctx, client, { errors: { webhook_url: sentence(err.message) }, webhookForm }));
@@ -205,9 +228,20 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL saved. Use “Send test event” to check that your app receives it.' });
   });
 
+  router.post(`${BASE}/:id/webhook/secret`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    const replaced = await hasWebhookSecret(db, client.clientId);
+    try {
+      return showWebhookSecret(ctx, client, await regenerateWebhookSecret(webhookDeps, client.clientId, actor(ctx)), replaced);
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
+    }
+  });
+
   router.post(`${BASE}/:id/webhook/clear`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
-    await setWebhookUrl(db, client.clientId, null, actor(ctx), { production });
+    await setWebhookUrl(webhookDeps, client.clientId, null, actor(ctx));
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL removed. No more events are sent.' });
   });
 
@@ -216,7 +250,7 @@ export function developerRoutes({ db, artifacts, publicUrls, production }: { db:
     try {
       await sendTestEvent(db, client.clientId, actor(ctx));
     } catch (err) {
-      if (!(err instanceof InputError)) throw err;
+      if (!(err instanceof AppError && err.status < 500)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
     }
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Test event queued. Reload the page to see the delivery below.' });

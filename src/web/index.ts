@@ -8,6 +8,8 @@ import type { ArtifactStorage } from '../storage/artifacts.ts';
 import type { SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { PublicUrls } from '../http/public-endpoints.ts';
+import type { DataCipher } from '../storage/data-encryption.ts';
+import type { AddressPolicy } from '../webhooks/address-policy.ts';
 import { accountRoutes } from './account.ts';
 import { developerRoutes } from './developer.ts';
 import { adminReviewRoutes } from './admin-review.ts';
@@ -25,8 +27,14 @@ export interface WebDeps {
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;
   publicUrls: PublicUrls;
-  /** NODE_ENV=production: webhook URLs must be https on public addresses. */
-  production: boolean;
+  webhooks: WebhookPageDeps;
+}
+
+export interface WebhookPageDeps {
+  /** Where webhooks may go (src/webhooks/address-policy.ts). */
+  policy: AddressPolicy;
+  /** Encrypts the signing secrets the page makes (DATA_ENCRYPTION_KEYS). */
+  cipher: DataCipher;
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {

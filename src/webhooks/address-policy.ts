@@ -1,8 +1,10 @@
-// Where webhooks may go. In production only https to public addresses: the server must never
-// become a way into its own network (SSRF). The rule is applied when a URL is set (to the name's
-// addresses then) and again at every delivery, to the addresses the name resolves to at that moment,
-// and the connection goes to the very address that was checked (no DNS rebinding in between).
-// Outside production, http and local addresses are allowed for development.
+// Where webhooks may go: public addresses only, in every mode. The server must never become a way
+// into its own network (SSRF): a developer could otherwise point a webhook at the database or the
+// cloud metadata address and read what answered. The rule is applied when a URL is set (to the
+// name's addresses then) and again at every delivery, to the addresses the name resolves to at that
+// moment, and the connection goes to the very address that was checked (no DNS rebinding in
+// between). Production also requires https. For development, WEBHOOK_ALLOW_LOOPBACK=true lets
+// webhooks reach this machine's loopback addresses (never private or link-local ones).
 import dns from 'node:dns';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
@@ -21,8 +23,10 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export const systemResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 export interface AddressPolicy {
-  /** NODE_ENV=production: https only, public addresses only. */
+  /** NODE_ENV=production: https only. */
   production: boolean;
+  /** WEBHOOK_ALLOW_LOOPBACK=true (development): 127.0.0.0/8, ::1 and localhost are allowed too. */
+  allowLoopback?: boolean;
   resolve?: Resolver;
 }
 
@@ -56,16 +60,27 @@ export function isPublicAddress(address: string): boolean {
   return false;
 }
 
+const LOOPBACK_V4 = new net.BlockList();
+LOOPBACK_V4.addSubnet('127.0.0.0', 8, 'ipv4');
+/** 127.0.0.0/8 and ::1 only (not ::ffff:127.0.0.1, which the public rule refuses as a smuggled IPv4). */
+export const isLoopbackAddress = (address: string) => (net.isIP(address) === 4 ? LOOPBACK_V4.check(address, 'ipv4') : address === '::1');
+
+/** Whether a webhook may connect to the address under the policy. */
+const allowedAddress = (address: string, policy: AddressPolicy) => isPublicAddress(address) || (Boolean(policy.allowLoopback) && isLoopbackAddress(address));
+
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 const isLocalName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
+
+const NOT_PUBLIC = 'the webhook URL must point to a public address, not a local or private one';
 
 /**
  * The URL as stored, or a refusal that says why: at most MAX_WEBHOOK_URL_LENGTH characters, http(s)
  * (https in production), no user name or password, no fragment, no spaces or control characters,
- * and in production not a local name nor a non-public address literal. Names are checked by
- * checkWebhookUrl, which resolves them.
+ * not a local name nor a non-public address literal (loopback only with allowLoopback). Names are
+ * checked by checkWebhookUrl, which resolves them.
  */
-export function parseWebhookUrl(value: string, { production }: AddressPolicy): URL {
+export function parseWebhookUrl(value: string, policy: AddressPolicy): URL {
+  const { production } = policy;
   const text = value.trim();
   if (!text) throw new InputError('enter the webhook URL');
   if (text.length > MAX_WEBHOOK_URL_LENGTH) throw new InputError(`the webhook URL must be at most ${MAX_WEBHOOK_URL_LENGTH} characters long`);
@@ -82,18 +97,18 @@ export function parseWebhookUrl(value: string, { production }: AddressPolicy): U
   if (production && url.protocol !== 'https:') throw new InputError('the webhook URL must use https');
   if (url.username || url.password) throw new InputError('the webhook URL must not contain a user name or password');
   if (!url.hostname) throw new InputError('the webhook URL must name a host');
-  if (production) {
-    const host = hostOf(url);
-    if (isLocalName(host) || (net.isIP(host) && !isPublicAddress(host))) throw new InputError('the webhook URL must point to a public address, not a local or private one');
-  }
+  const host = hostOf(url);
+  if (isLocalName(host) && !policy.allowLoopback) throw new InputError(NOT_PUBLIC);
+  if (net.isIP(host) && !allowedAddress(host, policy)) throw new InputError(NOT_PUBLIC);
   return url;
 }
 
 /** The addresses a delivery may connect to: every address of the name must be public, or none is used. */
-export async function allowedAddresses(hostname: string, { production, resolve = systemResolver }: AddressPolicy): Promise<ResolvedAddress[]> {
+export async function allowedAddresses(hostname: string, policy: AddressPolicy): Promise<ResolvedAddress[]> {
+  const { resolve = systemResolver } = policy;
   const host = hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = net.isIP(host);
-  if (production && isLocalName(host)) throw new InputError(`${host} is a local name: webhooks go to public addresses only`);
+  if (isLocalName(host) && !policy.allowLoopback) throw new InputError(`${host} is a local name: webhooks go to public addresses only`);
   let addresses: ResolvedAddress[];
   if (literal) addresses = [{ address: host, family: literal }];
   else {
@@ -104,14 +119,14 @@ export async function allowedAddresses(hostname: string, { production, resolve =
     }
   }
   if (addresses.length === 0) throw new InputError(`the host name ${host} does not resolve`);
-  if (production && addresses.some((a) => !isPublicAddress(a.address))) throw new InputError(`${host} resolves to a local or private address: webhooks go to public addresses only`);
+  if (addresses.some((a) => !allowedAddress(a.address, policy))) throw new InputError(`${host} resolves to a local or private address: webhooks go to public addresses only`);
   return addresses;
 }
 
-/** The full check when a URL is set: its form, then (in production) where its name leads now. */
+/** The full check when a URL is set: its form, then where its name leads now. */
 export async function checkWebhookUrl(value: string, policy: AddressPolicy): Promise<URL> {
   const url = parseWebhookUrl(value, policy);
-  if (policy.production) await allowedAddresses(url.hostname, policy);
+  await allowedAddresses(url.hostname, policy);
   return url;
 }
 

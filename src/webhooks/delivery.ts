@@ -1,5 +1,7 @@
 // The delivery worker: takes jobs from the queue (any instance may; pg-boss hands each job to one),
-// posts the signed event, records the attempt for the developer page and counts it. A failure is
+// posts the event signed with the client's own secrets, records the attempt for the developer page
+// and counts it. The record says what went wrong in our words, never what answered (a status code
+// at most): an error text could otherwise tell a developer what listens at an address. A failure is
 // thrown back to pg-boss, which retries with exponential back-off; 24 hours after the event the
 // worker gives up (and completes the job, so the client's later events are not held back).
 import http from 'node:http';
@@ -10,11 +12,17 @@ import type { Db } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { allowedAddresses, checkedLookup, type AddressPolicy } from './address-policy.ts';
-import { signatureHeaders, type WebhookSigningKey } from './signing.ts';
+import { InputError } from '../errors.ts';
+import type { DataCipher } from '../storage/data-encryption.ts';
+import { signatureHeaders } from './signing.ts';
+import { signingSecretsOf } from './secrets.ts';
 import { webhookUrlOf, type DeliveryJob } from './outbox.ts';
 import { RETRY_WINDOW_SECONDS, WEBHOOK_QUEUE, type WebhookQueue } from './queue.ts';
 
 export const ATTEMPT_TIMEOUT_MS = 5000;
+/** Worker slots per instance; one owner's deliveries take at most OWNER_CONCURRENCY of them (outbox.ts groups jobs by owner). */
+export const WORKER_SLOTS = 4;
+export const OWNER_CONCURRENCY = 1;
 /** Attempts kept per client for the developer page. */
 const KEPT_ATTEMPTS = 50;
 // Enough of an answer to know it was read; the rest is not our business.
@@ -40,7 +48,7 @@ export async function postWebhook(url: URL, headers: Record<string, string>, bod
       lookup: checkedLookup(policy),
       headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'scheduling-platform-webhooks/1' },
     });
-    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`)), ATTEMPT_TIMEOUT_MS);
+    const deadline = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { code: TIMED_OUT })), ATTEMPT_TIMEOUT_MS);
     req.on('response', (res) => {
       let read = 0;
       res.on('data', (chunk: Buffer) => {
@@ -57,10 +65,29 @@ export async function postWebhook(url: URL, headers: Record<string, string>, bod
     });
     req.on('error', (err: Error & { code?: string }) => {
       clearTimeout(deadline);
-      resolve({ error: err.message || err.code || 'the connection failed' });
+      resolve({ error: failureText(err) });
     });
     req.end(body);
   });
+}
+
+const TIMED_OUT = 'WEBHOOK_TIMED_OUT';
+const TLS_FAILURE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
+
+/**
+ * What went wrong, in our words. Node's messages can carry what answered (a parser error quoting
+ * the bytes received, a certificate's names), so only our own refusals keep theirs.
+ */
+export function failureText(err: Error & { code?: string }): string {
+  const code = err.code ?? '';
+  if (err instanceof InputError) return err.message;
+  if (code === TIMED_OUT) return `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`;
+  if (code.startsWith('HPE_')) return 'the answer was not a valid HTTP response';
+  if (TLS_FAILURE.test(code)) return 'the TLS connection failed (certificate or protocol)';
+  if (code === 'ECONNREFUSED') return 'the connection was refused';
+  if (code === 'ECONNRESET' || err.message === 'socket hang up') return 'the connection was closed before an answer';
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'the address is unreachable';
+  return 'the connection failed';
 }
 
 export const succeeded = (outcome: AttemptOutcome) => outcome.statusCode !== undefined && outcome.statusCode >= 200 && outcome.statusCode < 300;
@@ -82,22 +109,25 @@ async function recordAttempt(db: Db, job: DeliveryJob, attempt: number, outcome:
 export interface WorkerDeps {
   db: Db;
   queue: WebhookQueue;
-  signingKey: WebhookSigningKey;
+  cipher: DataCipher;
   policy: AddressPolicy;
   metrics: Metrics;
   log: Logger;
 }
 
 /** Handles one job: one attempt. Throws to have pg-boss retry it later. */
-export async function deliverJob({ db, signingKey, policy, metrics, log }: WorkerDeps, job: DeliveryJob, attempt: number): Promise<void> {
+export async function deliverJob({ db, cipher, policy, metrics, log }: WorkerDeps, job: DeliveryJob, attempt: number): Promise<void> {
   const target = await webhookUrlOf(db, job.clientId);
+  // A URL set before secrets were per client has none until its owner generates one: retried until then.
+  const secrets = target ? await signingSecretsOf(db, job.clientId, cipher) : [];
   let outcome: AttemptOutcome;
   if (!target) outcome = { error: 'not sent: the client has no webhook URL (any more)' };
+  else if (secrets.length === 0) outcome = { error: 'not sent: the client has no signing secret yet (generate one on its page)' };
   else {
     try {
-      outcome = await postWebhook(new URL(target), signatureHeaders(signingKey, job.eventId, job.body), job.body, policy);
+      outcome = await postWebhook(new URL(target), signatureHeaders(secrets, job.eventId, job.body), job.body, policy);
     } catch (err) {
-      outcome = { error: (err as Error).message };
+      outcome = { error: failureText(err as Error) };
     }
   }
   await recordAttempt(db, job, attempt, outcome);
@@ -118,7 +148,13 @@ export async function deliverJob({ db, signingKey, policy, metrics, log }: Worke
 
 /** Starts taking jobs; pg-boss's stop() ends it (waiting for attempts in flight). */
 export async function startWebhookWorker(deps: WorkerDeps): Promise<void> {
-  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: 4 }, async (jobs: Job<DeliveryJob>[]) => {
+  // Jobs are grouped by owner (outbox.ts): one owner gets at most OWNER_CONCURRENCY of this
+  // instance's slots, so one developer's slow endpoints cannot take every slot from everyone else's
+  // events. Counted in memory (exact: a job fetched past the limit goes back to the queue untouched);
+  // pg-boss's database-wide groupConcurrency is not used: slots fetching at the same moment all
+  // passed its count (three attempts of one owner at once, in test/webhook-fairness.test.ts).
+  const perOwner = { localGroupConcurrency: OWNER_CONCURRENCY };
+  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: WORKER_SLOTS, ...perOwner }, async (jobs: Job<DeliveryJob>[]) => {
     for (const job of jobs) await deliverJob(deps, job.data, job.retryCount + 1);
   });
 }

@@ -68,13 +68,20 @@ function orderedJobId(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Whose deliveries share the owner's slots (delivery.ts OWNER_CONCURRENCY): the owner's, or a client without one its own. */
+const deliveryGroup = (clientId: string, ownerUserId: number | null) => (ownerUserId === null ? `client:${clientId}` : `owner:${ownerUserId}`);
+
 /** Writes the events as delivery jobs in `trx`; nothing when the client has no webhook URL. */
 export async function enqueueWebhookEvents(db: Db, trx: Knex.Transaction, clientId: string, events: WebhookEvent[]): Promise<void> {
-  if (events.length === 0 || !(await webhookUrlOf(trx, clientId))) return;
+  if (events.length === 0) return;
+  const row: { webhook_url: string | null; owner_user_id: number | null } | undefined = await trx('oauth_clients').where('id', clientId).first('webhook_url', 'owner_user_id');
+  if (!row?.webhook_url) return;
+  const group = { id: deliveryGroup(clientId, row.owner_user_id) };
   const queue = await queueOf(db);
   for (const event of events) {
     const job: DeliveryJob = { clientId, eventId: event.id, type: event.type, occurredAt: Date.parse(event.timestamp), body: JSON.stringify(event) };
     // singletonKey: the queue's key_strict_fifo policy delivers one client's events in order.
-    await queue.send(WEBHOOK_QUEUE, job, { id: orderedJobId(), singletonKey: clientId, db: inTransaction(trx) });
+    // group: at most OWNER_CONCURRENCY attempts of one owner's clients at a time.
+    await queue.send(WEBHOOK_QUEUE, job, { id: orderedJobId(), singletonKey: clientId, group, db: inTransaction(trx) });
   }
 }

@@ -36,9 +36,19 @@ describe('configuration', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/DATABASE_URL.*COOKIE_KEYS/);
     expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x' })).toThrow(/COOKIE_KEYS/);
-    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'short' })).toThrow(/32 characters/);
-    const ok = loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32) });
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'short', DATA_ENCRYPTION_KEYS: 'd'.repeat(32) })).toThrow(/COOKIE_KEYS entry must be at least 32 characters/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32) })).toThrow(/DATA_ENCRYPTION_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: 'short' })).toThrow(/DATA_ENCRYPTION_KEYS entry must be at least 32/);
+    const ok = loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: `${'d'.repeat(32)}, ${'o'.repeat(32)}` });
     expect(ok.usingDevCookieKeys).toBe(false);
+    expect(ok.usingDevDataKeys).toBe(false);
+    expect(ok.dataEncryptionKeys).toEqual(['d'.repeat(32), 'o'.repeat(32)]);
+    expect(loadConfig({}).usingDevDataKeys).toBe(true);
+    // Webhooks to this machine: an explicit development setting, refused in production.
+    expect(loadConfig({}).webhookAllowLoopback).toBe(false);
+    expect(loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true' }).webhookAllowLoopback).toBe(true);
+    expect(() => loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'yes' })).toThrow(/WEBHOOK_ALLOW_LOOPBACK must be true or false/);
+    expect(() => loadConfig({ ...{ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: 'd'.repeat(32) }, WEBHOOK_ALLOW_LOOPBACK: 'true' })).toThrow(/development only/);
   });
 
 
