@@ -37,7 +37,9 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   const listener = http.createServer();
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, PASSWORD_HASH_LOG_N: FAST_PASSWORD_HASHING, ...env }), overrides);
+  // Production refuses the fast cost: an instance started as production hashes as production does.
+  const hashing = env.NODE_ENV === 'production' ? {} : { PASSWORD_HASH_LOG_N: FAST_PASSWORD_HASHING };
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...env }), overrides);
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
