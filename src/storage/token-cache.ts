@@ -152,7 +152,8 @@ export async function startTokenCache(redis: RedisClient, prefix: string, onProb
   if (redis.isCluster) return undefined;
   const cache = new TokenCache();
   // Named, so an operator can tell it apart in CLIENT LIST.
-  const subscriber = (redis as Redis).duplicate({ connectionName: `${prefix}token-cache` });
+  // Its SUBSCRIBE may wait for the connection (the commands on the main one may not: redis.ts).
+  const subscriber = (redis as Redis).duplicate({ connectionName: `${prefix}token-cache`, enableOfflineQueue: true });
   const channel = channelOf(prefix);
   let closed = false;
   subscriber.on('message', (from: string, message: string) => {
