@@ -8,16 +8,22 @@ export type Logger = pino.Logger;
 // to 16 KB (sonic-boom's largest) and flushed at least every second (and at exit, by pino), so a quiet server's lines
 // still show up promptly.
 const FLUSH_EVERY_MS = 1000;
+const OPTIONS: pino.LoggerOptions = {
+  base: undefined,
+  redact: ['req.headers.authorization', 'req.headers.cookie'],
+};
 
-export function createLogger(level: string): Logger {
+/** The process's logger: to stdout, buffered; or to `destination` (tests read what is logged). */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   if (level === 'silent') return pino({ level });
-  const destination = pino.destination({ dest: 1, minLength: 16_000, sync: false });
+  if (destination) return pino({ level, ...OPTIONS }, destination);
+  const stdout = pino.destination({ dest: 1, minLength: 16_000, sync: false });
   setInterval(() => {
     try {
-      destination.flush();
+      stdout.flush();
     } catch {
       // destroyed at shutdown: nothing left to flush
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ level, base: undefined, redact: ['req.headers.authorization', 'req.headers.cookie'] }, destination);
+  return pino({ level, ...OPTIONS }, stdout);
 }
