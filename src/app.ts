@@ -43,6 +43,7 @@ import { secureCookies } from './http/cookies.ts';
 import { untrustedProxyWarning, type ProxyWarning } from './http/untrusted-proxy.ts';
 import { urlProblem } from './http/url-limits.ts';
 import type { TokenCache } from './storage/token-cache.ts';
+import type { ChangeFeed } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 
@@ -74,6 +75,8 @@ export interface AppDeps {
   webhooks: WebhookPageDeps;
   /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
   tokenCache?: TokenCache | undefined;
+  /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
+  changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
 }
 
 
@@ -101,7 +104,9 @@ async function notFound(ctx: Context, next: Next) {
 // /ready must answer promptly even while a dependency hangs.
 const READY_TIMEOUT_MS = 1500;
 
-function operationalRoutes({ db, redis }: AppDeps): Router {
+const memoryState = (serving: boolean) => (serving ? 'serving' : 'bypassed');
+
+function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Router {
   const router = newRouter();
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -110,7 +115,10 @@ function operationalRoutes({ db, redis }: AppDeps): Router {
     const checks = await Promise.allSettled([within(pingDb(db), READY_TIMEOUT_MS), redis ? within(pingRedis(redis), READY_TIMEOUT_MS) : Promise.resolve()]);
     const [database, cache] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'unavailable'));
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
-    ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}) };
+    // The memory caches: 'bypassed' while their change channel is lost or silent (every read then
+    // goes to the store: slower, never stale). Not a reason to take the instance out.
+    const memory = { records: memoryState(changeFeed?.live ?? false), ...(tokenCache ? { tokens: memoryState(tokenCache.serving) } : {}) };
+    ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}), memory };
   });
   const assets: Array<[string, string]> = [
     ...['app.css', 'copy.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),

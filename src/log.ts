@@ -8,16 +8,43 @@ export type Logger = pino.Logger;
 // to 16 KB (sonic-boom's largest) and flushed at least every second (and at exit, by pino), so a quiet server's lines
 // still show up promptly.
 const FLUSH_EVERY_MS = 1000;
+const MAX_DEPTH = 5;
 
-export function createLogger(level: string): Logger {
+/**
+ * A logged value without the arguments of Redis commands: ioredis puts a failed command's
+ * arguments on its reply errors (`command.args`) — keys, payloads, and raw artifact ids such as
+ * a session id or a new token's value. Only the command's name is kept. Errors inside (a cause,
+ * a transaction's previousErrors) are serialized and cleaned alike.
+ */
+function withoutCommandArguments(value: unknown, depth = 0): unknown {
+  if (value instanceof Error) value = pino.stdSerializers.err(value);
+  if (depth > MAX_DEPTH || !value || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((item) => withoutCommandArguments(item, depth + 1));
+  const clean: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    const command = key === 'command' && item && typeof item === 'object' && 'args' in item;
+    clean[key] = command ? { name: (item as { name?: unknown }).name } : withoutCommandArguments(item, depth + 1);
+  }
+  return clean;
+}
+
+const OPTIONS: pino.LoggerOptions = {
+  base: undefined,
+  redact: ['req.headers.authorization', 'req.headers.cookie'],
+  serializers: { err: (err: unknown) => withoutCommandArguments(err) },
+};
+
+/** The process's logger: to stdout, buffered; or to `destination` (tests read what is logged). */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   if (level === 'silent') return pino({ level });
-  const destination = pino.destination({ dest: 1, minLength: 16_000, sync: false });
+  if (destination) return pino({ level, ...OPTIONS }, destination);
+  const stdout = pino.destination({ dest: 1, minLength: 16_000, sync: false });
   setInterval(() => {
     try {
-      destination.flush();
+      stdout.flush();
     } catch {
       // destroyed at shutdown: nothing left to flush
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ level, base: undefined, redact: ['req.headers.authorization', 'req.headers.cookie'] }, destination);
+  return pino({ level, ...OPTIONS }, stdout);
 }

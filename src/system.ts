@@ -9,6 +9,7 @@ import { startChangeFeed } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
+import type { HeartbeatTiming } from './storage/heartbeat.ts';
 import { flushGrantUses } from './oauth/grant-use.ts';
 import { flushSecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
@@ -51,6 +52,8 @@ export interface SystemOverrides {
   redis?: RedisClient;
   redisPrefix?: string;
   log?: Logger;
+  /** The change channels' heartbeat (src/storage/heartbeat.ts); tests make it fast. */
+  heartbeat?: HeartbeatTiming;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -63,10 +66,16 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   configurePasswordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
   const cipher = createDataCipher(config.dataEncryptionKeys);
+  const metrics = createMetrics();
+  const channel = (name: string) => ({ heartbeat: overrides.heartbeat, onHeartbeatMissed: () => metrics.heartbeatsMissed.inc({ channel: name }) });
   // Client and user records are cached in memory while this feed tells us of every change.
-  const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'));
+  const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
   // Access token lookups are served from memory while this process hears of every revocation.
-  const tokenCache = redis ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache')) : undefined;
+  const tokenCache = redis
+    ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache'), channel('revocations'))
+    : undefined;
+  metrics.watchMemoryCache('records', () => changeFeed.live);
+  if (tokenCache) metrics.watchMemoryCache('tokens', () => tokenCache.cache.serving);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   // For the operator scripts: where this server's artifacts live (src/storage/store-record.ts).
   const store = redis && { client: redis, mode: redis.isCluster ? ('cluster' as const) : (config.redis?.mode ?? 'single'), prefix: overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX };
@@ -80,7 +89,6 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   // One secret check for the provider's client authentication and the hot paths alike.
   const secrets = clientSecrets(db, artifacts);
   const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
-  const metrics = createMetrics();
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -106,6 +114,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
+    changeFeed,
     refreshGraceSeconds: config.refreshGraceSeconds,
   });
 

@@ -77,7 +77,8 @@ describe('dependency failures', () => {
     await redisProxy.cut();
 
     const started = Date.now();
-    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'ok', redis: 'unavailable' } });
+    // Revocations are not heard meanwhile: access tokens are not served from memory.
+    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'ok', redis: 'unavailable', memory: { records: 'serving', tokens: 'bypassed' } } });
     expect(Date.now() - started).toBeLessThan(5000); // prompt, even on a loaded machine
 
     const me = await getMe(server.url, tokens.access_token);
@@ -97,12 +98,57 @@ describe('dependency failures', () => {
     expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })).status).toBe(200);
   });
 
+  it('answers every request that needs Redis 503 at once while it is down, and recovers by itself', async () => {
+    const tokens = await tokensFor(server, client, user, 'PROFILE_READ');
+    const code = await codeFor(server, client, user, 'PROFILE_READ');
+    const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+    const requests = {
+      code: () => fetch(`${server.url}/v2/auth/oauth2/token`, form({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...client })),
+      refresh: () => fetch(`${server.url}/v2/auth/oauth2/token`, form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client })),
+      refreshJson: () =>
+        fetch(`${server.url}/v2/auth/oauth2/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client }),
+        }),
+      junkRefresh: () => fetch(`${server.url}/v2/auth/oauth2/token`, form({ grant_type: 'refresh_token', refresh_token: 'no-such-token', ...client })),
+      introspection: () => fetch(`${server.url}/v2/auth/oauth2/introspect`, form({ token: tokens.access_token, ...client })),
+      me: () => fetch(`${server.url}/v2/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+      check: () => fetch(`${server.url}/v2/auth/check`, { headers: { authorization: `Bearer ${tokens.access_token}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' } }),
+    };
+    await redisProxy.cut();
+    await until(async () => (await ready()).body.redis === 'unavailable');
+
+    // Across several reconnection attempts (their delays grow to 2 s), each request on its own.
+    const answers: string[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      for (const [name, send] of Object.entries(requests)) {
+        const started = Date.now();
+        const res = await Promise.race([send(), sleep(3000).then(() => undefined)]);
+        const ms = Date.now() - started;
+        answers.push(res ? `${name} ${res.status} ${res.headers.get('retry-after')} ${ms < 1000 ? 'prompt' : `after ${ms} ms`}` : `${name}: no answer within 3 s`);
+      }
+      await sleep(1500);
+    }
+    expect(answers).toEqual([0, 1, 2].flatMap(() => Object.keys(requests).map((name) => `${name} 503 5 prompt`)));
+
+    await redisProxy.restore();
+    await until(async () => (await ready()).status === 200);
+    expect((await requests.me()).status).toBe(200);
+    expect((await requests.check()).status).toBe(200);
+    expect(((await (await requests.introspection()).json()) as { active: boolean }).active).toBe(true);
+    expect((await requests.code()).status).toBe(200);
+    // The refresh token was not spent by the failed attempts.
+    expect((await requests.refresh()).status).toBe(200);
+  }, 120_000);
+
   it('answers 503 while PostgreSQL is unreachable, and recovers by itself', async () => {
     const tokens = await tokensFor(server, client, user, 'PROFILE_READ');
     await pgProxy.cut();
 
     const started = Date.now();
-    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'unavailable', redis: 'ok' } });
+    // Record changes are not heard meanwhile: client and user records are not served from memory.
+    expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', database: 'unavailable', redis: 'ok', memory: { records: 'bypassed', tokens: 'serving' } } });
     expect(Date.now() - started).toBeLessThan(5000); // prompt, even on a loaded machine
     // The token lookup is in Redis, but the profile is in PostgreSQL.
     const me = await getMe(server.url, tokens.access_token);

@@ -3,7 +3,7 @@
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
 import type { Context, Next } from 'koa';
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { requestMetrics } from './request-metrics.ts';
 import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
@@ -49,6 +49,25 @@ export function createMetrics() {
   // Webhooks to apps (src/webhooks/delivery.ts): every attempt, delivered or failed; given_up once per event after 24 hours.
   const webhookDeliveries = new Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, failed, given_up)', labelNames: ['outcome'] as const, registers: [registry] });
 
+  // Whether each memory cache serves (1) or is bypassed (0: its change channel is lost or missed
+  // its heartbeat, src/storage/heartbeat.ts), read when scraped.
+  const memoryCaches = new Map<string, () => boolean>();
+  new Gauge({
+    name: 'oauth_memory_cache_serving',
+    help: 'Whether a memory cache (records, tokens) serves (1) or every read goes to the store (0)',
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      for (const [cache, serving] of memoryCaches) this.set({ cache }, serving() ? 1 : 0);
+    },
+  });
+  const heartbeatsMissed = new Counter({
+    name: 'oauth_channel_heartbeats_missed_total',
+    help: 'Change channels (record_changes, revocations) that heard no heartbeat within the deadline and were replaced',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+  });
+
   /** Counts and times one answered request. */
   function record(route: string, method: string, status: number, seconds: number): void {
     recordRequest(route, method, status, seconds);
@@ -62,6 +81,11 @@ export function createMetrics() {
     authFailures,
     securityEvents,
     webhookDeliveries,
+    heartbeatsMissed,
+    /** Reports a memory cache in oauth_memory_cache_serving. */
+    watchMemoryCache(cache: string, serving: () => boolean): void {
+      memoryCaches.set(cache, serving);
+    },
     /** Koa middleware: counts and times every request. */
     async observe(ctx: Context, next: Next) {
       const route = routeName(ctx.path); // before the provider mount rewrites the path

@@ -2,7 +2,8 @@
 // change feed runs for the database, those reads are served from memory and dropped the moment
 // the record changes — by this process at once, and by every other instance (and the operator
 // scripts' process) through PostgreSQL LISTEN/NOTIFY, which delivers at commit. While the feed is
-// down, nothing is served from memory. Without a feed (the operator scripts, tests on a bare
+// down, nothing is served from memory; a feed that stalls silently (it hears no heartbeat NOTIFY
+// within the deadline, heartbeat.ts) counts as down and is replaced. Without a feed (the operator scripts, tests on a bare
 // database) every read goes to the database. What must never be stale is checked at the source:
 // a revoked secret (spec 5.7: at once) is checked by its mark in Redis (src/oauth/client-secrets.ts),
 // a revoked token in Redis.
@@ -10,6 +11,7 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from './db.ts';
+import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
 
 export type RecordKind = 'client' | 'user';
 
@@ -99,7 +101,12 @@ const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
  * LISTENs, and reconnects after a failure (the cache is emptied and bypassed meanwhile). On the
  * embedded PGlite this process is the only writer, so its own announcements are enough.
  */
-export async function startChangeFeed(db: Db, databaseUrl: string | undefined, onProblem: (message: string) => void = () => {}): Promise<ChangeFeed> {
+export async function startChangeFeed(
+  db: Db,
+  databaseUrl: string | undefined,
+  onProblem: (message: string) => void = () => {},
+  { heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions = {},
+): Promise<ChangeFeed> {
   const existing = feedOf(db);
   if (existing) {
     existing.users += 1;
@@ -115,9 +122,20 @@ export async function startChangeFeed(db: Db, databaseUrl: string | undefined, o
   let client: pg.Client | undefined;
   let closed = false;
   let attempt = 0;
+  // Sent through the pool, heard on the feed's own connection: proves that connection delivers.
+  const beat = watchHeartbeat(
+    heartbeat,
+    () => db.raw('select pg_notify(?, ?)', [CHANNEL, HEARTBEAT_MESSAGE]),
+    () => {
+      if (closed || !feed.live) return;
+      onHeartbeatMissed();
+      lost('the change feed missed its heartbeat; client and user records are read from the database while it reconnects');
+    },
+  );
   const connect = async (): Promise<void> => {
     const next = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 2000 });
     next.on('notification', (message) => {
+      beat.heard();
       const [kind, id] = (message.payload ?? '').split(/:(.*)/s);
       if ((kind === 'client' || kind === 'user') && id !== undefined) feed.drop(kind, id);
     });
@@ -127,6 +145,7 @@ export async function startChangeFeed(db: Db, databaseUrl: string | undefined, o
     await next.query(`LISTEN ${CHANNEL}`);
     client = next;
     attempt = 0;
+    beat.heard();
     // Changes made while we were not listening are unknown: start from an empty cache.
     feed.reset();
     feed.live = true;
@@ -137,7 +156,10 @@ export async function startChangeFeed(db: Db, databaseUrl: string | undefined, o
     feed.reset();
     onProblem(why);
     client?.removeAllListeners();
+    client?.on('error', () => {});
     void client?.end().catch(() => {});
+    // A stalled connection may never finish ending: its socket goes now.
+    client?.connection.stream.destroy();
     client = undefined;
     retry();
   };
@@ -153,6 +175,7 @@ export async function startChangeFeed(db: Db, databaseUrl: string | undefined, o
   });
   return handle(db, feed, async () => {
     closed = true;
+    beat.stop();
     feed.live = false;
     await client?.end().catch(() => {});
   });

@@ -43,7 +43,8 @@ local function save(key, first_index, last_index, json, ttl, grant)
 end`;
 
 // A whole save, atomically, on a single node: KEYS[1] the artifact, then ARGV[3] index sets, then
-// the lookup keys (uid, user code) that point at ARGV[4], the artifact's id. ARGV[1] the payload,
+// the lookup keys (uid, user code) that point at ARGV[4], the artifact's id ('' without lookups:
+// a raw id — a token's value — is sent only where it is stored). ARGV[1] the payload,
 // ARGV[2] seconds to live (0 = none), ARGV[5] a refresh token's grant key ('' otherwise).
 const UPSERT_SCRIPT = `${SAVE}
 local ttl = tonumber(ARGV[2])
@@ -231,7 +232,7 @@ export class RedisAdapter implements Adapter {
     if (!this.redis.isCluster) {
       // One node (or Sentinel's master): one script, one command — a token save is on the path of
       // every token request, and a single command shares a write with other requests' commands.
-      await this.scripts.upsert(1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, id, grantKeyOf(this.prefix, this.model, payload));
+      await this.scripts.upsert(1 + indexes.length + lookups.length, key, ...indexes, ...lookups, json, expiresIn, indexes.length, lookups.length ? id : '', grantKeyOf(this.prefix, this.model, payload));
       return;
     }
     // A cluster: the keys live in different slots, so one command per key. Indexes first: a failure

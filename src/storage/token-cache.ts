@@ -8,7 +8,8 @@
 //   every other instance when the message arrives (well under 50 ms).
 // - A dedicated subscriber connection listens. While it is not subscribed (starting, lost,
 //   reconnecting) nothing is served from memory, and the memory is emptied: messages may have been
-//   missed.
+//   missed. A silent stall counts as lost: every instance publishes a heartbeat on the channel,
+//   and a subscriber that hears nothing within the deadline is replaced (heartbeat.ts).
 // - A lookup that started before any revocation message or reconnection is not kept: it may have
 //   read a token that was being revoked (a generation counter says so).
 // - What a reader derived from a payload (the API's verified facts) may be remembered with its
@@ -20,6 +21,7 @@
 import type { AdapterPayload } from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from './redis.ts';
+import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
 
 const MAX_ENTRIES = 50_000;
 
@@ -146,17 +148,36 @@ export interface TokenCacheHandle {
 
 /**
  * Subscribes to the revocation channel on a connection of its own and serves from memory while
- * subscribed. Undefined on a Redis Cluster (see the header).
+ * subscribed and hearing the channel's heartbeat. Undefined on a Redis Cluster (see the header).
  */
-export async function startTokenCache(redis: RedisClient, prefix: string, onProblem: (message: string) => void = () => {}): Promise<TokenCacheHandle | undefined> {
+export async function startTokenCache(
+  redis: RedisClient,
+  prefix: string,
+  onProblem: (message: string) => void = () => {},
+  { heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions = {},
+): Promise<TokenCacheHandle | undefined> {
   if (redis.isCluster) return undefined;
   const cache = new TokenCache();
   // Named, so an operator can tell it apart in CLIENT LIST.
-  const subscriber = (redis as Redis).duplicate({ connectionName: `${prefix}token-cache` });
+  // Its SUBSCRIBE may wait for the connection (the commands on the main one may not: redis.ts).
+  const subscriber = (redis as Redis).duplicate({ connectionName: `${prefix}token-cache`, enableOfflineQueue: true });
   const channel = channelOf(prefix);
   let closed = false;
+  const beat = watchHeartbeat(
+    heartbeat,
+    () => redis.publish(channel, HEARTBEAT_MESSAGE),
+    () => {
+      if (closed || !cache.serving) return;
+      cache.setLive(false);
+      onHeartbeatMissed();
+      onProblem('the token revocation channel missed its heartbeat; access tokens are read from Redis while it reconnects');
+      subscriber.disconnect(true); // a stalled connection is not waited for: a new one
+    },
+  );
   subscriber.on('message', (from: string, message: string) => {
-    const revoked = from === channel ? decode(message) : undefined;
+    if (from !== channel) return;
+    beat.heard();
+    const revoked = decode(message);
     if (revoked) cache.drop(revoked);
   });
   subscriber.on('error', () => {}); // reported through 'close'
@@ -168,7 +189,11 @@ export async function startTokenCache(redis: RedisClient, prefix: string, onProb
   // ioredis reconnects by itself; serve from memory again only once the subscription is confirmed.
   const subscribe = () =>
     subscriber.subscribe(channel).then(
-      () => !closed && cache.setLive(true),
+      () => {
+        if (closed) return;
+        beat.heard();
+        cache.setLive(true);
+      },
       () => {},
     );
   subscriber.on('ready', () => void subscribe());
@@ -177,6 +202,7 @@ export async function startTokenCache(redis: RedisClient, prefix: string, onProb
     cache,
     async close() {
       closed = true;
+      beat.stop();
       cache.setLive(false);
       subscriber.disconnect();
     },

@@ -8,6 +8,7 @@ const CONNECTION_MESSAGES = [
   /Connection terminated/i,
   /connect ECONNREFUSED/i,
   /Stream isn't writeable/i,
+  /enableOfflineQueue options is false/i, // a Cluster that is not ready (see failFastOnceConnected)
   /CLUSTERDOWN/,
   /Failed to refresh slots cache/i,
   /TRYAGAIN/,

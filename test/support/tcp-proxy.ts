@@ -1,6 +1,6 @@
 // A loopback TCP proxy in front of PostgreSQL or Redis that a test can cut and restore, to
-// simulate an outage of the real service without stopping it for everyone else, or hold, to
-// simulate a service that is slow to answer.
+// simulate an outage of the real service without stopping it for everyone else, hold, to
+// simulate a service that is slow to answer, or pause, to simulate a silent stall.
 import net from 'node:net';
 
 export interface TcpProxy {
@@ -12,6 +12,13 @@ export interface TcpProxy {
   /** New connections are accepted, but nothing passes until release(): the service is slow. */
   hold(): void;
   release(): void;
+  /**
+   * Open connections stay open but nothing passes either way (not even their end), and new ones
+   * are held: a hung proxy, or half-open connections that TCP has not noticed yet.
+   */
+  pause(): void;
+  /** Everything flows again, what was sent meanwhile included. */
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -23,11 +30,15 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     s.on('error', () => {});
   };
   let held: net.Socket[] | undefined;
+  const pairs = new Set<[net.Socket, net.Socket]>();
   const connect = (client: net.Socket) => {
     const upstream = net.connect(targetPort, targetHost);
     track(upstream);
     client.pipe(upstream).pipe(client);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
     const end = () => {
+      pairs.delete(pair);
       client.destroy();
       upstream.destroy();
     };
@@ -55,6 +66,21 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       held ??= [];
     },
     release: () => {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const client of waiting) if (!client.destroyed) connect(client);
+    },
+    pause: () => {
+      held ??= [];
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    resume: () => {
+      for (const [client, upstream] of pairs) client.pipe(upstream).pipe(client);
       const waiting = held ?? [];
       held = undefined;
       for (const client of waiting) if (!client.destroyed) connect(client);
