@@ -349,5 +349,16 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: cheap })).status).toBe(429);
       expect((await signIn(browser, next, ip, user.email, user.password)).res.status).toBe(303);
     });
+
+    it('keeps its counters at a fixed size, whatever the form sends: a 20,000-character email sizes no key', async () => {
+      const browser = new Browser();
+      const ip = '198.51.100.80';
+      for (let i = 0; i < 3; i++) await signIn(browser, await pagesSignIn(browser), ip, `${String(i).repeat(20_000)}@example.com`, 'guess');
+      if (server.redis) {
+        const keys = await server.redis.redis.keys(`${server.redis.prefix}rl:signin-*`);
+        expect(keys.length).toBeGreaterThan(0);
+        expect(Math.max(...keys.map((k) => k.length))).toBeLessThan(200);
+      }
+    });
   });
 });

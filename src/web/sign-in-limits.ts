@@ -12,7 +12,7 @@
 //   accounts) and attempts from it need the work, so one address cannot spray many accounts for free.
 // - a device known for the account (src/web/known-devices.ts: it signed in to it before) skips both:
 //   its owner is never slowed by others' failures; its own failures for the account still count.
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { createChallenge, randomInt, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { verify } from 'altcha-lib/frameworks/shared';
@@ -67,7 +67,9 @@ export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'o
   const hmacSignatureSecret = createHmac('sha256', secret).update('sign-in challenge').digest('hex');
   const hmacKeySignatureSecret = createHmac('sha256', secret).update('sign-in challenge key').digest('hex');
 
-  const account = (email: string) => email.trim().toLowerCase();
+  // Keys of a fixed size, whatever a form sends: a long made-up email or nonce sizes no counter.
+  const digest = (value: string) => createHash('sha256').update(value).digest('base64url');
+  const account = (email: string) => digest(email.trim().toLowerCase());
   const count = async (l: typeof perIp, key: string) => (await l.get(key))?.consumedPoints ?? 0;
 
   return {
@@ -97,7 +99,7 @@ export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'o
     async solved(payload, work) {
       if (typeof payload !== 'string' || payload.length > 8192) return false;
       // Single use: a solution's nonce is recorded once it verified; a second showing fails.
-      const store = { get: () => false, set: () => {}, setIfAbsent: async (id: string) => (await consume(usedChallenges, id)).consumedPoints === 1 };
+      const store = { get: () => false, set: () => {}, setIfAbsent: async (id: string) => (await consume(usedChallenges, digest(id))).consumedPoints === 1 };
       const result = await verify(payload, deriveKey, hmacSignatureSecret, hmacKeySignatureSecret, store).catch(() => undefined);
       if (!result || result.error || !result.payload || !('solution' in result.payload)) return false;
       // Worth the work asked now (signed in the challenge): a cheaper earlier challenge is not enough.
