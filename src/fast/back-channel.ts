@@ -89,7 +89,7 @@ export function secretCredentials(headers: IncomingHttpHeaders, params: { client
 export async function clientOfSecret(provider: Provider, secrets: ClientSecrets, clientId: string, secret: string) {
   const client = await provider.Client.find(clientId);
   if (client?.clientAuthMethod !== 'client_secret_basic' && client?.clientAuthMethod !== 'client_secret_post') return undefined;
-  if ((client as unknown as { clientSecretExpiresAt?: number }).clientSecretExpiresAt) return undefined;
+  if (client.clientSecretExpiresAt) return undefined;
   const secretId = secrets.match(client, secret);
   return secretId === undefined ? undefined : { client, secretId };
 }
