@@ -21,7 +21,8 @@ import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits
 import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
-import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
 import { asNewToken, fromStore, toSave } from './library.ts';
