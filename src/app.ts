@@ -77,6 +77,8 @@ export interface AppDeps {
   tokenCache?: TokenCache | undefined;
   /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
   changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
+  /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
+  fastPaths: boolean;
 }
 
 
@@ -143,6 +145,8 @@ export function createListener(deps: AppDeps): RequestListener {
   // What both listeners do for every request, made once so that they do it alike.
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
+  // Off: the app answers everything, the back channel through the provider.
+  if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
   const backChannel = createBackChannelApp(deps, shared);
   const backChannelHotPaths = backChannelPlainCases(deps);
   const hotPaths = hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
