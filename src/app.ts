@@ -25,7 +25,6 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
@@ -164,7 +163,6 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
-    issued: tokensIssued({ db, metrics: deps.metrics, log }),
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);
