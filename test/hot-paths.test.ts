@@ -1,4 +1,4 @@
-// The API's hot paths (src/api/listener.ts) are answered before the Koa app; the app answers
+// The API's hot paths (src/fast/dispatch.ts) are answered before the Koa app; the app answers
 // whatever they pass on. One contract, two transports: the same request gets the same answer
 // either way, and each request goes where it should.
 import http from 'node:http';
@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
-import { hotPathListener } from '../src/api/listener.ts';
+import { hotPathListener } from '../src/fast/dispatch.ts';
 import { dataAnswer } from '../src/api/responses.ts';
 import { clientAddress } from '../src/http/untrusted-proxy.ts';
 import { createLogger } from '../src/log.ts';
@@ -16,6 +16,7 @@ import { requestLineWriter } from '../src/http/request-log.ts';
 import Koa from 'koa';
 import { comparable, raw } from './support/raw-http.ts';
 import { readBodyOnce } from '../src/oauth/request-shims.ts';
+import { HAND_OVER } from '../src/fast/back-channel.ts';
 
 describe('which listener answers', () => {
   let base: string;
@@ -46,11 +47,11 @@ describe('which listener answers', () => {
             path,
             async ({ form }) => {
               answeredBy.push(`plain ${path.slice(path.lastIndexOf('/') + 1)}`);
-              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : undefined;
+              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : HAND_OVER.not_plain;
             },
           ]),
         ),
-        log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
+        log: createLogger('silent'), metrics: { record: () => {}, fastPathOutcome: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
       app,
     );
     const server = http.createServer(listener);
