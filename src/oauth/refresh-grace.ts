@@ -19,7 +19,7 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync 
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
-import { presentedCredentials } from './client-credentials.ts';
+import { presentedCredentials } from '../fast/credentials.ts';
 import { dpopKeyOf } from './dpop-key.ts';
 import { isLive } from './token-liveness.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';

@@ -27,7 +27,7 @@ const bodies = new WeakMap<IncomingMessage, Promise<string>>();
 
 /**
  * The body of a token, revocation or introspection request, read once with the size limit: the
- * hot-path listener may read it first (src/oauth/introspection.ts) and pass the request on.
+ * hot-path listener may read it first (src/fast/introspection.ts) and pass the request on.
  */
 export function readBodyOnce(req: IncomingMessage): Promise<string> {
   let body = bodies.get(req);

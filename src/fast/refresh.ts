@@ -1,5 +1,5 @@
 // The rotating refresh (RFC 6749 6; RFC 9700 4.14.2) of a confidential client, answered on the
-// hot path (src/api/listener.ts): apps refresh all the time, and the Koa app and the provider's
+// hot path (src/fast/dispatch.ts): apps refresh all the time, and the Koa app and the provider's
 // request pipeline cost several times the work itself (docs/benchmark.md). The provider's models
 // still decide and build everything — Client and its secret check (client-secrets.ts), the
 // presented RefreshToken and its Grant as their find() verifies them, the new RefreshToken and
@@ -19,13 +19,13 @@ import type { AdapterPayload } from 'oidc-provider';
 import type { Logger } from '../log.ts';
 import type { Saved } from '../storage/redis-adapter.ts';
 import type { RefreshRotation } from '../storage/artifacts.ts';
-import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
-import type { GraceClient, RefreshGrace } from './refresh-grace.ts';
+import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
 import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
-import type { ClientSecrets } from './client-secrets.ts';
-import { isLive } from './token-liveness.ts';
+import type { ClientSecrets } from '../oauth/client-secrets.ts';
+import { isLive } from '../oauth/token-liveness.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.

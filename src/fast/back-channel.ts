@@ -1,11 +1,11 @@
 // What the back channel's hot paths (introspection.ts, refresh.ts) share: the request as the
 // listener hands it over, and the checks that must read exactly as the provider's do. Each hot
 // path answers only the plain case; for anything else it returns undefined and the provider
-// answers (src/api/listener.ts passes the request on, body and all).
+// answers (src/fast/dispatch.ts passes the request on, body and all).
 import type { IncomingHttpHeaders } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Answer } from '../api/responses.ts';
-import type { ClientSecrets } from './client-secrets.ts';
+import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isWellFormedClientId } from '../clients/secrets.ts';
 
 export interface BackChannelRequest {
