@@ -201,15 +201,12 @@ describe("the README's configuration table", () => {
 describe('shipped files', () => {
   // A clone holds only the repository: a citation of a document outside it cannot be followed.
   const OUTSIDE = /\bCONTRACT\b|\bspec (?:\d|§)|service-spec|\.\.\/shared\/|\bresearch\//;
-  const files = [
-    ...PAGES,
-    ...['src', 'views', 'deploy', 'migrations'].flatMap(function walk(dir: string): string[] {
-      return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-        const rel = path.posix.join(dir, e.name);
-        return e.isDirectory() ? walk(rel) : [rel];
-      });
-    }),
-  ];
+  const filesUnder = (dir: string): string[] =>
+    fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+      const rel = path.posix.join(dir, e.name);
+      return e.isDirectory() ? filesUnder(rel) : [rel];
+    });
+  const files = [...PAGES, ...['src', 'views', 'deploy', 'migrations'].flatMap((dir) => filesUnder(dir))];
 
   it('cite no document outside the repository', () => {
     const citations = files.flatMap((file) =>
@@ -218,5 +215,12 @@ describe('shipped files', () => {
         .flatMap((line, i) => (OUTSIDE.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(citations).toEqual([]);
+  });
+
+  it('point only to docs/ pages that exist', () => {
+    const missing = files.flatMap((file) =>
+      [...read(file).matchAll(/\bdocs\/[\w./-]*\.md\b/g)].map((m) => m[0]).filter((doc) => !fs.existsSync(path.join(ROOT, doc))).map((doc) => `${file}: ${doc}`),
+    );
+    expect(missing).toEqual([]);
   });
 });
