@@ -25,7 +25,6 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
@@ -77,6 +76,8 @@ export interface AppDeps {
   tokenCache?: TokenCache | undefined;
   /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
   changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
+  /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
+  fastPaths: boolean;
 }
 
 
@@ -143,6 +144,8 @@ export function createListener(deps: AppDeps): RequestListener {
   // What both listeners do for every request, made once so that they do it alike.
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
+  // Off: the app answers everything, the back channel through the provider.
+  if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
   const backChannel = createBackChannelApp(deps, shared);
   const backChannelHotPaths = backChannelPlainCases(deps);
   const hotPaths = hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
@@ -160,7 +163,6 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
-    issued: tokensIssued({ db, metrics: deps.metrics, log }),
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);
