@@ -38,7 +38,7 @@ beforeAll(async () => {
   // Last uses are recorded once a minute per secret and grant (src/storage/last-use.ts): the clock
   // moves a minute on before each request, so that each records what it would.
   vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
-  [on, off] = await Promise.all([side({}), side({ FAST_PATHS: 'off' })]);
+  [on, off] = await Promise.all([side({ FAST_PATHS: 'on' }), side({ FAST_PATHS: 'off' })]);
 });
 afterAll(async () => {
   vi.useRealTimers();
