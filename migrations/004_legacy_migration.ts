@@ -1,4 +1,4 @@
-// Legacy clients (spec 5.6): which grants are unscoped legacy grants, and what each legacy client
+// Legacy clients (docs/legacy-migration.md): which grants are unscoped legacy grants, and what each legacy client
 // has been asking for lately (the order guard of `clients set-scopes`).
 import type { Knex } from 'knex';
 

@@ -1,4 +1,4 @@
-// The legacy migration guard judges the switch, not the calendar (spec 5.6): per legacy client,
+// The legacy migration guard judges the switch, not the calendar (docs/legacy-migration.md): per legacy client,
 // when the app first sent an authorization request with scope, and the requests without scope
 // that still came after it.
 import type { Knex } from 'knex';

@@ -1,4 +1,6 @@
-// The only reader of process.env. Everything else receives a typed Config.
+// The server's settings, read from the environment once, here. Everything else receives a typed
+// Config (src/views.ts also looks at NODE_ENV for its template cache; the operator scripts' entry
+// passes the environment to loadConfig).
 import path from 'node:path';
 import { hasUnsafeText } from './text.ts';
 import { DEFAULT_LOG_N } from './accounts/password.ts';

@@ -14,7 +14,7 @@ import { validateRedirectUri } from './clients/validate.ts';
 export const DEMO_ACTOR = 'system:demo-seed';
 const DEMO = { actor: DEMO_ACTOR, reason: 'first start of the embedded default' };
 
-/** The callback page on APP_URL; on loopback when APP_URL is plain http elsewhere (not registrable: spec 8). */
+/** The callback page on APP_URL; on loopback when APP_URL is plain http elsewhere (not registrable: docs/operations.md, redirect URIs). */
 function demoRedirectUri(config: Config): string {
   const onAppUrl = `${config.appUrl}${DEMO_CALLBACK_PATH}`;
   try {

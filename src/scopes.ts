@@ -1,4 +1,4 @@
-// The scope catalogue (spec 5.2–5.4): the one place scope names are spelled out.
+// The scope catalogue (docs/scopes.md): the one place scope names are spelled out.
 
 export interface ScopeInfo {
   name: string;
@@ -44,7 +44,7 @@ const ORG_SCOPES: ScopeInfo[] = [
 ];
 
 /**
- * The grant of a legacy client's request without `scope` (spec 5.6): access to everything the
+ * The grant of a legacy client's request without `scope` (docs/legacy-migration.md): access to everything the
  * user can reach. An internal marker, not a catalogue scope: clients can never request it, and it
  * is not shown in token responses.
  */
@@ -138,7 +138,7 @@ export function visibleScope(scope: string): string {
   return scope.split(' ').filter((s) => s && s !== LEGACY_FULL_ACCESS).join(' ');
 }
 
-/** Splits a scope value on spaces and commas (spec 4.1), dropping empties and duplicates. */
+/** Splits a scope value on spaces and commas (docs/endpoints.md), dropping empties and duplicates. */
 export function parseScopeList(value: string): string[] {
   return [...new Set(value.split(/[\s,]+/).filter(Boolean))];
 }
@@ -148,7 +148,7 @@ export function parseScopeArgs(values: readonly string[]): string[] {
   return parseScopeList(values.join(' '));
 }
 
-/** `ORG_X` satisfies a need for `TEAM_X` (spec 5.4). */
+/** `ORG_X` satisfies a need for `TEAM_X` (docs/scopes.md). */
 export function scopeSatisfies(granted: ReadonlySet<string>, needed: string): boolean {
   if (granted.has(needed)) return true;
   return needed.startsWith('TEAM_') && granted.has(`ORG_${needed.slice('TEAM_'.length)}`);

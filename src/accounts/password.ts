@@ -11,8 +11,8 @@ const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
 
-// A password check is the most expensive request we serve (~128 MiB and a few hundred ms of a core
-// on libuv's thread pool). Hashes run a few at a time; past a short queue a check is refused at
+// A password check is the most expensive request we serve (128 MiB by its parameters, and the most
+// CPU time of any request, on libuv's thread pool). Hashes run a few at a time; past a short queue a check is refused at
 // once (PasswordHashingBusy) instead of queueing unbounded work and memory behind a flood.
 const DEFAULT_CONCURRENCY = 2;
 const DEFAULT_MAX_QUEUED = 32;

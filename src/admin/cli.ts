@@ -1,4 +1,4 @@
-// `npm run --silent admin -- <command>`: the operator scripts (CONTRACT 5); see program.ts.
+// `npm run --silent admin -- <command>`: the operator scripts (docs/operations.md); see program.ts.
 import readline from 'node:readline';
 import { runAdmin } from './program.ts';
 

@@ -1,4 +1,4 @@
-// The operator scripts' actions (CONTRACT 5): plain functions over the service layer that return
+// The operator scripts' actions (docs/operations.md): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
 import { migrateLatest, type Db } from '../storage/db.ts';
 import { createUser, setAdmin } from '../accounts/store.ts';

@@ -1,4 +1,4 @@
-// The operator scripts (CONTRACT 5) as a function of argv, environment and output streams, so that
+// The operator scripts (docs/operations.md) as a function of argv, environment and output streams, so that
 // tests run them in-process; src/admin/cli.ts is the process entry.
 // --json prints exactly one JSON document; a refusal exits 1 with a one-line reason on stderr.
 import os from 'node:os';

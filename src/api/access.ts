@@ -16,7 +16,7 @@ export interface VerifiedToken {
   accountId: string;
   clientId: string;
   scopes: Set<string>;
-  /** A legacy client's unscoped token: not limited by scopes (spec 5.6). */
+  /** A legacy client's unscoped token: not limited by scopes (docs/legacy-migration.md). */
   unscoped: boolean;
 }
 
@@ -152,7 +152,7 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   return { allow: true, token };
 }
 
-/** The answer to a refusal: the CONTRACT 3.2 body and the RFC 6750 challenge. */
+/** The answer to a refusal: the /v2 error body (docs/errors.md) and the RFC 6750 challenge. */
 export function refuse(decision: Refusal): Answer {
   if (decision.status === 400) return rejectRequest(decision.message);
   if (decision.status === 401) return rejectToken(decision.tokenSent, decision.message);

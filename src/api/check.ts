@@ -1,4 +1,4 @@
-// GET /v2/auth/check (CONTRACT 3.3): the decision a gateway (nginx auth_request, Traefik
+// GET /v2/auth/check (docs/gateways.md): the decision a gateway (nginx auth_request, Traefik
 // ForwardAuth, Envoy ext_authz) asks for before forwarding a call to the scheduling API. Hot
 // path: the token lookup and the in-memory route policy, nothing else. Answered by the hot-path
 // listener (listener.ts); the Koa route answers the unusual spellings it passes on.

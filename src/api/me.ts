@@ -1,4 +1,4 @@
-// /v2/me: the authorized user's profile (spec 4.4), read with PROFILE_READ, changed with PROFILE_WRITE.
+// /v2/me: the authorized user's profile (docs/endpoints.md), read with PROFILE_READ, changed with PROFILE_WRITE.
 // Reading is a hot path, answered by the hot-path listener (listener.ts) when the request carries no
 // body; the Koa routes answer the rest.
 import type Router from '@koa/router';

@@ -1,4 +1,4 @@
-// Response shapes of the /v2 resource API (CONTRACT 3.2) and the RFC 6750 challenges, as answers
+// Response shapes of the /v2 resource API (docs/errors.md) and the RFC 6750 challenges, as answers
 // that either transport writes: Koa (reply) or the hot-path listener (writeAnswer in listener.ts).
 import type { Context } from 'koa';
 

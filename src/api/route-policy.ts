@@ -1,4 +1,4 @@
-// The route policy (CONTRACT 4): which scope a call to the scheduling API needs.
+// The route policy (docs/gateways.md): which scope a call to the scheduling API needs.
 // One table, read top to bottom; the first matching rule decides; no rule means no access.
 import { ALL_SCOPES } from '../scopes.ts';
 
@@ -17,7 +17,7 @@ interface Rule {
 }
 
 const RULES: Rule[] = [
-  // Booking creation, cancellation and rescheduling are public (spec 4.5).
+  // Booking creation, cancellation and rescheduling are public (docs/gateways.md).
   { pattern: 'bookings', family: 'public', methods: ['POST'] },
   { pattern: 'bookings/{id}/cancel', family: 'public', methods: ['POST'] },
   { pattern: 'bookings/{id}/reschedule', family: 'public', methods: ['POST'] },

@@ -75,7 +75,7 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
     if (approve) {
       const uris = [...client.redirectUris, ...change.addRedirectUris.filter((u) => !client.redirectUris.includes(u))];
       if (uris.length > MAX_REDIRECT_URIS) throw new InputError(`approving would exceed ${MAX_REDIRECT_URIS} redirect URIs`);
-      // Full access is only a legacy client's (spec 5.6); any other keeps its scopes.
+      // Full access is only a legacy client's (docs/legacy-migration.md); any other keeps its scopes.
       const scopes = change.toFullAccess && client.legacy ? [] : [...client.scopes, ...change.addScopes.filter((s) => !client.scopes.includes(s))];
       await repo.updateClient(trx, client.clientId, { scopes, ...(change.setLinks ?? {}) });
       await repo.replaceRedirectUris(trx, client.clientId, uris);

@@ -42,7 +42,7 @@ export function planEdit(current: ClientRecord, requested: RequestedEdit): EditP
   const scopes = validateClientScopes(requested.scopes, current.legacy);
   const currentLinks = { policyUri: current.policyUri, tosUri: current.tosUri };
   const reviewed = current.status !== 'pending';
-  // A legacy client that still has full access narrows by selecting any scopes (spec 5.6 b).
+  // A legacy client that still has full access narrows by selecting any scopes (step 2 of docs/legacy-migration.md).
   const fullAccess = isUnscopedLegacy(current);
   // Back to no scopes is back to full access: never at once, whatever the client's status.
   const toFullAccess = !fullAccess && scopes.length === 0;

@@ -1,4 +1,4 @@
-// Legacy clients and their migration to scopes (spec 5.6), with our order guard: what a legacy
+// Legacy clients and their migration to scopes (docs/legacy-migration.md), with our order guard: what a legacy
 // client asks for, which grants are unscoped, and whether setting client scopes is safe yet.
 import type { Db } from '../storage/db.ts';
 import { InputError } from '../errors.ts';
@@ -61,7 +61,7 @@ async function recentRequests(db: Db, clientId: string): Promise<RequestSummary>
 }
 
 /**
- * Why setting client scopes now would lock users out (spec 5.6 point 3), or null. The guard judges
+ * Why setting client scopes now would lock users out (docs/legacy-migration.md, the order guard), or null. The guard judges
  * the switch, not the calendar: once the app sends scope, only requests without scope that keep
  * coming after that (in the last 7 days) refuse; before any scoped request, any in the last 7 days.
  */

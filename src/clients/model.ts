@@ -16,7 +16,7 @@ export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
 export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
 
 export const MAX_REDIRECT_URIS = 10;
-export const MAX_ACTIVE_SECRETS = 2; // spec 5.7
+export const MAX_ACTIVE_SECRETS = 2; // docs/secret-rotation.md
 export const MAX_TOKEN_REQUESTS_PER_MINUTE = 1_000_000;
 /** The longest refresh grace window a client may have (as REFRESH_GRACE_SECONDS). */
 export const MAX_REFRESH_GRACE_SECONDS = 60;
@@ -67,7 +67,7 @@ export interface ClientRecord {
   updatedAt: Date;
 }
 
-/** A legacy client that has not selected scopes yet: it still has full access (spec 5.6). */
+/** A legacy client that has not selected scopes yet: it still has full access (docs/legacy-migration.md). */
 export const isUnscopedLegacy = (client: Pick<ClientRecord, 'legacy' | 'scopes'>) => client.legacy && client.scopes.length === 0;
 
 /** The optional links of a client (see ClientRecord); '' or absent means none. */
@@ -92,7 +92,7 @@ export interface StoredLinks {
 export interface ChangeRequest {
   addScopes: string[];
   addRedirectUris: string[];
-  /** A migrated legacy client back to no scopes: full access again (spec 5.6). */
+  /** A migrated legacy client back to no scopes: full access again (docs/legacy-migration.md). */
   toFullAccess: boolean;
   /** New privacy-policy or terms links; absent: the links stay. */
   setLinks?: StoredLinks;

@@ -181,7 +181,7 @@ export async function deleteClient({ db, artifacts }: ClientDeps, clientId: stri
 
 /**
  * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
- * migration step (b) of spec 5.6, refused by the order guard unless forced.
+ * migration step 2 of docs/legacy-migration.md, refused by the order guard unless forced.
  */
 export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
   const valid = validateClientScopes(scopes, false);

@@ -1,4 +1,4 @@
-// Rules for what a client may be registered with (spec 2.1, 5.5, 8).
+// Rules for what a client may be registered with (docs/operations.md: operator scripts, redirect URIs).
 import { InputError } from '../errors.ts';
 import { isKnownScope } from '../scopes.ts';
 import { hasUnsafeText } from '../text.ts';

@@ -1,6 +1,6 @@
 // The one place errors become answers. Whatever failed — our code, a library, the provider, a
 // storage outage — the answer has the shape of its route family: RFC 6749 JSON on the token,
-// revocation and introspection endpoints, CONTRACT 3.2 JSON on the /v2 API, an HTML page
+// revocation and introspection endpoints, the /v2 error JSON on the /v2 API, an HTML page
 // elsewhere. A storage outage is 503 with Retry-After; anything unexpected is a 500 that says
 // nothing about our insides (it is logged).
 import type { Context } from 'koa';

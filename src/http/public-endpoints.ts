@@ -1,5 +1,5 @@
 // The addresses a developer connects an app to, built from the configured public URLs and the
-// paths of paths.ts: the authorization endpoint on APP_URL, the rest on BASE_URL (CONTRACT 3).
+// paths of paths.ts: the authorization endpoint on APP_URL, the rest on BASE_URL (docs/endpoints.md).
 import type { Config } from '../config.ts';
 import { APP_AUTHORIZE_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 

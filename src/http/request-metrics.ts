@@ -1,7 +1,7 @@
 // HTTP requests by route, method and status, and their latency by route, for Prometheus. Counted
 // in plain maps on the request path and turned into series only when scraped: prom-client's own
-// metrics validate and hash their label set on every observation, which under load cost as much
-// as a third of a gateway decision (docs/benchmark.md). The series are those prom-client's
+// metrics validate and hash their label set on every observation, which under load cost
+// a large share of a gateway decision (docs/benchmark.md). The series are those prom-client's
 // Counter and Histogram would write.
 import type { Metric, Registry } from 'prom-client';
 

@@ -6,7 +6,7 @@ export const STARTING_RETRY_AFTER_SECONDS = 2;
 
 const MESSAGE = 'The service is starting. Please try again in a few seconds.';
 
-/** 503 with Retry-After, at once: RFC 6749 JSON on the provider's paths, CONTRACT 3.2 JSON on the API, text elsewhere. */
+/** 503 with Retry-After, at once: RFC 6749 JSON on the provider's paths, the /v2 error JSON on the API, text elsewhere. */
 export function answerStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   const body = path.startsWith('/v2/auth/oauth2/')

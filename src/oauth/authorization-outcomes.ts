@@ -20,7 +20,7 @@ function redirectToClient(ctx: KoaContextWithOIDC): boolean {
 }
 
 /**
- * An unreviewed client is never an open redirector (CONTRACT 6): until an administrator approves
+ * An unreviewed client is never an open redirector (docs/pages.md, review rules): until an administrator approves
  * it, the server redirects to its redirect URI only inside a flow of its signed-in owner. Every
  * other outcome — a bad scope, prompt=none without a session, Cancel on the sign-in page — is the
  * error page.

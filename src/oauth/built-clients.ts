@@ -1,8 +1,8 @@
 // oidc-provider turns a client record into a Client by validating every property against its
 // schema, the costliest step of a token request after the stores. It keeps what it built in an
 // LRU keyed by a hash of the record, which costs two things here:
-// - it keeps the last 100: with more clients in use, token requests kept rebuilding them (10,000
-//   registered clients ran the token endpoint at 0.85× the rate of 10). The library has no
+// - it keeps the last 100: with more clients in use, token requests kept rebuilding them (many
+//   registered clients ran the token endpoint slower than a few: docs/benchmark.md). The library has no
 //   setting for the size: a larger LRU of the library's own kind is swapped in.
 // - every Client.find serializes and hashes the whole record to look it up, and under many
 //   clients the LRU churns (docs/benchmark.md, scale). Our records are made once per cached

@@ -56,11 +56,11 @@ function providerView({ client, secrets }: UsableClient): AdapterPayload {
     application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
     token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
     ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
-    // A legacy client that has not selected scopes may ask for any of them, or for none (spec 5.6).
+    // A legacy client that has not selected scopes may ask for any of them, or for none (docs/legacy-migration.md).
     scope: (client.legacy && client.scopes.length === 0 ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
     // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
     secret_hashes: secrets,
-    // True while a legacy client has not selected scopes yet (spec 5.6 step b not done).
+    // True while a legacy client has not selected scopes yet (step 2 of docs/legacy-migration.md not done).
     legacy: client.legacy && client.scopes.length === 0,
     // A pending client is usable only by its owner, for testing before review.
     pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,

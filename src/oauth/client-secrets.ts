@@ -1,4 +1,4 @@
-// Client secrets at the token endpoints (spec 5.7): up to two active secrets per client, stored as
+// Client secrets at the token endpoints (docs/secret-rotation.md): up to two active secrets per client, stored as
 // hashes, and a revoked one refused at once on every instance. The hashes come from the client's
 // record, which instances cache (record-cache.ts) until PostgreSQL tells them of a change; whether
 // the matched secret was revoked since is asked of what every instance shares: with Redis, the

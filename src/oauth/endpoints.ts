@@ -35,7 +35,7 @@ export function providerEndpoints(provider: Provider, limits: TokenEndpointLimit
     // Token, revocation, introspection: read the body once (form or JSON), then a client over
     // its own budget waits; the failures are counted inside the provider (rate-limits.ts).
     only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
-    // Authorization: commas between scope names (spec 4.1).
+    // Authorization: commas between scope names (docs/endpoints.md).
     only((ctx) => AUTHORIZE_PATHS.has(ctx.path), [normaliseScopeParam]),
     mountProvider(provider, PROVIDER_PATH, PROVIDER_ROUTES),
     // The spec's authorization endpoint on APP_URL: the same provider, only its authorization

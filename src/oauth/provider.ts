@@ -20,7 +20,7 @@ import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
 
 
-export const ACCESS_TOKEN_TTL = 1800; // spec 2.2
+export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
 /** Seconds an authorization code may be exchanged (also told on the demo's callback page). */
 export const AUTHORIZATION_CODE_TTL = 60;
 const REFRESH_TOKEN_TTL = 30 * 24 * 3600; // sliding: each rotation gets a fresh 30 days…
@@ -31,7 +31,7 @@ export interface ProviderDeps {
   config: Config;
   db: Db;
   artifacts: ArtifactStorage;
-  /** The client secret check (spec 5.7; client-secrets.ts), shared with the hot paths. */
+  /** The client secret check (docs/secret-rotation.md; client-secrets.ts), shared with the hot paths. */
   secrets: ClientSecrets;
   jwks: { keys: object[] };
   /** Counts and throttles client authentication at the token, revocation and introspection endpoints. */
@@ -129,9 +129,9 @@ export function createProvider(deps: ProviderDeps): Provider {
       return true;
     },
 
-    // Strict scopes (spec 5.5): unknown names and names outside the client's set are refused,
+    // Strict scopes (docs/scopes.md): unknown names and names outside the client's set are refused,
     // not silently dropped as the provider would; non-legacy clients must send `scope`. A legacy
-    // client that sends none gets the full-access marker (spec 5.6), and its requests are counted
+    // client that sends none gets the full-access marker (docs/legacy-migration.md), and its requests are counted
     // for the migration guard.
     extraParams: {
       // Bounded lengths first (authorization-params.ts): nothing oversized is kept with the request.
@@ -192,7 +192,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(storageOutagesAs503);
 
   // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
-  // (spec 5.7; client-secrets.ts): the supported hook for this.
+  // (docs/secret-rotation.md; client-secrets.ts): the supported hook for this.
   const { secrets } = deps;
   provider.Client.prototype.compareClientSecret = async function compareClientSecret(this: object, presented: string) {
     const secretId = secrets.match(this, presented);
@@ -225,7 +225,7 @@ const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) 
   if (body && typeof body === 'object' && 'error' in body) Object.assign(body, { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message });
 };
 
-/** Token and introspection answers as spec 2.2 wants them; discovery with our public addresses. */
+/** Token and introspection answers as docs/endpoints.md describes them; discovery with our public addresses. */
 function ourResponseShapes(config: Config): Step {
   return async function ourResponseShapes(ctx, next) {
     await next();
@@ -241,7 +241,7 @@ function ourResponseShapes(config: Config): Step {
 }
 
 // Discovery builds URLs from the request's host; publish the configured public addresses, and the
-// authorization endpoint on APP_URL (CONTRACT 3).
+// authorization endpoint on APP_URL (docs/endpoints.md).
 function publishOurAddresses(metadata: Record<string, unknown>, config: Config): void {
   for (const [key, value] of Object.entries(metadata)) {
     if ((key.endsWith('_endpoint') || key === 'jwks_uri') && typeof value === 'string') {

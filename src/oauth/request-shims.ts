@@ -1,4 +1,4 @@
-// Small adjustments of incoming requests before the provider sees them (CONTRACT 3, spec 4.1).
+// Small adjustments of incoming requests before the provider sees them (docs/endpoints.md).
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
@@ -70,7 +70,7 @@ function formFromJson(text: string): URLSearchParams | string {
 
 /**
  * Reads the body of a token, revocation or introspection request once, with a size limit, so the
- * rate limiter can see the client id. CONTRACT 3: JSON bodies are accepted too; a flat JSON
+ * rate limiter can see the client id. The token endpoint accepts JSON bodies too (docs/endpoints.md); a flat JSON
  * object of strings is turned into the form the provider reads. A body of any other type is
  * refused here, at once and without reading it. Every answer of these endpoints, ours or the
  * provider's, carries the no-cache headers.

@@ -1,7 +1,7 @@
 // Hot reads — the client on every token request, the user on every refresh and /v2/me — built
 // by knex once, then run on PostgreSQL as named prepared statements straight on a pooled
 // connection. That skips knex's per-call query building and PostgreSQL's per-call parse and plan
-// (measured here: ~160 → ~90 µs of server CPU per query). On the embedded PGlite they go through
+// (a large share of a query's server CPU: docs/benchmark.md). On the embedded PGlite they go through
 // knex as usual. Select explicit columns, not `*`: a prepared `*` fails with "cached plan must
 // not change result type" once a migration adds a column under a running server.
 import type { Knex } from 'knex';

@@ -5,7 +5,7 @@
 // down, nothing is served from memory; a feed that stalls silently (it hears no heartbeat NOTIFY
 // within the deadline, heartbeat.ts) counts as down and is replaced. Without a feed (the operator scripts, tests on a bare
 // database) every read goes to the database. What must never be stale is checked at the source:
-// a revoked secret (spec 5.7: at once) is checked by its mark in Redis (src/oauth/client-secrets.ts),
+// a revoked secret (refused at once: docs/secret-rotation.md) is checked by its mark in Redis (src/oauth/client-secrets.ts),
 // a revoked token in Redis.
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
@@ -77,7 +77,7 @@ export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => 
   // Once read, the record itself is kept, not the promise: a promise made during a request carries
   // that request's async context (oidc-provider runs each request in an AsyncLocalStorage), so
   // the cached promise kept the whole first request — context, request and response — for as long
-  // as the record stayed cached: 13 KB a client, 130 MB of heap with 10,000 clients in use.
+  // as the record stayed cached: a large heap with many clients in use (docs/benchmark.md).
   value.then(
     (record) => void (entry.value = { record }),
     () => feed.entries.get(key) === entry && feed.entries.delete(key),

@@ -9,7 +9,7 @@ export type RedisClient = Redis | Cluster;
 // sent when the connection drops fails with it (no retry), and once the first connection was made,
 // one sent while it is down is not queued (see failFastOnceConnected). Queued, each command of a
 // request waited for a reconnection attempt (up to 2 s each), and a refresh, which sends several
-// one after another, was answered after 12 to 16 s. ioredis keeps reconnecting in the background,
+// one after another, waited for several of them (docs/benchmark.md). ioredis keeps reconnecting in the background,
 // so service resumes by itself.
 const COMMON = {
   maxRetriesPerRequest: 0,
@@ -18,7 +18,7 @@ const COMMON = {
   // Each command is written at once, not batched to the end of the tick (auto-pipelining): Redis
   // then works while this process goes on with the next request. Batched, requests moved through
   // their round trips in waves, and under load the server sat idle while Redis worked through a
-  // wave (a rotating refresh: 82 % busy, 0.93x the bench anchor; written at once: 98 %, 1.2x).
+  // wave (docs/benchmark.md, "After the Redis client stopped batching").
   enableAutoPipelining: false,
 };
 

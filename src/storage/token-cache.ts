@@ -5,7 +5,7 @@
 // How revocation stays immediate:
 // - Every deletion of access tokens (one token, a grant's, a client's) is published on a Redis
 //   channel after the keys are deleted; the process that deletes drops its own copies at once,
-//   every other instance when the message arrives (well under 50 ms).
+//   every other instance when the message arrives (within milliseconds).
 // - A dedicated subscriber connection listens. While it is not subscribed (starting, lost,
 //   reconnecting) nothing is served from memory, and the memory is emptied: messages may have been
 //   missed. A silent stall counts as lost: every instance publishes a heartbeat on the channel,
