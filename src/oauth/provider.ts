@@ -10,7 +10,8 @@ import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, errorPageHtml, sameSitePath, UNAVAILABLE } from '../http/error-responses.ts';
+import { describeError, UNAVAILABLE } from '../http/envelope.ts';
+import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
@@ -165,7 +166,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
     },
 
-    // The same error page as ours (src/http/error-responses.ts), for what cannot be redirected.
+    // The same error page as ours (src/http/error-pages.ts), for what cannot be redirected.
     async renderError(ctx, out, error) {
       ctx.type = 'html';
       // The error's class tells causes that share a code apart (src/http/error-causes.ts).
