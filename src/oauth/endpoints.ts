@@ -50,5 +50,10 @@ export function providerEndpoints(provider: Provider): Step {
  * failures are counted inside the provider (rate-limits.ts).
  */
 export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
-  return compose([only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]), mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES)]);
+  return compose([
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
+    // POST, and a browser's CORS preflight; any other method is our 404 in the OAuth shape, not
+    // the provider's plain-text one.
+    mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES, (ctx) => ctx.method === 'POST' || (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '')),
+  ]);
 }
