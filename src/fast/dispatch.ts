@@ -4,11 +4,11 @@
 // with the page middleware cost more than the decision itself (docs/benchmark.md: the profile).
 // What the app's middleware gives every request they keep, from the same module (the envelope,
 // src/http/envelope.ts): the request id, the log line, the metrics, the API's security headers,
-// the error shapes. Every request to the token, revocation and introspection endpoints comes in
-// here, as spelled or through the app (the one way in: plain case, else the back channel's app).
-// Anything unusual — an absolute-form,
-// over-long or NUL-carrying URL, a body on a read, another method on the check's own path — goes
-// on to the app, whose routes answer it with the same handlers.
+// the error shapes. Every request to the token, revocation and introspection endpoints as spelled
+// (any method) goes to its plain case or else the back channel's app, the one app that mounts
+// them (the main app hands it those it receives in another form: src/app.ts). Anything unusual —
+// an absolute-form, over-long or NUL-carrying URL, a body on a read, another method on the
+// check's own path — goes on to the app, whose routes answer it with the same handlers.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Envelope, Answer } from '../http/envelope.ts';
 import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
