@@ -76,6 +76,8 @@ export interface AppDeps {
   tokenCache?: TokenCache | undefined;
   /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
   changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
+  /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
+  fastPaths: boolean;
 }
 
 
@@ -141,6 +143,8 @@ export function createListener(deps: AppDeps): RequestListener {
   const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps) });
   const backChannel = createBackChannelApp(deps, wrap).callback();
   const app = createApp(deps, api, wrap, backChannel);
+  // Off: the app answers everything, the back channel through the provider.
+  if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
   const backChannelHotPaths = backChannelPlainCases(deps);
   const hotPaths = hotPathListener({ ...api, answerBackChannel: backChannel, backChannelHotPaths, envelope: wrap, proxyHops: deps.proxyHops }, app.callback());
   return keepConnectionsWhole(hotPaths);

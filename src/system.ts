@@ -28,6 +28,7 @@ import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
+import { fastPathOn } from './fast/assumptions.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -96,6 +97,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   attachWebhookQueue(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
   watchProviderEvents(provider, { db, metrics, log });
+  // The fast path (src/fast/) answers only while its assumptions about the provider hold.
+  const fastPaths = await fastPathOn(provider, config.fastPaths, log);
+  metrics.fastPathOn.set(fastPaths ? 1 : 0);
   const listener = createListener({
     provider,
     db,
@@ -116,6 +120,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     changeFeed,
     refreshGraceSeconds: config.refreshGraceSeconds,
+    fastPaths,
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.

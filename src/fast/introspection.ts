@@ -15,7 +15,8 @@ import type Provider from 'oidc-provider';
 import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
-import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
 

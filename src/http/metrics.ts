@@ -67,6 +67,10 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  // Whether the fast path (src/fast/) answers (1) or was switched off at start (0: FAST_PATHS=off
+  // or an assumption that did not hold; the log says which).
+  const fastPathOn = new Gauge({ name: 'oauth_fast_path_on', help: 'Whether the fast path answers (1) or every request goes through the app and the provider (0)', registers: [registry] });
+
   /** Counts and times one answered request (the envelope, src/http/envelope.ts, for both transports). */
   function record(route: string, method: string, status: number, seconds: number): void {
     recordRequest(route, method, status, seconds);
@@ -81,6 +85,7 @@ export function createMetrics() {
     securityEvents,
     webhookDeliveries,
     heartbeatsMissed,
+    fastPathOn,
     /** Reports a memory cache in oauth_memory_cache_serving. */
     watchMemoryCache(cache: string, serving: () => boolean): void {
       memoryCaches.set(cache, serving);

@@ -24,6 +24,7 @@ import { dpopKeyOf } from './dpop-key.ts';
 import { isLive } from './token-liveness.ts';
 import { NO_STORE } from '../http/envelope.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
+import { bodyReadByApp } from '../fast/library.ts';
 
 type Next = () => Promise<void>;
 
@@ -107,8 +108,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The refresh token a token request presents, when it is a refresh (the body as our app read it). */
 function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params: URLSearchParams } | undefined {
   if (ctx.method !== 'POST' || ctx.path !== '/token') return undefined;
-  const body = (ctx.req as { body?: unknown }).body;
-  const params = new URLSearchParams(typeof body === 'string' ? body : '');
+  const params = new URLSearchParams(bodyReadByApp(ctx.req) ?? '');
   const token = params.get('refresh_token');
   return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
 }

@@ -5,6 +5,7 @@ import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
 import { NO_STORE, oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { parseScopeList } from '../scopes.ts';
+import { keepBodyForProvider } from '../fast/library.ts';
 
 /** Spec 4.1 allows commas between scope names; the provider only splits on spaces. */
 export async function normaliseScopeParam(ctx: Context, next: Next) {
@@ -86,8 +87,8 @@ export async function readTokenRequestBody(ctx: Context, next: Next) {
     return reply(ctx, oauthErrorAnswer(refused.status, refused.error, refused.error_description!));
   }
   ctx.state.oauthParams = Object.fromEntries(form);
-  // The provider's body reader falls back to an already read req.body (lib/shared/selective_body.js).
-  (ctx.req as typeof ctx.req & { body?: unknown }).body = form.toString();
+  // For the provider to read again (src/oauth/mount.ts).
+  keepBodyForProvider(ctx.req, form.toString());
   ctx.req.headers['content-type'] = 'application/x-www-form-urlencoded';
   return next();
 }
