@@ -124,6 +124,32 @@ describe('OAuth error answers', () => {
     }
   });
 
+  it("writes the fast path's own refusal (a rotation the store failed mid-step: 503) in the provider's envelope", async () => {
+    const user = await newUser(server);
+    const [first, second] = [await tokensFor(server, client, user, 'PROFILE_READ'), await tokensFor(server, client, user, 'PROFILE_READ')];
+    // A real store fault after the token was spent: the client's token index is no set any more,
+    // so the rotation's script fails half-way (Redis does not roll a script back).
+    const index = `${server.redis!.prefix}client:${client.client_id}`;
+    await server.redis!.redis.set(index, 'not a set');
+    try {
+      const headers = { ...FORM, ...basic(client.client_id, client.client_secret) };
+      const fast = await raw(server.url, 'POST', '/v2/auth/oauth2/token', headers, `grant_type=refresh_token&refresh_token=${first.refresh_token}`);
+      expect(fast.status).toBe(503);
+      expect(JSON.parse(fast.body)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+      expectOAuthEnvelope(fast, true, 'fast path 503');
+      // The provider meets the same fault when it saves: its refusal has the same headers (less the retry hint).
+      const provider = await raw(server.url, 'POST', `${server.url}/v2/auth/oauth2/token`, headers, `grant_type=refresh_token&refresh_token=${second.refresh_token}`);
+      expectOAuthEnvelope(provider, true, 'provider');
+      const names = ({ headers: h }: Raw) => Object.keys(h).filter((n) => !['date', 'retry-after', 'content-length', 'x-request-id'].includes(n)).sort();
+      expect(names(fast)).toEqual(names(provider));
+      const { 'retry-after': _r, 'content-length': _l, ...fastHeaders } = comparable(fast).headers;
+      const { 'retry-after': _r2, 'content-length': _l2, ...providerHeaders } = comparable(provider).headers;
+      expect(fastHeaders).toEqual(providerHeaders);
+    } finally {
+      await server.redis!.redis.del(index);
+    }
+  });
+
   it("holds back a client over its own budget (429, our step before the provider) in the same envelope, on the fast path's endpoints too", async () => {
     await clientsSetRateLimit(operator(server), busy.client_id, '2');
     const headers = { ...FORM, ...basic(busy.client_id, busy.client_secret) };

@@ -10,7 +10,7 @@ import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, UNAVAILABLE } from '../http/envelope.ts';
+import { describeError, oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
 import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
@@ -223,7 +223,7 @@ const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) 
   ctx.status = UNAVAILABLE.status;
   ctx.set('Retry-After', String(UNAVAILABLE.retryAfter));
   const body = ctx.body as Record<string, unknown> | undefined;
-  if (body && typeof body === 'object' && 'error' in body) Object.assign(body, { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message });
+  if (body && typeof body === 'object' && 'error' in body) Object.assign(body, oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message).body);
 };
 
 /** Token and introspection answers as spec 2.2 wants them; discovery with our public addresses. */
