@@ -11,14 +11,15 @@ const MESSAGE = 'The service is starting. Please try again in a few seconds.';
 /** 503 with Retry-After, at once: RFC 6749 JSON on the provider's paths, CONTRACT 3.2 JSON on the API (the envelope's shapes), text elsewhere. */
 export function answerStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?', 1)[0]!;
-  const retry = { 'Retry-After': String(STARTING_RETRY_AFTER_SECONDS) };
+  const headers = { 'Retry-After': String(STARTING_RETRY_AFTER_SECONDS), 'Cache-Control': 'no-store' };
+  const code = 'temporarily_unavailable';
   const answer = path.startsWith(`${PROVIDER_PATH}/`)
-    ? oauthErrorAnswer(503, 'temporarily_unavailable', MESSAGE, retry)
+    ? oauthErrorAnswer(503, code, MESSAGE, headers)
     : path.startsWith('/v2/')
-      ? apiErrorAnswer(503, 'temporarily_unavailable', MESSAGE, { ...retry, 'Cache-Control': 'no-store' })
+      ? apiErrorAnswer(503, code, MESSAGE, headers)
       : undefined;
   res.writeHead(503, {
-    ...(answer?.headers ?? { ...retry, 'Cache-Control': 'no-store' }),
+    ...(answer?.headers ?? headers),
     'X-Content-Type-Options': 'nosniff',
     'Content-Type': answer ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
   });
