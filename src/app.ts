@@ -25,7 +25,6 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import { tokensIssued } from './oauth/events.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, OAUTH_ENDPOINTS, TOKEN_PATH } from './http/paths.ts';
@@ -146,7 +145,7 @@ export function createListener(deps: AppDeps): RequestListener {
   // Off: the app answers everything, the back channel through the provider.
   if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
   const backChannelHotPaths = backChannelPlainCases(deps);
-  const hotPaths = hotPathListener({ ...api, answerBackChannel: backChannel, backChannelHotPaths, envelope: wrap, proxyHops: deps.proxyHops }, app.callback());
+  const hotPaths = hotPathListener({ ...api, answerBackChannel: backChannel, backChannelHotPaths, envelope: wrap, log: deps.log, metrics: deps.metrics, proxyHops: deps.proxyHops }, app.callback());
   return keepConnectionsWhole(hotPaths);
 }
 
@@ -161,7 +160,6 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
-    issued: tokensIssued({ db, metrics: deps.metrics, log }),
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);

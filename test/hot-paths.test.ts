@@ -16,6 +16,7 @@ import { envelope, requestLineWriter } from '../src/http/envelope.ts';
 import Koa from 'koa';
 import { comparable, raw } from './support/raw-http.ts';
 import { readBodyOnce } from '../src/oauth/request-shims.ts';
+import { HAND_OVER } from '../src/fast/back-channel.ts';
 
 describe('which listener answers', () => {
   let base: string;
@@ -46,11 +47,13 @@ describe('which listener answers', () => {
             path,
             async ({ form }) => {
               answeredBy.push(`plain ${path.slice(path.lastIndexOf('/') + 1)}`);
-              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : undefined;
+              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : HAND_OVER.not_plain;
             },
           ]),
         ),
         envelope: envelope({ log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {} }),
+        log: createLogger('silent'),
+        metrics: { fastPathOutcome: () => {} },
         proxyHops: 0,
       },
       app,

@@ -15,7 +15,9 @@ import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from '../http/paths.ts';
 import { clientAddress } from '../http/untrusted-proxy.ts';
 import { urlProblem } from '../http/url-limits.ts';
 import type { ApiRequest } from '../api/access.ts';
-import type { AnswerBackChannel } from './back-channel.ts';
+import type { Logger } from '../log.ts';
+import { routeName, type Metrics } from '../http/metrics.ts';
+import { isHandOver, type AnswerBackChannel, type HandOver } from './back-channel.ts';
 import { readBodyOnce, TOKEN_BODY_LIMIT } from '../oauth/request-shims.ts';
 
 type Handler = (request: ApiRequest) => Promise<Answer>;
@@ -32,6 +34,9 @@ export interface HotPathDeps {
   backChannelHotPaths?: ReadonlyMap<string, AnswerBackChannel>;
   /** The request id, log line, metrics, security headers and error shapes, as the Koa apps' (src/http/envelope.ts). */
   envelope: Pick<Envelope, 'send' | 'failed'>;
+  /** Where a fast-path failure is told (warn), and how each request it took ended. */
+  log: Logger;
+  metrics: Pick<Metrics, 'fastPathOutcome'>;
   proxyHops: number;
 }
 
@@ -64,8 +69,11 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     let answer: Answer;
     try {
       answer = await handler(request);
+      deps.metrics.fastPathOutcome(routeName(request.path), 'served');
     } catch (err) {
       answer = failed(err, request.path);
+      // A thrown 4xx is an answer (the route's error shape); a 5xx is the fast path failing.
+      deps.metrics.fastPathOutcome(routeName(request.path), answer.status >= 500 ? 'failed' : 'served');
     }
     send(req, res, request.method, request.path, answer, started);
   }
@@ -73,14 +81,23 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
   /** The plain case of a back-channel endpoint (see back-channel.ts); else the back channel, body and all. */
   async function answerPlainCase(req: IncomingMessage, res: ServerResponse, path: string, plainCase: AnswerBackChannel): Promise<void> {
     const started = performance.now();
-    let answer: Answer | undefined;
+    const route = routeName(path);
+    let answer: Answer | HandOver;
     try {
       const form = new URLSearchParams(await readBodyOnce(req));
       answer = await plainCase({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops), message: req });
-    } catch {
-      answer = undefined; // a body that could not be read, a store that failed: the app's to answer
+    } catch (err) {
+      // A body that could not be read, a store that failed, a library that changed: the app's to
+      // answer, and never silently (issue 34: a quiet fallback hides a broken fast path).
+      deps.metrics.fastPathOutcome(route, 'failed');
+      deps.log.warn({ err, path }, 'fast path failed; the provider answers');
+      return deps.answerBackChannel(req, res);
     }
-    if (!answer) return deps.answerBackChannel(req, res);
+    if (isHandOver(answer)) {
+      deps.metrics.fastPathOutcome(route, 'handed_over', answer.handOver);
+      return deps.answerBackChannel(req, res);
+    }
+    deps.metrics.fastPathOutcome(route, 'served');
     send(req, res, 'POST', path, answer, started);
   }
 
@@ -90,7 +107,7 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     if (!PLAIN_URL.test(url) || urlProblem(url)) return app(req, res);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    // A token request: the one way in for all of them (absolute-form ones too, through the app).
+    // Every request to the token endpoints as spelled: a plain case (POST) or the back channel.
     if (OAUTH_ENDPOINTS.has(path)) {
       const plainCase = method === 'POST' && q < 0 && isPlainForm(req) ? deps.backChannelHotPaths?.get(path) : undefined;
       if (plainCase) return void answerPlainCase(req, res, path, plainCase);

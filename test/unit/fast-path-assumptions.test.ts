@@ -1,6 +1,7 @@
 // Issue 34 item 2: the fast path checks at start what it takes for granted about the provider
 // (src/fast/assumptions.ts) and switches itself off, with one warning, when any of it is not so.
 import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import Provider, { type Configuration } from 'oidc-provider';
 import { loadConfig } from '../../src/config.ts';
@@ -40,6 +41,9 @@ const warnings = () => {
 describe('the fast path’s assumptions (src/fast/assumptions.ts)', () => {
   it('hold for the provider of src/oauth/provider.ts on the pinned library version', async () => {
     expect(installedLibraryVersion()).toBe(LIBRARY_VERSION);
+    // Pinned exactly: an upgrade is a deliberate change of package.json, LIBRARY_VERSION and the fingerprints.
+    const ours = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> };
+    expect(ours.dependencies['oidc-provider']).toBe(LIBRARY_VERSION);
     expect(await fastPathMismatch(resolvedConfiguration(ourProvider()), installedLibraryVersion())).toBeUndefined();
     const { lines, log } = warnings();
     expect(await fastPathOn(ourProvider(), true, log as never)).toBe(true);
