@@ -40,7 +40,6 @@ export function readBodyOnce(req: IncomingMessage): Promise<string> {
   return body;
 }
 
-
 /** A flat JSON object of strings as form fields, or why it is not one. */
 function formFromJson(text: string): URLSearchParams | string {
   let body: unknown;
