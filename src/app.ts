@@ -12,8 +12,8 @@ import type { Db } from './storage/db.ts';
 import { pingDb } from './storage/db.ts';
 import { within } from './storage/unavailable.ts';
 import type { Logger } from './log.ts';
-import { handleErrors, respondWithError } from './http/error-responses.ts';
-import { providerEndpoints } from './oauth/endpoints.ts';
+import { envelope, respondWithError } from './http/envelope.ts';
+import { providerEndpoints, tokenEndpoints } from './oauth/endpoints.ts';
 import type { RateLimits } from './oauth/rate-limits.ts';
 import type { SignInLimits } from './web/sign-in-limits.ts';
 import { meRoutes, readMe } from './api/me.ts';
@@ -27,23 +27,22 @@ import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
-import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
+import { INTROSPECTION_PATH, OAUTH_ENDPOINTS, TOKEN_PATH } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
 
 /** The ALTCHA widget's files (its `external` build: no inline styles or blob: workers, for our CSP). */
 const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('altcha/external'))), '..');
-import { securityHeaders } from './http/security-headers.ts';
-import { requestLineWriter, requestLog, type RequestLineWriter } from './http/request-log.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { ArtifactStorage } from './storage/artifacts.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
-import { untrustedProxyWarning, type ProxyWarning } from './http/untrusted-proxy.ts';
+import { untrustedProxyWarning } from './http/untrusted-proxy.ts';
 import { urlProblem } from './http/url-limits.ts';
 import type { TokenCache } from './storage/token-cache.ts';
 import type { ChangeFeed } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
+import type { Envelope } from './http/envelope.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 
 export interface AppDeps {
@@ -80,13 +79,6 @@ export interface AppDeps {
   fastPaths: boolean;
 }
 
-
-function warnOfUntrustedProxy(warning: ProxyWarning) {
-  return async function untrustedProxyWarning(ctx: Context, next: Next) {
-    warning(ctx.headers);
-    return next();
-  };
-}
 
 async function limitUrlLength(ctx: Context, next: Next) {
   const problem = urlProblem(ctx.url);
@@ -137,18 +129,23 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
   return router;
 }
 
-/** The server's request listener: the API's hot paths first (src/fast/dispatch.ts), then the app. */
+/**
+ * The server's request listener: the API's hot paths first (src/fast/dispatch.ts), then the app.
+ * Every request to the token, revocation and introspection endpoints takes one way: the hot path's
+ * plain case when it answers, else the back channel's app — also when the main app receives one
+ * (another form of the request target, such as absolute-form).
+ */
 export function createListener(deps: AppDeps): RequestListener {
   const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
   const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps.db) };
-  // What both listeners do for every request, made once so that they do it alike.
-  const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
-  const app = createApp(deps, api, shared);
+  // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
+  const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps) });
+  const backChannel = createBackChannelApp(deps, wrap).callback();
+  const app = createApp(deps, api, wrap, backChannel);
   // Off: the app answers everything, the back channel through the provider.
   if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
-  const backChannel = createBackChannelApp(deps, shared);
   const backChannelHotPaths = backChannelPlainCases(deps);
-  const hotPaths = hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
+  const hotPaths = hotPathListener({ ...api, answerBackChannel: backChannel, backChannelHotPaths, envelope: wrap, log: deps.log, metrics: deps.metrics, proxyHops: deps.proxyHops }, app.callback());
   return keepConnectionsWhole(hotPaths);
 }
 
@@ -169,45 +166,47 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
   return plainCases;
 }
 
-interface Shared {
-  writeLine: RequestLineWriter;
-  proxyWarning: ProxyWarning;
-}
-
-/** A Koa app with the steps every request takes, in this order, before its route's. */
-function appWithCommonSteps(deps: AppDeps, shared: Shared): Koa {
+/** A Koa app; `first`, then the steps every request takes, in this order, before its route's. */
+function appWithCommonSteps(deps: AppDeps, wrap: Envelope, first?: Koa.Middleware): Koa {
   // Koa takes the client address from X-Forwarded-For as the nearest trusted proxy saw it: the
   // entry proxyHops from the right. Entries further left are written by the client.
   const app = new Koa({ proxy: deps.proxyHops > 0, maxIpsCount: deps.proxyHops, keys: deps.cookieKeys });
-  app.use(requestLog(shared.writeLine)); // one log line, with a request id
-  app.use(deps.metrics.observe); // counted and timed
-  app.use(securityHeaders({ https: deps.https })); // browser protections
+  if (first) app.use(first);
+  app.use(wrap.koa); // request id, security headers, errors in the route family's shape; counted, timed, logged
   app.use(secureCookies(deps.https)); // Secure __Host- cookies where APP_URL is https
-  app.use(warnOfUntrustedProxy(shared.proxyWarning));
   app.use(limitUrlLength); // no huge URLs, no NUL bytes
   app.use(notFound); // nothing answered: a 404 in the shape of the route family
-  app.use(handleErrors(deps.log)); // every error, in the shape of the route family
   return app;
 }
 
-function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, shared: Shared): Koa {
+/** A token request that reached the main app (not as spelled, say) goes the one way all do: the back channel. */
+function toTheBackChannel(backChannel: RequestListener) {
+  return async function tokenRequestsToTheBackChannel(ctx: Context, next: Next) {
+    if (!OAUTH_ENDPOINTS.has(ctx.path)) return next();
+    ctx.respond = false;
+    await backChannel(ctx.req, ctx.res);
+  };
+}
+
+function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, wrap: Envelope, backChannel: RequestListener): Koa {
   const { provider, db, metrics } = deps;
-  const app = appWithCommonSteps(deps, shared);
+  // A token request goes to the back channel's app before any step here: that app takes them.
+  const app = appWithCommonSteps(deps, wrap, toTheBackChannel(backChannel));
   // …then the route family that owns the path (exact spellings only): the API first, it is the
-  // hot path; the pages; the OAuth endpoints of the provider.
+  // hot path; the pages; the provider's endpoints for people and metadata.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
-  app.use(providerEndpoints(provider, deps.rateLimits.token));
+  app.use(providerEndpoints(provider));
   return app;
 }
 
 /**
- * The OAuth back channel — POSTs to the token, revocation and introspection endpoints, which apps
- * and gateways call all the time — with the same steps and the same provider endpoints, but
- * without walking the API's and the pages' routers first (src/fast/dispatch.ts sends them here).
+ * The OAuth back channel — every request to the token, revocation and introspection endpoints
+ * that no hot path answers (POSTs from apps and gateways all the time) — with the same steps, but
+ * without walking the API's and the pages' routers first.
  */
-function createBackChannelApp(deps: AppDeps, shared: Shared): Koa {
-  const app = appWithCommonSteps(deps, shared);
-  app.use(providerEndpoints(deps.provider, deps.rateLimits.token));
+function createBackChannelApp(deps: AppDeps, wrap: Envelope): Koa {
+  const app = appWithCommonSteps(deps, wrap);
+  app.use(tokenEndpoints(deps.provider, deps.rateLimits.token));
   return app;
 }

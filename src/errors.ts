@@ -1,6 +1,6 @@
 // Our errors carry their HTTP meaning — a status, a machine-readable code, and whether the message
 // may be shown to the client — as oidc-provider's OIDCProviderError and Koa's HttpError do. One
-// responder (src/http/error-responses.ts) shapes any of them for the route family that failed;
+// responder (src/http/envelope.ts) shapes any of them for the route family that failed;
 // the operator scripts print the message and exit 1.
 export class AppError extends Error {
   readonly status: number;

@@ -12,7 +12,7 @@ import { hotPathListener } from '../src/fast/dispatch.ts';
 import { dataAnswer } from '../src/api/responses.ts';
 import { clientAddress } from '../src/http/untrusted-proxy.ts';
 import { createLogger } from '../src/log.ts';
-import { requestLineWriter } from '../src/http/request-log.ts';
+import { envelope, requestLineWriter } from '../src/http/envelope.ts';
 import Koa from 'koa';
 import { comparable, raw } from './support/raw-http.ts';
 import { readBodyOnce } from '../src/oauth/request-shims.ts';
@@ -51,7 +51,11 @@ describe('which listener answers', () => {
             },
           ]),
         ),
-        log: createLogger('silent'), metrics: { record: () => {}, fastPathOutcome: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
+        envelope: envelope({ log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {} }),
+        log: createLogger('silent'),
+        metrics: { fastPathOutcome: () => {} },
+        proxyHops: 0,
+      },
       app,
     );
     const server = http.createServer(listener);
@@ -76,7 +80,7 @@ describe('which listener answers', () => {
     expect(await by('HEAD', '/v2/me')).toBe('me');
   });
 
-  it('takes the POSTs of the token, revocation and introspection endpoints to the back channel, exactly as spelled', async () => {
+  it('takes every request to the token, revocation and introspection endpoints to the back channel, exactly as spelled (POSTs to a plain case first)', async () => {
     for (const endpoint of ['token', 'revoke', 'introspect']) {
       const plain = endpoint === 'revoke' ? '' : `plain ${endpoint},`;
       expect(await by('POST', `/v2/auth/oauth2/${endpoint}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'a=b')).toBe(`${plain}back channel`);
@@ -85,7 +89,8 @@ describe('which listener answers', () => {
       for (const variant of [`/v2/auth/oauth2/${endpoint}/`, `/v2/auth/OAuth2/${endpoint}`, `/v2/auth/oauth2/${endpoint.toUpperCase()}`, `/v2/auth/oauth2/%74${endpoint.slice(1)}`]) {
         expect(await by('POST', variant), variant).toBe('app');
       }
-      expect(await by('GET', `/v2/auth/oauth2/${endpoint}`)).toBe('app');
+      expect(await by('GET', `/v2/auth/oauth2/${endpoint}`)).toBe('back channel');
+      expect(await by('PUT', `/v2/auth/oauth2/${endpoint}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'answer=yes')).toBe('back channel');
       expect(await by('POST', `${base}/v2/auth/oauth2/${endpoint}`)).toBe('app');
     }
   });

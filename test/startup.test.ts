@@ -100,6 +100,25 @@ describe('startup', () => {
     expect((await fetch(`${base}/v2/me`)).status).toBe(401);
   });
 
+  it("answers the envelope's shapes on the OAuth endpoints and the API", () => {
+    const answer = (url: string) => {
+      const headers: Record<string, string> = {};
+      let body = '';
+      const res = {
+        writeHead: (status: number, h: Record<string, string>) => Object.assign(headers, h, { status: String(status) }),
+        end: (text: string) => (body = text),
+      };
+      answerStarting({ url } as never, res as never);
+      return { headers, body: JSON.parse(body) as unknown };
+    };
+    const token = answer('/v2/auth/oauth2/token');
+    expect(token.headers).toMatchObject({ status: '503', 'Cache-Control': 'no-store', Pragma: 'no-cache', 'Retry-After': '2', 'Content-Type': 'application/json; charset=utf-8' });
+    expect(token.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringMatching(/starting/) });
+    const me = answer('/v2/me');
+    expect(me.headers).toMatchObject({ status: '503', 'Cache-Control': 'no-store', 'Retry-After': '2' });
+    expect(me.body).toEqual({ status: 'error', error: { code: 'temporarily_unavailable', message: expect.stringMatching(/starting/) } });
+  });
+
   it('answers plain text outside the API', () => {
     const headers: Record<string, string> = {};
     let body = '';

@@ -1,20 +1,12 @@
 // Response shapes of the /v2 resource API (docs/errors.md) and the RFC 6750 challenges, as answers
-// that either transport writes: Koa (reply) or the hot-path listener (writeAnswer in listener.ts).
-import type { Context } from 'koa';
+// that either transport writes (src/http/envelope.ts: Koa's reply, or the hot-path listener's send).
+import { apiErrorAnswer, reply, type Answer } from '../http/envelope.ts';
 
-export interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: unknown;
-}
+export { reply, type Answer };
 
 export const dataAnswer = (data: unknown, headers: Record<string, string> = {}, status = 200): Answer => ({ status, headers, body: { status: 'success', data } });
 
-export const errorAnswer = (status: number, code: string, message: string, headers: Record<string, string> = {}): Answer => ({
-  status,
-  headers,
-  body: { status: 'error', error: { code, message } },
-});
+export const errorAnswer = apiErrorAnswer;
 
 const REALM = 'realm="api"';
 
@@ -31,11 +23,4 @@ export function rejectRequest(message: string): Answer {
 
 export function rejectScope(needed: string): Answer {
   return errorAnswer(403, 'insufficient_scope', `this call needs the ${needed} scope`, { 'WWW-Authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${needed}"` });
-}
-
-/** Writes an answer to a Koa context. */
-export function reply(ctx: Context, answer: Answer): void {
-  ctx.status = answer.status;
-  ctx.set(answer.headers);
-  ctx.body = answer.body;
 }

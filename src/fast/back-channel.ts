@@ -4,7 +4,7 @@
 // answers (src/fast/dispatch.ts passes the request on, body and all).
 import type { IncomingHttpHeaders } from 'node:http';
 import type Provider from 'oidc-provider';
-import type { Answer } from '../api/responses.ts';
+import { NO_STORE, type Answer } from '../http/envelope.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 
 export interface BackChannelRequest {
@@ -39,8 +39,7 @@ export type AnswerBackChannel = (request: BackChannelRequest) => Promise<Answer 
  * its CORS for a request without an Origin (one with an Origin is the provider's to judge).
  */
 export const PROVIDER_HEADERS: Readonly<Record<string, string>> = {
-  'Cache-Control': 'no-store',
-  Pragma: 'no-cache',
+  ...NO_STORE,
   Vary: 'Origin',
   'Access-Control-Allow-Origin': '*',
   'Access-Control-Expose-Headers': 'WWW-Authenticate',

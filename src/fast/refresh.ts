@@ -20,7 +20,7 @@ import type { RefreshRotation } from '../storage/artifacts.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
-import { UNAVAILABLE } from '../http/error-responses.ts';
+import { oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
 import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
@@ -146,8 +146,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
       // Its message only: a Redis error carries the command's arguments (keys and payloads).
       deps.log.error({ message: (err as Error).message }, 'refresh rotation failed');
-      const answer = { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message };
-      return { status: UNAVAILABLE.status, headers: { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) }, body: answer };
+      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) });
     }
     await spent;
     // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.

@@ -2,7 +2,6 @@
 // authentication failures, rate-limit refusals, webhook deliveries, and the process's own metrics. Served at
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
-import type { Context, Next } from 'koa';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { requestMetrics } from './request-metrics.ts';
 import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
@@ -89,7 +88,7 @@ export function createMetrics() {
     child.inc();
   }
 
-  /** Counts and times one answered request. */
+  /** Counts and times one answered request (the envelope, src/http/envelope.ts, for both transports). */
   function record(route: string, method: string, status: number, seconds: number): void {
     recordRequest(route, method, status, seconds);
     if (status === 429) securityEvents.inc({ event: 'rate_limited' });
@@ -108,17 +107,6 @@ export function createMetrics() {
     /** Reports a memory cache in oauth_memory_cache_serving. */
     watchMemoryCache(cache: string, serving: () => boolean): void {
       memoryCaches.set(cache, serving);
-    },
-    /** Koa middleware: counts and times every request. */
-    async observe(ctx: Context, next: Next) {
-      const route = routeName(ctx.path); // before the provider mount rewrites the path
-      const started = performance.now();
-      try {
-        await next();
-      } finally {
-        // The provider answers on ctx.res directly (ctx.respond = false): read the real status there.
-        record(route, ctx.method, ctx.respond === false ? ctx.res.statusCode : ctx.status, (performance.now() - started) / 1000);
-      }
     },
   };
 }

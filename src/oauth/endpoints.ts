@@ -17,8 +17,10 @@ const only = (applies: (ctx: Context) => boolean, steps: Step[]): Step => {
   return (ctx, next) => (applies(ctx) ? run(ctx, next) : next());
 };
 
-// The provider's routes under its mount, exactly as spelled (resume uids are nanoids).
-const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|token|revoke|introspect|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
+// The provider's routes under its mount, exactly as spelled (resume uids are nanoids). The token,
+// revocation and introspection endpoints are the back channel's (tokenEndpoints).
+const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
+const TOKEN_ROUTES = /^\/(token|revoke|introspect)$/;
 const AUTHORIZE_ROUTES = /^\/authorize(\/[A-Za-z0-9_-]+)?$/;
 const AUTHORIZE_PATHS = new Set([`${PROVIDER_PATH}/authorize`, APP_AUTHORIZE_PATH]);
 
@@ -28,18 +30,30 @@ async function rfc8414Alias(ctx: Context, next: Next) {
   return next();
 }
 
-export function providerEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
+/** The provider's endpoints for people and metadata: authorization, discovery, keys (the main app). */
+export function providerEndpoints(provider: Provider): Step {
   const appAuthorizeMount = APP_AUTHORIZE_PATH.slice(0, -'/authorize'.length);
   return compose([
     only((ctx) => ctx.path === RFC8414_PATH && ctx.method === 'GET', [rfc8414Alias]),
-    // Token, revocation, introspection: read the body once (form or JSON), then a client over
-    // its own budget waits; the failures are counted inside the provider (rate-limits.ts).
-    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
     // Authorization: commas between scope names (docs/endpoints.md).
     only((ctx) => AUTHORIZE_PATHS.has(ctx.path), [normaliseScopeParam]),
     mountProvider(provider, PROVIDER_PATH, PROVIDER_ROUTES),
     // The spec's authorization endpoint on APP_URL: the same provider, only its authorization
     // request and the resume step after sign-in and consent.
     mountProvider(provider, appAuthorizeMount, AUTHORIZE_ROUTES, (ctx) => ctx.method === 'GET'),
+  ]);
+}
+
+/**
+ * The token, revocation and introspection endpoints (the back channel's app, src/app.ts: the one
+ * way into them): read the body once (form or JSON), then a client over its own budget waits; the
+ * failures are counted inside the provider (rate-limits.ts).
+ */
+export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
+  return compose([
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
+    // POST, and a browser's CORS preflight; any other method is our 404 in the OAuth shape, not
+    // the provider's plain-text one.
+    mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES, (ctx) => ctx.method === 'POST' || (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '')),
   ]);
 }

@@ -10,7 +10,8 @@ import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, errorPageHtml, sameSitePath, UNAVAILABLE } from '../http/error-responses.ts';
+import { describeError, oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
+import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
@@ -165,7 +166,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       url: (_ctx, interaction) => `${INTERACTION_PATH}/${interaction.uid}`,
     },
 
-    // The same error page as ours (src/http/error-responses.ts), for what cannot be redirected.
+    // The same error page as ours (src/http/error-pages.ts), for what cannot be redirected.
     async renderError(ctx, out, error) {
       ctx.type = 'html';
       // The error's class tells causes that share a code apart (src/http/error-causes.ts).
@@ -222,7 +223,7 @@ const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) 
   ctx.status = UNAVAILABLE.status;
   ctx.set('Retry-After', String(UNAVAILABLE.retryAfter));
   const body = ctx.body as Record<string, unknown> | undefined;
-  if (body && typeof body === 'object' && 'error' in body) Object.assign(body, { error: UNAVAILABLE.code, error_description: UNAVAILABLE.message });
+  if (body && typeof body === 'object' && 'error' in body) Object.assign(body, oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message).body);
 };
 
 /** Token and introspection answers as docs/endpoints.md describes them; discovery with our public addresses. */

@@ -15,6 +15,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
+import { oauthErrorAnswer, reply } from '../http/envelope.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
@@ -43,12 +44,10 @@ export async function consume(limiter: RateLimiterAbstract, key: string): Promis
 const growingDelay = (over: number, max: number) => (over > 0 ? Math.min(2 ** (over - 1), max) : 0);
 
 function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: number): void {
-  ctx.status = 429;
+  // No challenge: the request is refused for its pace, not its credentials.
   ctx.remove('WWW-Authenticate');
-  ctx.set('Retry-After', String(retryAfter));
-  ctx.set('Cache-Control', 'no-store');
   // `slow_down` is the registered token endpoint error for "too fast" (RFC 8628 3.5).
-  ctx.body = { error: 'slow_down', error_description: `too many requests; retry after ${retryAfter} seconds` };
+  reply(ctx as Context, oauthErrorAnswer(429, 'slow_down', `too many requests; retry after ${retryAfter} seconds`, { 'Retry-After': String(retryAfter) }));
 }
 
 /** The provider's routes that are limited, as the provider sees its own paths. */

@@ -22,6 +22,7 @@ import type { SingleFlights } from '../storage/artifacts.ts';
 import { presentedCredentials } from '../fast/credentials.ts';
 import { dpopKeyOf } from './dpop-key.ts';
 import { isLive } from './token-liveness.ts';
+import { NO_STORE } from '../http/envelope.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import { bodyReadByApp } from '../fast/library.ts';
 
@@ -194,8 +195,7 @@ export function refreshGrace(provider: Provider, { flights: grace, secondsFor }:
     // Its client authenticated: the request counts against the client's budget, as any other.
     await limits.spend(client as unknown as ClientWithBudget, ctx.ip, ctx.req).catch(() => {});
     ctx.status = 200;
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Pragma', 'no-cache');
+    ctx.set(NO_STORE);
     ctx.body = remembered.body;
     return true;
   }

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
+import { NO_STORE, oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { parseScopeList } from '../scopes.ts';
 import { keepBodyForProvider } from '../fast/library.ts';
 
@@ -39,18 +40,6 @@ export function readBodyOnce(req: IncomingMessage): Promise<string> {
   return body;
 }
 
-/** Token responses, success and error, must not be cached (RFC 6749 5.1). */
-function noCache(ctx: Context) {
-  ctx.set('Cache-Control', 'no-store');
-  ctx.set('Pragma', 'no-cache');
-}
-
-function oauthError(ctx: Context, err: { status: number; error: string; error_description?: string }) {
-  ctx.status = err.status;
-  noCache(ctx);
-  ctx.body = { error: err.error, error_description: err.error_description };
-}
-
 /** A flat JSON object of strings as form fields, or why it is not one. */
 function formFromJson(text: string): URLSearchParams | string {
   let body: unknown;
@@ -76,23 +65,26 @@ function formFromJson(text: string): URLSearchParams | string {
  * provider's, carries the no-cache headers.
  */
 export async function readTokenRequestBody(ctx: Context, next: Next) {
-  noCache(ctx);
+  ctx.set(NO_STORE);
   if (ctx.method !== 'POST') return next();
   // null: no body at all (the provider then names the missing parameters).
   const type = ctx.is('application/x-www-form-urlencoded', 'application/json');
   if (type === null) return next();
   if (type === false) {
-    return oauthError(ctx, { status: 400, error: 'invalid_request', error_description: 'the request body must be application/x-www-form-urlencoded or application/json' });
+    return reply(ctx, oauthErrorAnswer(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded or application/json'));
   }
   let text: string;
   try {
     text = await readBodyOnce(ctx.req);
   } catch (err) {
     const tooLarge = (err as { type?: string }).type === 'entity.too.large';
-    return oauthError(ctx, { status: tooLarge ? 413 : 400, error: 'invalid_request', error_description: tooLarge ? 'the request body is too large' : 'the request body could not be read' });
+    return reply(ctx, oauthErrorAnswer(tooLarge ? 413 : 400, 'invalid_request', tooLarge ? 'the request body is too large' : 'the request body could not be read'));
   }
   const form = type === 'application/json' ? formFromJson(text) : new URLSearchParams(text);
-  if (typeof form === 'string') return oauthError(ctx, new errors.InvalidRequest(form));
+  if (typeof form === 'string') {
+    const refused = new errors.InvalidRequest(form);
+    return reply(ctx, oauthErrorAnswer(refused.status, refused.error, refused.error_description!));
+  }
   ctx.state.oauthParams = Object.fromEntries(form);
   // For the provider to read again (src/oauth/mount.ts).
   keepBodyForProvider(ctx.req, form.toString());
