@@ -75,6 +75,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache'), channel('revocations'))
     : undefined;
   metrics.watchMemoryCache('records', () => changeFeed.live);
+  // A token's facts kept in memory say its client was usable: they end with the client's record.
+  // This is what refuses a token saved after a suspension's sweep (src/clients/service.ts).
+  if (tokenCache) {
+    changeFeed.onChange((kind, id) => kind === 'client' && tokenCache.cache.drop({ client: id }));
+    changeFeed.onReset(() => tokenCache.cache.dropAll());
+  }
   if (tokenCache) metrics.watchMemoryCache('tokens', () => tokenCache.cache.serving);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   // For the operator scripts: where this server's artifacts live (src/storage/store-record.ts).

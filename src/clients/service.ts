@@ -112,10 +112,6 @@ export async function getClient(db: Db, clientId: string): Promise<ClientRecord>
   return client;
 }
 
-// A token request that read the client as approved just before the change may still save its
-// tokens just after the first sweep; a second sweep shortly after catches those.
-const SECOND_SWEEP_MS = 1000;
-
 /**
  * Moves a client to another status. A client that stops being approved loses every code, token
  * and grant at once (bearer verification then needs only the token lookup); reinstating does not
@@ -149,18 +145,20 @@ export async function setClientStatus(
   return client;
 }
 
-/**
- * Deletes whatever a client that is not approved still holds (`clients suspend` repeated): nothing
- * is issued to it, so no second sweep.
- */
+/** Deletes whatever a client that is not approved still holds (`clients suspend` repeated). */
 export async function sweepClient({ artifacts }: ClientDeps, clientId: string): Promise<void> {
   await artifacts.revokeClient(clientId);
 }
 
-/** Deletes every code, token and grant of the client, twice (see SECOND_SWEEP_MS). */
+/**
+ * Deletes every code, token and grant of the client, once, after the change has committed. A token
+ * request that read the client as usable just before may still save a grant or tokens after this
+ * sweep; they are refused all the same, by the rule every path applies at each use
+ * (src/oauth/token-liveness.ts: the grant present, the client usable), and the facts an instance
+ * keeps in memory about a token end when it learns that the token's client changed (system.ts).
+ * They stay stored until they expire, or until reinstating the client sweeps again.
+ */
 async function revokeEverythingIssued(artifacts: ClientArtifacts, clientId: string): Promise<void> {
-  await artifacts.revokeClient(clientId);
-  await new Promise((resolve) => setTimeout(resolve, SECOND_SWEEP_MS));
   await artifacts.revokeClient(clientId);
 }
 

@@ -7,11 +7,6 @@ import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 
-// A token request that read the grant just before it was destroyed may still save its tokens just
-// after the first sweep; a second sweep shortly after catches those (as suspension does,
-// src/clients/service.ts). Those tokens are refused meanwhile anyway: their grant is gone.
-const SECOND_SWEEP_MS = 1000;
-
 /** Deletes every code and token issued from a grant (the access tokens' deletion announced). */
 async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
   await Promise.all([provider.AccessToken, provider.RefreshToken, provider.AuthorizationCode].map((model) => model.revokeByGrantId(grantId)));
@@ -20,13 +15,13 @@ async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
 /**
  * Revokes a grant with every code and token issued from it: the grant first, so that from then on
  * every path refuses its tokens (token-liveness.ts) and the refresh hot path's rotation, which
- * spends a token only while its grant exists, saves nothing more; then its codes and tokens; and
- * again a second later, in the background (reuse detection and the pages do not wait for it).
+ * spends a token only while its grant exists, saves nothing more; then its codes and tokens. A
+ * token that a request which read the grant just before saves after the sweep is refused by the
+ * same rule (its grant is gone), and stays stored only until it expires.
  */
 export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
   await provider.Grant.adapter.destroy(grantId);
   await sweepGrant(provider, grantId);
-  setTimeout(() => void sweepGrant(provider, grantId).catch(() => {}), SECOND_SWEEP_MS).unref();
 }
 
 export function isLegacyGrant(grant: Grant): boolean {

@@ -42,6 +42,7 @@ class Feed {
 
   reset(): void {
     this.entries.clear();
+    this.changes.emit('reset');
   }
 }
 
@@ -89,8 +90,10 @@ export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => 
 export interface ChangeFeed {
   /** True while changes made elsewhere reach this process (the cache serves only then). */
   readonly live: boolean;
-  /** Called for each change (for tests and metrics). */
+  /** Called for each change (for tests and metrics, and the token cache: system.ts). */
   onChange(listener: (kind: RecordKind, id: string) => void): void;
+  /** Called when changes may have been missed (the feed was lost or is back): every record may have changed. */
+  onReset(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -188,6 +191,9 @@ function handle(db: Db, feed: Feed, stop: () => Promise<void>): ChangeFeed {
     },
     onChange(listener) {
       feed.changes.on('change', listener);
+    },
+    onReset(listener) {
+      feed.changes.on('reset', listener);
     },
     async close() {
       feed.users -= 1;
