@@ -19,14 +19,14 @@ import type { SignInLimits } from './web/sign-in-limits.ts';
 import { meRoutes, readMe } from './api/me.ts';
 import { checkRoutes, gatewayCheck } from './api/check.ts';
 import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
-import { hotPathListener } from './api/listener.ts';
+import { hotPathListener } from './fast/dispatch.ts';
 import { keepConnectionsWhole } from './http/unread-bodies.ts';
-import { introspection } from './oauth/introspection.ts';
-import { refreshGrant } from './oauth/refresh.ts';
+import { introspection } from './fast/introspection.ts';
+import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
-import type { AnswerBackChannel } from './oauth/back-channel.ts';
+import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
@@ -136,7 +136,7 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
   return router;
 }
 
-/** The server's request listener: the API's hot paths first (src/api/listener.ts), then the app. */
+/** The server's request listener: the API's hot paths first (src/fast/dispatch.ts), then the app. */
 export function createListener(deps: AppDeps): RequestListener {
   const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
   const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps.db) };
@@ -149,7 +149,7 @@ export function createListener(deps: AppDeps): RequestListener {
   return keepConnectionsWhole(hotPaths);
 }
 
-/** The back channel's plain cases, answered on the hot path (src/oauth/back-channel.ts), by path. */
+/** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
   const { provider, db, log, rateLimits, secrets } = deps;
   const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
@@ -202,7 +202,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
 /**
  * The OAuth back channel — POSTs to the token, revocation and introspection endpoints, which apps
  * and gateways call all the time — with the same steps and the same provider endpoints, but
- * without walking the API's and the pages' routers first (src/api/listener.ts sends them here).
+ * without walking the API's and the pages' routers first (src/fast/dispatch.ts sends them here).
  */
 function createBackChannelApp(deps: AppDeps, shared: Shared): Koa {
   const app = appWithCommonSteps(deps, shared);

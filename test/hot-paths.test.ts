@@ -1,4 +1,4 @@
-// The API's hot paths (src/api/listener.ts) are answered before the Koa app; the app answers
+// The API's hot paths (src/fast/dispatch.ts) are answered before the Koa app; the app answers
 // whatever they pass on. One contract, two transports: the same request gets the same answer
 // either way, and each request goes where it should.
 import http from 'node:http';
@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
-import { hotPathListener } from '../src/api/listener.ts';
+import { hotPathListener } from '../src/fast/dispatch.ts';
 import { dataAnswer } from '../src/api/responses.ts';
 import { clientAddress } from '../src/http/untrusted-proxy.ts';
 import { createLogger } from '../src/log.ts';

@@ -1,4 +1,4 @@
-// Introspection on the hot path (src/oauth/introspection.ts): the plain case — a live access token
+// Introspection on the hot path (src/fast/introspection.ts): the plain case — a live access token
 // asked about by a client with its secret — is answered without the provider's pipeline, and
 // must be the provider's answer byte for byte; everything else is left to the provider.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { comparable, raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus } from '../src/admin/commands.ts';
-import { introspection } from '../src/oauth/introspection.ts';
+import { introspection } from '../src/fast/introspection.ts';
 import { clientSecrets } from '../src/oauth/client-secrets.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 

@@ -1,4 +1,4 @@
-// The rotating refresh on the hot path (src/oauth/refresh.ts): the plain case is answered without
+// The rotating refresh on the hot path (src/fast/refresh.ts): the plain case is answered without
 // the provider's pipeline, with the provider's own models, and must be indistinguishable from the
 // provider's answer — status, headers, body shape, what is stored — while everything else is left
 // to the provider before anything is written.
@@ -8,7 +8,7 @@ import { approvedClient, newUser, operator, tokensFor, type TestClient } from '.
 import { getMe } from './support/oauth.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetRefreshGrace, clientsSetStatus } from '../src/admin/commands.ts';
-import { refreshGrant } from '../src/oauth/refresh.ts';
+import { refreshGrant } from '../src/fast/refresh.ts';
 import { clientSecrets } from '../src/oauth/client-secrets.ts';
 import { refreshGraceWindows } from '../src/oauth/refresh-grace.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';

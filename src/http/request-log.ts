@@ -24,7 +24,7 @@ export interface RequestLine {
 export type RequestLineWriter = (line: RequestLine) => void;
 
 /**
- * Writes the one line per request (also for the hot-path listener, src/api/listener.ts) as pino's
+ * Writes the one line per request (also for the hot-path listener, src/fast/dispatch.ts) as pino's
  * `log.info(line, 'request')` would — level, time, the logger's bindings, the fields, msg — to
  * the logger's own stream, serialised here: it is written for every request, and pino's general
  * serialiser (any object, redaction, tracing hooks) costs several times this line.

@@ -13,7 +13,7 @@ const HSTS = 'max-age=31536000; includeSubDomains';
 /** JSON for programs, never a page: the API and the OAuth back channel (token, revocation, introspection). */
 const isApi = (path: string) => path === ME_PATH || path === CHECK_PATH || path.startsWith(`${CHECK_PATH}/`) || OAUTH_ENDPOINTS.has(path);
 
-/** The JSON API's short set (also sent by the hot-path listener, src/api/listener.ts). */
+/** The JSON API's short set (also sent by the hot-path listener, src/fast/dispatch.ts). */
 export function apiSecurityHeaders(https: boolean): Record<string, string> {
   return {
     'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",

@@ -1,4 +1,3 @@
-/// <reference path="./oidc-provider-internals.d.ts" />
 // oidc-provider turns a client record into a Client by validating every property against its
 // schema, the costliest step of a token request after the stores. It keeps what it built in an
 // LRU keyed by a hash of the record, which costs two things here:
@@ -12,8 +11,7 @@
 //   a record read past the cache (its change feed down) is a new object each time and takes the
 //   library's own way.
 import type Provider from 'oidc-provider';
-import instance from 'oidc-provider/lib/helpers/weak_cache.js';
-import LRU from 'oidc-provider/lib/helpers/lru.js';
+import { enlargeBuiltClientCache } from '../fast/library.ts';
 
 /** How many built clients the library keeps (a few KiB each). */
 export const BUILT_CLIENTS_KEPT = 10_000;
@@ -22,11 +20,7 @@ type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
 
 /** `recordOf`: the record the provider's adapter would read, the same object while it is unchanged. */
 export function keepBuiltClients(provider: Provider, recordOf: (clientId: string) => Promise<object | undefined>): void {
-  const internals = instance(provider);
-  if (!internals || !('dynamicClients' in internals)) {
-    throw new Error('oidc-provider no longer keeps its built clients in dynamicClients: review src/oauth/built-clients.ts');
-  }
-  internals.dynamicClients = new LRU({ maxSize: BUILT_CLIENTS_KEPT });
+  enlargeBuiltClientCache(provider, BUILT_CLIENTS_KEPT);
 
   const model = provider.Client;
   const find = model.find.bind(model);

@@ -9,13 +9,12 @@ import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { recordGrantUse } from './grant-use.ts';
 import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
+import { isLibraryReplay, isRefreshTokenReuse } from '../fast/library.ts';
 
-// What oidc-provider 9 says when it finds a spent code or refresh token presented again (it then
-// revokes the grant); a race lost inside our adapters is ArtifactAlreadyConsumed instead.
-const LIBRARY_REPLAYS = new Set(['authorization code already consumed', 'refresh token already used']);
-
-function isReplay(err: Error & { error_detail?: string }): boolean {
-  return err instanceof ArtifactAlreadyConsumed || LIBRARY_REPLAYS.has(err.error_detail ?? '');
+// A spent code or refresh token presented again, as the library finds it (it then revokes the
+// grant) or as a race lost inside our adapters (ArtifactAlreadyConsumed).
+function isReplay(err: Error): boolean {
+  return err instanceof ArtifactAlreadyConsumed || isLibraryReplay(err);
 }
 
 /** Tokens were issued (the provider's grant.success; the refresh hot path's own): counted, and the grant's last use noted. */
@@ -42,7 +41,7 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
   provider.on('grant.success', (ctx) => issued(String(ctx.oidc.params?.grant_type ?? 'unknown'), ctx.oidc.entities.Grant));
 
   function onFailure(event: string) {
-    return (ctx: KoaContextWithOIDC, err: Error & { error?: string; error_detail?: string }) => {
+    return (ctx: KoaContextWithOIDC, err: Error & { error?: string }) => {
       if (err.error === 'invalid_client') metrics.authFailures.inc({ kind: 'client' });
       if (event === 'grant.error' && err.error === 'invalid_grant' && isReplay(err)) {
         // RFC 6749 4.1.2 / RFC 9700 4.14.2: a spent code or refresh token came back; its grant is revoked.
@@ -52,7 +51,7 @@ export function watchProviderEvents(provider: Provider, { db, metrics, log }: { 
         const event = { actor: `client:${clientId ?? 'unknown'}`, action: kind, clientId, details: { ip: ctx.ip } };
         // The library revoked the grant of a refresh token used twice: tell the app whose, with the audit row.
         const { accountId, grantId } = ctx.oidc.entities.RefreshToken ?? {};
-        if (kind === 'refresh_token.reuse_detected' && err.error_detail === 'refresh token already used' && clientId && accountId) {
+        if (kind === 'refresh_token.reuse_detected' && isRefreshTokenReuse(err) && clientId && accountId) {
           void recordReplay(clientId, accountId, grantId, event).catch((e) => log.error({ err: e }, 'audit write failed'));
         } else void audit(event);
       }

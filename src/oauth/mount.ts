@@ -2,9 +2,9 @@
 // One spelling per path, as for every router of the app (src/http/router.ts): the provider's own
 // router folds case and decodes, so only the exact canonical paths are handed to it; any other
 // spelling under the prefix falls through to a 404.
-import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
+import { withBodyToRead } from '../fast/library.ts';
 
 export function mountProvider(provider: Provider, prefix: string, routes: RegExp, accepts: (ctx: Context) => boolean = () => true) {
   const handle = provider.callback();
@@ -23,27 +23,7 @@ export function mountProvider(provider: Provider, prefix: string, routes: RegExp
     // names the same resource.
     ctx.req.url = ctx.path.slice(prefix.length) + ctx.search;
     ctx.respond = false;
+    // A body our app already read (request-shims.ts) is handed over as a stream to read again.
     await handle(withBodyToRead(ctx.req), ctx.res);
   };
-}
-
-/**
- * A body our app already read (src/oauth/request-shims.ts: the token endpoints' form or JSON) is
- * handed to the provider as a stream to read again, as if untouched — not as a parsed `req.body`,
- * which the provider reads only as a fallback, with a warning.
- */
-function withBodyToRead(req: IncomingMessage): IncomingMessage {
-  const body = (req as IncomingMessage & { body?: unknown }).body;
-  if (typeof body !== 'string') return req;
-  const bytes = Buffer.from(body, 'utf8');
-  req.headers['content-length'] = String(bytes.length);
-  delete req.headers['transfer-encoding'];
-  return new Proxy(req, {
-    get(target, prop) {
-      if (prop === 'readable') return true;
-      if (prop === 'iterator') return () => [bytes].values();
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }

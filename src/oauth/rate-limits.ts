@@ -9,7 +9,7 @@
 //   any address — only when that client's own authenticated volume is over its budget;
 // - requests that do not authenticate are counted per (claimed client id, address) and per
 //   address; over the limit they are answered 429 with a growing Retry-After instead of 401.
-import { claimedClientId } from './client-credentials.ts';
+import { claimedClientId } from '../fast/credentials.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';

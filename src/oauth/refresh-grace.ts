@@ -19,10 +19,11 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync 
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
-import { presentedCredentials } from './client-credentials.ts';
+import { presentedCredentials } from '../fast/credentials.ts';
 import { dpopKeyOf } from './dpop-key.ts';
 import { isLive } from './token-liveness.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
+import { bodyReadByApp } from '../fast/library.ts';
 
 type Next = () => Promise<void>;
 
@@ -106,8 +107,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The refresh token a token request presents, when it is a refresh (the body as our app read it). */
 function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params: URLSearchParams } | undefined {
   if (ctx.method !== 'POST' || ctx.path !== '/token') return undefined;
-  const body = (ctx.req as { body?: unknown }).body;
-  const params = new URLSearchParams(typeof body === 'string' ? body : '');
+  const params = new URLSearchParams(bodyReadByApp(ctx.req) ?? '');
   const token = params.get('refresh_token');
   return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
 }

@@ -4,6 +4,7 @@ import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
 import { parseScopeList } from '../scopes.ts';
+import { keepBodyForProvider } from '../fast/library.ts';
 
 /** Spec 4.1 allows commas between scope names; the provider only splits on spaces. */
 export async function normaliseScopeParam(ctx: Context, next: Next) {
@@ -27,7 +28,7 @@ const bodies = new WeakMap<IncomingMessage, Promise<string>>();
 
 /**
  * The body of a token, revocation or introspection request, read once with the size limit: the
- * hot-path listener may read it first (src/oauth/introspection.ts) and pass the request on.
+ * hot-path listener may read it first (src/fast/introspection.ts) and pass the request on.
  */
 export function readBodyOnce(req: IncomingMessage): Promise<string> {
   let body = bodies.get(req);
@@ -93,8 +94,8 @@ export async function readTokenRequestBody(ctx: Context, next: Next) {
   const form = type === 'application/json' ? formFromJson(text) : new URLSearchParams(text);
   if (typeof form === 'string') return oauthError(ctx, new errors.InvalidRequest(form));
   ctx.state.oauthParams = Object.fromEntries(form);
-  // The provider's body reader falls back to an already read req.body (lib/shared/selective_body.js).
-  (ctx.req as typeof ctx.req & { body?: unknown }).body = form.toString();
+  // For the provider to read again (src/oauth/mount.ts).
+  keepBodyForProvider(ctx.req, form.toString());
   ctx.req.headers['content-type'] = 'application/x-www-form-urlencoded';
   return next();
 }

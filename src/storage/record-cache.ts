@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
+import { transactionSettled } from '../fast/library.ts';
 
 export type RecordKind = 'client' | 'user';
 
@@ -59,7 +60,7 @@ export async function announceChange(db: Db | Knex.Transaction, kind: RecordKind
   const feed = feedOf(db);
   feed?.drop(kind, String(id));
   // A read between now and the commit may cache the old row again: drop it once more at commit.
-  const committed = (db as { executionPromise?: Promise<unknown> }).executionPromise;
+  const committed = transactionSettled(db);
   void committed?.then(() => feed?.drop(kind, String(id)), () => {});
   if (db.client.config.client === 'pg') await db.raw('select pg_notify(?, ?)', [CHANNEL, `${kind}:${id}`]);
 }

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { generateClientSecret, hashClientSecret, matchClientSecret } from '../../src/clients/secrets.ts';
 import { validateClientName, validateRedirectUri } from '../../src/clients/validate.ts';
 import { csrfToken, csrfValid } from '../../src/http/csrf.ts';
-import { claimedClientId, presentedCredentials } from '../../src/oauth/client-credentials.ts';
+import { claimedClientId, presentedCredentials } from '../../src/fast/credentials.ts';
 
 describe('client secrets', () => {
   it('are 256-bit random values, matched by hash against every active secret', () => {

@@ -16,9 +16,9 @@ import { apiSecurityHeaders } from '../http/security-headers.ts';
 import { clientAddress, type ProxyWarning } from '../http/untrusted-proxy.ts';
 import { urlProblem } from '../http/url-limits.ts';
 import { describeError } from '../http/error-responses.ts';
-import type { ApiRequest } from './access.ts';
-import { errorAnswer, type Answer } from './responses.ts';
-import type { AnswerBackChannel } from '../oauth/back-channel.ts';
+import type { ApiRequest } from '../api/access.ts';
+import { errorAnswer, type Answer } from '../api/responses.ts';
+import type { AnswerBackChannel } from './back-channel.ts';
 import { readBodyOnce, TOKEN_BODY_LIMIT } from '../oauth/request-shims.ts';
 
 type Handler = (request: ApiRequest) => Promise<Answer>;
@@ -28,7 +28,7 @@ export interface HotPathDeps {
   answerMe: Handler;
   /** The token, revocation and introspection POSTs: the app's steps without its routers (src/app.ts). */
   answerBackChannel: RequestListener;
-  /** By path: the plain cases of back-channel endpoints (src/oauth/back-channel.ts); what they leave, the back channel answers. */
+  /** By path: the plain cases of back-channel endpoints (src/fast/back-channel.ts); what they leave, the back channel answers. */
   backChannelHotPaths?: ReadonlyMap<string, AnswerBackChannel>;
   log: Logger;
   metrics: Pick<Metrics, 'record'>;

@@ -1,12 +1,11 @@
 // What the back channel's hot paths (introspection.ts, refresh.ts) share: the request as the
 // listener hands it over, and the checks that must read exactly as the provider's do. Each hot
 // path answers only the plain case; for anything else it returns undefined and the provider
-// answers (src/api/listener.ts passes the request on, body and all).
+// answers (src/fast/dispatch.ts passes the request on, body and all).
 import type { IncomingHttpHeaders } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Answer } from '../api/responses.ts';
-import type { ClientSecrets } from './client-secrets.ts';
-import { isWellFormedClientId } from '../clients/secrets.ts';
+import type { ClientSecrets } from '../oauth/client-secrets.ts';
 
 export interface BackChannelRequest {
   headers: IncomingHttpHeaders;
@@ -48,39 +47,6 @@ export function singleParams<N extends string>(form: URLSearchParams, names: rea
   return params;
 }
 
-// Headers the provider reads for other kinds of client authentication, or for CORS.
-const PROVIDERS_TO_JUDGE = ['oauth-client-attestation', 'oauth-client-attestation-pop', 'origin', 'dpop'];
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-// The provider's rule for the parts of HTTP Basic credentials (RFC 6749 2.3.1: VSCHAR).
-const VSCHAR_ONLY = /^[\x20-\x7E]+$/;
-
-/**
- * A client id and secret sent in exactly one of the two ways the provider takes — HTTP Basic
- * (each part form-encoded) or client_id and client_secret in the form — read as it reads them;
- * undefined for anything else, an id not of the registry's form included (it names no client).
- */
-export function secretCredentials(headers: IncomingHttpHeaders, params: { client_id?: string; client_secret?: string }): { clientId: string; secret: string } | undefined {
-  if (PROVIDERS_TO_JUDGE.some((name) => headers[name] !== undefined)) return undefined;
-  const { authorization } = headers;
-  if (authorization === undefined) {
-    return params.client_id && isWellFormedClientId(params.client_id) && params.client_secret ? { clientId: params.client_id, secret: params.client_secret } : undefined;
-  }
-  if (params.client_secret !== undefined) return undefined;
-  const [scheme, encoded, ...rest] = authorization.split(' ');
-  if (rest.length || scheme?.toLowerCase() !== 'basic' || !encoded || !BASE64.test(encoded) || encoded.length % 4 !== 0) return undefined;
-  const basic = Buffer.from(encoded, 'base64').toString('utf8');
-  const colon = basic.indexOf(':');
-  if (colon < 0) return undefined;
-  try {
-    const [clientId, secret] = [basic.slice(0, colon), basic.slice(colon + 1)].map((part) => decodeURIComponent(part.replace(/\+/g, '%20')));
-    if (!clientId || !secret || !isWellFormedClientId(clientId) || !VSCHAR_ONLY.test(secret)) return undefined;
-    if (params.client_id !== undefined && params.client_id !== clientId) return undefined;
-    return { clientId, secret };
-  } catch {
-    return undefined; // not percent-encoded properly
-  }
-}
-
 /**
  * The client, when it exists and authenticates with a secret, and which of its secrets this one
  * is. Whether that secret is still active is the caller's to ask (ClientSecrets.isActive), along
@@ -89,7 +55,7 @@ export function secretCredentials(headers: IncomingHttpHeaders, params: { client
 export async function clientOfSecret(provider: Provider, secrets: ClientSecrets, clientId: string, secret: string) {
   const client = await provider.Client.find(clientId);
   if (client?.clientAuthMethod !== 'client_secret_basic' && client?.clientAuthMethod !== 'client_secret_post') return undefined;
-  if ((client as unknown as { clientSecretExpiresAt?: number }).clientSecretExpiresAt) return undefined;
+  if (client.clientSecretExpiresAt) return undefined;
   const secretId = secrets.match(client, secret);
   return secretId === undefined ? undefined : { client, secretId };
 }

@@ -1,5 +1,5 @@
 // The rotating refresh (RFC 6749 6; RFC 9700 4.14.2) of a confidential client, answered on the
-// hot path (src/api/listener.ts): apps refresh all the time, and the Koa app and the provider's
+// hot path (src/fast/dispatch.ts): apps refresh all the time, and the Koa app and the provider's
 // request pipeline cost several times the work itself (docs/benchmark.md). The provider's models
 // still decide and build everything — Client and its secret check (client-secrets.ts), the
 // presented RefreshToken and its Grant as their find() verifies them, the new RefreshToken and
@@ -15,17 +15,17 @@
 // anything was written. Once the token may be spent, the request is never handed over: the
 // provider would take it for reuse.
 import type Provider from 'oidc-provider';
-import type { AdapterPayload } from 'oidc-provider';
 import type { Logger } from '../log.ts';
-import type { Saved } from '../storage/redis-adapter.ts';
 import type { RefreshRotation } from '../storage/artifacts.ts';
-import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
-import type { GraceClient, RefreshGrace } from './refresh-grace.ts';
+import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
-import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
-import type { ClientSecrets } from './client-secrets.ts';
-import { isLive } from './token-liveness.ts';
+import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { secretCredentials } from './credentials.ts';
+import type { ClientSecrets } from '../oauth/client-secrets.ts';
+import { isLive } from '../oauth/token-liveness.ts';
+import { asNewToken, fromStore, toSave } from './library.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -43,37 +43,6 @@ export interface RefreshDeps {
   /** Tokens were issued (src/oauth/events.ts), as on the provider's grant.success. */
   issued: (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string }) => void;
   log: Logger;
-}
-
-/** What the provider's token models offer beyond their published types. */
-interface NewToken {
-  jti: string;
-  gty?: string;
-  scope?: string;
-  claims?: unknown;
-  readonly scopes: Set<string>;
-  readonly expiration: number;
-  readonly remainingTTL: number;
-  generateTokenId(): string;
-  getValueAndPayload(): Promise<{ value: string; payload: AdapterPayload }>;
-}
-
-/** A model's find() without its adapter read: the stored payload verified and made a model, or undefined. */
-async function fromStore<T>(model: unknown, stored: AdapterPayload): Promise<T | undefined> {
-  const Model = model as { verify(stored: AdapterPayload, options: { ignoreExpiration: boolean }): Promise<AdapterPayload>; instantiate(payload: AdapterPayload): T };
-  try {
-    return Model.instantiate(await Model.verify(stored, { ignoreExpiration: true }));
-  } catch {
-    return undefined;
-  }
-}
-
-/** A new token's id, payload and lifetime, made as its model's save() makes them. */
-async function toSave(token: NewToken): Promise<Saved> {
-  token.jti = token.generateTokenId();
-  const expiresIn = token.remainingTTL;
-  const { payload } = await token.getValueAndPayload();
-  return { id: token.jti, payload, expiresIn };
 }
 
 export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
@@ -104,7 +73,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
   /** The successors, field by field as the provider's refresh grant makes them. */
   async function successors(found: NonNullable<Awaited<ReturnType<typeof rotatable>>>, client: Client) {
     const { token, grant } = found;
-    const refresh = new provider.RefreshToken({
+    const refresh = asNewToken(new provider.RefreshToken({
       accountId: token.accountId,
       acr: token.acr,
       amr: token.amr,
@@ -121,9 +90,9 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       scope: token.scope,
       sessionUid: token.sessionUid,
       sid: token.sid,
-    } as ConstructorParameters<typeof provider.RefreshToken>[0]) as unknown as NewToken & typeof token;
+    } as ConstructorParameters<typeof provider.RefreshToken>[0]));
     if (refresh.gty && !refresh.gty.endsWith(GRANT)) refresh.gty = `${refresh.gty} ${GRANT}`;
-    const access = new provider.AccessToken({
+    const access = asNewToken(new provider.AccessToken({
       accountId: token.accountId,
       client,
       expiresWithSession: refresh.expiresWithSession,
@@ -131,7 +100,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       gty: refresh.gty,
       sessionUid: refresh.sessionUid,
       sid: refresh.sid,
-    } as ConstructorParameters<typeof provider.AccessToken>[0]) as unknown as NewToken;
+    } as ConstructorParameters<typeof provider.AccessToken>[0]));
     access.claims = refresh.claims;
     access.scope = grant.getOIDCScopeFiltered(refresh.scopes);
     const saved = { refresh: await toSave(refresh), access: await toSave(access) };

@@ -1,6 +1,6 @@
 // Introspection (RFC 7662) of a live access token by a client that authenticates with its secret:
 // the question resource servers and gateways ask on every call they serve, answered on the hot
-// path (src/api/listener.ts) without the Koa app and the provider's request pipeline, which cost
+// path (src/fast/dispatch.ts) without the Koa app and the provider's request pipeline, which cost
 // more than the answer (docs/benchmark.md). The same models decide — the provider's Client, its
 // secret check (client-secrets.ts), and whether the token is live by the rule of every path
 // (token-liveness.ts: AccessToken.find through the token cache, Grant.find, Client.find) — and the
@@ -12,12 +12,13 @@
 // not see, a store that fails — returns undefined, and the provider answers it, errors, counters
 // and events included.
 import type Provider from 'oidc-provider';
-import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
-import { resourceServerMayIntrospect } from './provider.ts';
+import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import { resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
-import { clientOfSecret, PROVIDER_HEADERS, secretCredentials, singleParams, type AnswerBackChannel } from './back-channel.ts';
-import type { ClientSecrets } from './client-secrets.ts';
-import { liveAccessToken } from './token-liveness.ts';
+import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { secretCredentials } from './credentials.ts';
+import type { ClientSecrets } from '../oauth/client-secrets.ts';
+import { liveAccessToken } from '../oauth/token-liveness.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.

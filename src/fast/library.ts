@@ -1,0 +1,131 @@
+/// <reference path="./oidc-provider-internals.d.ts" />
+// The one place that reaches past the published APIs of oidc-provider (and of knex): its deep
+// imports, its models' unpublished methods, its error details, the way it reads a request body.
+// Everything here is tied to the exact library version pinned in package.json (LIBRARY_VERSION);
+// test/unit/library-boundary.test.ts fails on any such reach anywhere else in src/, and
+// test/unit/upstream-fingerprints.test.ts on any change to the upstream files the fast path mirrors.
+import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
+import type Provider from 'oidc-provider';
+import type { AdapterPayload } from 'oidc-provider';
+import instance from 'oidc-provider/lib/helpers/weak_cache.js';
+import LRU from 'oidc-provider/lib/helpers/lru.js';
+
+/** The library version whose internals this file and the fast path (src/fast/) were checked against. */
+export const LIBRARY_VERSION = '9.13.3';
+
+/** The installed library's version, from its own package.json. */
+export function installedLibraryVersion(): string {
+  const require = createRequire(import.meta.url);
+  return (require('oidc-provider/package.json') as { version: string }).version;
+}
+
+// ---------------------------------------------------------------- the provider's configuration
+
+/** The configuration as the provider resolved it (our settings over its defaults), or undefined. */
+export function resolvedConfiguration(provider: Provider): Record<string, unknown> | undefined {
+  return instance(provider)?.configuration as Record<string, unknown> | undefined;
+}
+
+/**
+ * Swaps the library's LRU of built clients for a larger one of its own kind (src/oauth/built-clients.ts).
+ * Throws when the library no longer keeps them there.
+ */
+export function enlargeBuiltClientCache(provider: Provider, maxSize: number): void {
+  const internals = instance(provider);
+  if (!internals || !('dynamicClients' in internals)) {
+    throw new Error('oidc-provider no longer keeps its built clients in dynamicClients: review src/fast/library.ts');
+  }
+  internals.dynamicClients = new LRU({ maxSize });
+}
+
+// ---------------------------------------------------------------- token models
+
+/** What the provider's token models offer beyond their published types. */
+export interface NewToken {
+  jti: string;
+  gty?: string;
+  scope?: string;
+  claims?: unknown;
+  readonly scopes: Set<string>;
+  readonly expiration: number;
+  readonly remainingTTL: number;
+  generateTokenId(): string;
+  getValueAndPayload(): Promise<{ value: string; payload: AdapterPayload }>;
+}
+
+/** A new (unsaved) token model seen with its unpublished methods. */
+export const asNewToken = <T>(token: T) => token as unknown as NewToken & T;
+
+/** A model's find() without its adapter read: the stored payload verified and made a model, or undefined. */
+export async function fromStore<T>(model: unknown, stored: AdapterPayload): Promise<T | undefined> {
+  const Model = model as { verify(stored: AdapterPayload, options: { ignoreExpiration: boolean }): Promise<AdapterPayload>; instantiate(payload: AdapterPayload): T };
+  try {
+    return Model.instantiate(await Model.verify(stored, { ignoreExpiration: true }));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A new token's id, payload and lifetime, made as its model's save() makes them. */
+export async function toSave(token: NewToken): Promise<{ id: string; payload: AdapterPayload; expiresIn: number }> {
+  token.jti = token.generateTokenId();
+  const expiresIn = token.remainingTTL;
+  const { payload } = await token.getValueAndPayload();
+  return { id: token.jti, payload, expiresIn };
+}
+
+// ---------------------------------------------------------------- its error details
+
+// What oidc-provider 9 says (error_detail) when it finds a spent code or refresh token presented
+// again (it then revokes the grant).
+const REFRESH_TOKEN_REUSED = 'refresh token already used';
+const LIBRARY_REPLAYS = new Set(['authorization code already consumed', REFRESH_TOKEN_REUSED]);
+
+type Detailed = Error & { error_detail?: string };
+/** The library found a spent code or refresh token presented again. */
+export const isLibraryReplay = (err: Detailed): boolean => LIBRARY_REPLAYS.has(err.error_detail ?? '');
+/** The library found a spent refresh token presented again, and revoked its grant. */
+export const isRefreshTokenReuse = (err: Detailed): boolean => err.error_detail === REFRESH_TOKEN_REUSED;
+
+// ---------------------------------------------------------------- request bodies
+
+const bodiesRead = new WeakMap<IncomingMessage, string>();
+
+/** A token endpoint body our app read (src/oauth/request-shims.ts), kept for the provider to read again. */
+export function keepBodyForProvider(req: IncomingMessage, form: string): void {
+  bodiesRead.set(req, form);
+}
+
+/**
+ * The request as the provider should see it: a body our app already read is handed over as a
+ * stream to read again, as if untouched (the library's body reader, lib/shared/selective_body.js,
+ * takes `readable` and async iteration).
+ */
+export function withBodyToRead(req: IncomingMessage): IncomingMessage {
+  const body = bodiesRead.get(req);
+  if (body === undefined) return req;
+  const bytes = Buffer.from(body, 'utf8');
+  req.headers['content-length'] = String(bytes.length);
+  delete req.headers['transfer-encoding'];
+  const handedOver = new Proxy(req, {
+    get(target, prop) {
+      if (prop === 'readable') return true;
+      if (prop === 'iterator') return () => [bytes].values();
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  bodiesRead.set(handedOver, body);
+  return handedOver;
+}
+
+/** The body our app read for this request (the provider's steps see the request handed over), if any. */
+export const bodyReadByApp = (req: IncomingMessage): string | undefined => bodiesRead.get(req);
+
+// ---------------------------------------------------------------- knex
+
+/** When a knex transaction settles (its executionPromise; undefined for a plain connection). */
+export function transactionSettled(db: object): Promise<unknown> | undefined {
+  return (db as { executionPromise?: Promise<unknown> }).executionPromise;
+}
