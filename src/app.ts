@@ -26,6 +26,7 @@ import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
+import type { GrantUses } from './oauth/grant-use.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
@@ -62,6 +63,8 @@ export interface AppDeps {
   artifacts: ArtifactStorage;
   /** The client secret check (src/oauth/client-secrets.ts), as the provider's. */
   secrets: ClientSecrets;
+  /** Records grants' last use (src/oauth/grant-use.ts), as the provider's events do. */
+  grantUses: GrantUses;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
@@ -160,7 +163,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
-    issued: tokensIssued({ db, metrics: deps.metrics, log }),
+    issued: tokensIssued({ grantUses: deps.grantUses, metrics: deps.metrics, log }),
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);

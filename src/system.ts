@@ -10,11 +10,11 @@ import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
 import type { HeartbeatTiming } from './storage/heartbeat.ts';
-import { flushGrantUses } from './oauth/grant-use.ts';
-import { flushSecretUses } from './clients/secret-use.ts';
+import { grantUseRecorder } from './oauth/grant-use.ts';
+import { secretUseRecorder } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
-import { clientSecrets } from './oauth/client-secrets.ts';
+import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
@@ -36,6 +36,8 @@ export interface System {
   db: Db;
   redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
+  /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
+  secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
   tokenCache: TokenCache | undefined;
   log: Logger;
@@ -93,7 +95,10 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
-  const secrets = clientSecrets(db, artifacts);
+  // "Last used" of secrets and grants, written in batches (src/storage/last-use.ts).
+  const secretUses = secretUseRecorder(db);
+  const grantUses = grantUseRecorder(db);
+  const secrets = clientSecrets(db, artifacts, secretUses);
   const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
@@ -101,7 +106,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
   attachWebhookQueue(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
-  watchProviderEvents(provider, { db, metrics, log });
+  watchProviderEvents(provider, { db, grantUses, metrics, log });
   const listener = createListener({
     provider,
     db,
@@ -114,6 +119,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     cookieKeys: config.cookieKeys,
     artifacts,
     secrets,
+    grantUses,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
@@ -136,6 +142,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     db,
     redis,
     artifacts,
+    secrets,
     tokenCache: tokenCache?.cache,
     log,
     metrics,
@@ -149,8 +156,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       await webhookQueue.stop({ graceful: true, timeout: 6000 });
       await changeFeed.close();
       await tokenCache?.close();
-      await flushGrantUses(db).catch((err) => log.warn({ err }, 'last grant uses not written'));
-      await flushSecretUses(db).catch((err) => log.warn({ err }, 'last secret uses not written'));
+      await grantUses.flush().catch((err) => log.warn({ err }, 'last grant uses not written'));
+      await secretUses.flush().catch((err) => log.warn({ err }, 'last secret uses not written'));
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

@@ -176,19 +176,16 @@ const activeSecretById = preparedRead<{ id: number }, [string]>('active_secret_b
   db('oauth_client_secrets').where('id', secretId).whereNull('revoked_at').select('id'),
 );
 
-const secretReads = new WeakMap<Db, (secretId: number) => Promise<boolean>>();
-
 /**
- * Whether a secret is still active, read from the database itself. A cached client record learns
- * of a revocation made by another process only when the change notification arrives; the spec
- * wants a revoked secret refused at once (5.7), so authentication asks the database. Concurrent
- * requests of one client share reads that were sent after they arrived (freshSharedReads): a
- * revocation committed before a request arrives is always seen.
+ * Whether a secret is still active, read from the database itself (one reader per database, made
+ * by its owner: src/oauth/client-secrets.ts). A cached client record learns of a revocation made
+ * by another process only when the change notification arrives; the spec wants a revoked secret
+ * refused at once (5.7), so authentication asks the database. Concurrent requests of one client
+ * share reads that were sent after they arrived (freshSharedReads): a revocation committed before
+ * a request arrives is always seen.
  */
-export function isSecretActive(db: Db, secretId: number): Promise<boolean> {
-  let read = secretReads.get(db);
-  if (!read) secretReads.set(db, (read = freshSharedReads(async (id: number) => (await activeSecretById(db, String(id))).length > 0)));
-  return read(secretId);
+export function activeSecretReader(db: Db): (secretId: number) => Promise<boolean> {
+  return freshSharedReads(async (id: number) => (await activeSecretById(db, String(id))).length > 0);
 }
 
 export interface UsableClient {

@@ -28,7 +28,7 @@ import * as repo from './repository.ts';
 import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
 
-export { findUsableClient, isSecretActive, type UsableClient } from './repository.ts';
+export { findUsableClient, activeSecretReader, type UsableClient } from './repository.ts';
 
 export interface ClientDeps {
   db: Db;
