@@ -27,6 +27,7 @@ import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { tokensIssued } from './oauth/events.ts';
 import type { GrantUses } from './oauth/grant-use.ts';
+import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, TOKEN_PATH } from './http/paths.ts';
@@ -65,6 +66,8 @@ export interface AppDeps {
   secrets: ClientSecrets;
   /** Records grants' last use (src/oauth/grant-use.ts), as the provider's events do. */
   grantUses: GrantUses;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
@@ -197,7 +200,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
+  mountWebPages(app, { db, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

@@ -24,7 +24,8 @@ function demoRedirectUri(config: Config): string {
   }
 }
 
-export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): Promise<string> {
+export async function seedDemo(deps: ClientDeps, config: Config): Promise<string> {
+  const { db } = deps;
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
   const redirectUri = demoRedirectUri(config);
@@ -35,7 +36,7 @@ export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): P
     scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
     redirectUris: [redirectUri],
   }, DEMO);
-  await setClientStatus({ db, artifacts }, client.clientId, 'approved', DEMO);
+  await setClientStatus(deps, client.clientId, 'approved', DEMO);
   const state = randomBytes(8).toString('hex');
   const authorize = new URL(`${config.appUrl}${APP_AUTHORIZE_PATH}`);
   authorize.search = new URLSearchParams({

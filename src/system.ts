@@ -24,7 +24,7 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startWebhookQueue } from './webhooks/queue.ts';
-import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
+import { webhookOutbox, type WebhookOutbox } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
@@ -36,6 +36,8 @@ export interface System {
   db: Db;
   redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
   /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
   secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
@@ -104,9 +106,10 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
-  attachWebhookQueue(db, async () => webhookQueue);
+  // Where client changes write the events they cause, in their own transaction.
+  const outbox = webhookOutbox(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
-  watchProviderEvents(provider, { db, grantUses, metrics, log });
+  watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
   const listener = createListener({
     provider,
     db,
@@ -120,6 +123,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     artifacts,
     secrets,
     grantUses,
+    outbox,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
@@ -142,6 +146,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     db,
     redis,
     artifacts,
+    outbox,
     secrets,
     tokenCache: tokenCache?.cache,
     log,
@@ -152,7 +157,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       if (purge) clearInterval(purge);
       clearInterval(storeRecord);
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
-      detachWebhookQueue(db);
+      outbox.close();
       await webhookQueue.stop({ graceful: true, timeout: 6000 });
       await changeFeed.close();
       await tokenCache?.close();

@@ -185,7 +185,7 @@ describe('decisions on the table', () => {
     const browser = await signIn(admin);
     const view = `/admin/oauth-clients?q=${encodeURIComponent(name)}`;
     const table = await browser.get(url(view));
-    await addRedirectUri(server.system.db, id, 'https://app.example.com/other', { actor: 'test' }); // the owner changes it meanwhile
+    await addRedirectUri(server.system, id, 'https://app.example.com/other', { actor: 'test' }); // the owner changes it meanwhile
 
     const refused = await after(browser, await browser.submit(table, `tr[id="client-${id}"] button[value=approve]`));
     const row = rowOf(refused, id);
@@ -209,7 +209,7 @@ describe('decisions on the table', () => {
     const name = `Growing ${tag()}`;
     const id = await newClient(name);
     await clientsSetStatus(operator(server), id, 'approved');
-    await editClient(server.system.db, id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
+    await editClient(server.system, id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
     const browser = await signIn(admin);
     const review = await browser.get(url('/admin/oauth-clients'));
     const change = review.$(`li.item:has(h3:contains("${name}"))`);

@@ -94,7 +94,7 @@ describe.each<Storage>(['redis', 'sql'])('whether a token is live (%s storage)',
       // The user revokes the app's access on the apps with access page.
       const tokens = await tokensFor(server, app, user, 'PROFILE_READ');
       const grantId = await grantOf(tokens.access_token);
-      await revokeAppAccess(server.system.db, provider, String(user.id), app.client_id);
+      await revokeAppAccess(server.system, provider, String(user.id), app.client_id);
       // Reuse detection: a spent refresh token presented again once its successor was used.
       const t0 = await tokensFor(server, app, user, 'PROFILE_READ');
       const reusedGrant = await grantOf(t0.access_token);

@@ -14,7 +14,7 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
-import { attachWebhookQueue, detachWebhookQueue } from '../webhooks/outbox.ts';
+import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
 import { createDataCipher } from '../storage/data-encryption.ts';
 
@@ -64,9 +64,10 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
   // Changes of a client with a webhook URL queue their events; the queue starts only then, and
   // without a worker: the server's instances deliver.
   let queue: Promise<WebhookQueue> | undefined;
-  attachWebhookQueue(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
+  const outbox = webhookOutbox(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
   return {
     db,
+    outbox,
     artifacts: clientArtifacts(db, redis, record?.redisPrefix ?? DEFAULT_REDIS_PREFIX),
     assertStoresReachable: () => assertStoresReachable(record, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },
@@ -74,7 +75,7 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
     allowLoopback: config.webhookAllowLoopback,
     cipher: createDataCipher(config.dataEncryptionKeys),
     async close() {
-      detachWebhookQueue(db);
+      outbox.close();
       await (await queue?.catch(() => undefined))?.stop({ graceful: false });
       redis?.disconnect();
       await db.destroy();

@@ -7,7 +7,7 @@ import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import type { GrantUses } from './grant-use.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 import { isLibraryReplay, isRefreshTokenReuse } from '../fast/library.ts';
 
@@ -26,14 +26,14 @@ export function tokensIssued({ grantUses, metrics, log }: { grantUses: GrantUses
   };
 }
 
-export function watchProviderEvents(provider: Provider, { db, grantUses, metrics, log }: { db: Db; grantUses: GrantUses; metrics: Metrics; log: Logger }): void {
+export function watchProviderEvents(provider: Provider, { db, outbox, grantUses, metrics, log }: { db: Db; outbox: WebhookOutbox; grantUses: GrantUses; metrics: Metrics; log: Logger }): void {
   const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
   async function recordReplay(clientId: string, accountId: string, grantId: string | undefined, event: Parameters<typeof recordAudit>[1]) {
-    await prepareWebhookOutbox(db, clientId);
+    await outbox.prepare(clientId);
     await db.transaction(async (trx) => {
       await recordAudit(trx, event);
       if (grantId) await trx('user_grants').where({ account_id: accountId, grant_id: grantId }).delete(); // revoked: not the app's any more
-      await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'refresh_token_replayed' })]);
+      await outbox.enqueue(trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'refresh_token_replayed' })]);
     });
   }
 

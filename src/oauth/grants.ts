@@ -4,7 +4,7 @@ import type Provider from 'oidc-provider';
 import type { Grant } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import type { ChangeDeps } from '../clients/service.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 
 /** Deletes every code and token issued from a grant (the access tokens' deletion announced). */
@@ -74,13 +74,13 @@ export async function appsWithAccess(db: Db, provider: Provider, accountId: stri
  * Revokes everything a user granted to a client: its access and refresh tokens stop working at
  * once. The record goes with the app's grant.revoked event (user_disconnected), in one transaction.
  */
-export async function revokeAppAccess(db: Db, provider: Provider, accountId: string, clientId: string): Promise<number> {
+export async function revokeAppAccess({ db, outbox }: ChangeDeps, provider: Provider, accountId: string, clientId: string): Promise<number> {
   const grantIds: string[] = await db('user_grants').where({ account_id: accountId, client_id: clientId }).pluck('grant_id');
   await Promise.all(grantIds.map((grantId) => revokeGrant(provider, grantId)));
-  await prepareWebhookOutbox(db, clientId);
+  await outbox.prepare(clientId);
   await db.transaction(async (trx) => {
     const removed = await trx('user_grants').where({ account_id: accountId, client_id: clientId }).delete();
-    if (removed > 0) await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'user_disconnected' })]);
+    if (removed > 0) await outbox.enqueue(trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'user_disconnected' })]);
   });
   return grantIds.length;
 }

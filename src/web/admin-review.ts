@@ -141,7 +141,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const back = `${BASE}${viewQuery(DEFAULT_VIEW)}`;
     if (!approve && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
     try {
-      const client = await decideChange(deps.db, changeId, approve, decision);
+      const client = await decideChange(deps, changeId, approve, decision);
       redirectWithFlash(ctx, back, { type: 'ok', text: `${client.name}: change ${approve ? 'approved' : 'rejected'}.` });
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;

@@ -3,6 +3,7 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../oauth/grants.ts';
 import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
@@ -14,7 +15,7 @@ import { CONNECTED_APPS_PATH } from '../http/paths.ts';
 const PATH = CONNECTED_APPS_PATH;
 const NO_ACCESS = 'That app has no access to your account.';
 
-export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provider }) {
+export function connectedAppsRoutes({ db, outbox, provider }: { db: Db; outbox: WebhookOutbox; provider: Provider }) {
   const router = newRouter();
   const { signedIn } = pageGuards(db);
 
@@ -43,7 +44,7 @@ export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provid
       ctx.status = 303;
       return ctx.redirect(`${PATH}/${encodeURIComponent(app.clientId)}/revoke`);
     }
-    const revoked = await revokeAppAccess(db, provider, String(user.id), app.clientId);
+    const revoked = await revokeAppAccess({ db, outbox }, provider, String(user.id), app.clientId);
     if (revoked === 0) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });
     await recordAudit(db, { actor: `user:${user.id}`, action: 'grant.revoked_by_user', clientId: app.clientId, userId: user.id });
     redirectWithFlash(ctx, PATH, { type: 'ok', text: `Access revoked for ${app.clientName}. It can no longer use your account.` });

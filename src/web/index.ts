@@ -17,11 +17,15 @@ import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
 
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
+
 export interface WebDeps {
   db: Db;
   provider: Provider;
   /** Client sweeps and secret marks (developer settings), and where finished steps are kept. */
   artifacts: ArtifactStorage;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */

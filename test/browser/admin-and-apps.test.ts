@@ -41,7 +41,7 @@ describe.runIf(browserTestsEnabled('admin and apps pages'))('admin review and ap
 
     // The owner changes a client while the administrator looks at it: Approve is refused on that item.
     await page.locator('.tabs').getByRole('link', { name: /Pending/ }).click();
-    await addRedirectUri(session.server.system.db, changing, 'https://notes.example.com/elsewhere', { actor: 'test' });
+    await addRedirectUri(session.server.system, changing, 'https://notes.example.com/elsewhere', { actor: 'test' });
     await page.locator('tr.item', { hasText: 'Meeting Notes Helper' }).getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(`${session.server.url}/admin/oauth-clients`);
     const refusal = page.locator('tr.item.refused', { hasText: 'Meeting Notes Helper' }).locator('.alert');
