@@ -45,7 +45,7 @@ import { secureCookies } from './http/cookies.ts';
 import { untrustedProxyWarning, type ProxyWarning } from './http/untrusted-proxy.ts';
 import { urlProblem } from './http/url-limits.ts';
 import type { TokenCache } from './storage/token-cache.ts';
-import type { ChangeFeed } from './storage/record-cache.ts';
+import type { RecordCache } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 
@@ -81,8 +81,8 @@ export interface AppDeps {
   webhooks: WebhookPageDeps;
   /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
   tokenCache?: TokenCache | undefined;
-  /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
-  changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
+  /** Client and user records, in memory while their changes are heard (src/storage/record-cache.ts). */
+  records: RecordCache;
 }
 
 
@@ -112,7 +112,7 @@ const READY_TIMEOUT_MS = 1500;
 
 const memoryState = (serving: boolean) => (serving ? 'serving' : 'bypassed');
 
-function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Router {
+function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router {
   const router = newRouter();
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -123,7 +123,7 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     // The memory caches: 'bypassed' while their change channel is lost or silent (every read then
     // goes to the store: slower, never stale). Not a reason to take the instance out.
-    const memory = { records: memoryState(changeFeed?.live ?? false), ...(tokenCache ? { tokens: memoryState(tokenCache.serving) } : {}) };
+    const memory = { records: memoryState(records.live), ...(tokenCache ? { tokens: memoryState(tokenCache.serving) } : {}) };
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}), memory };
   });
   const assets: Array<[string, string]> = [
@@ -145,7 +145,7 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
 /** The server's request listener: the API's hot paths first (src/fast/dispatch.ts), then the app. */
 export function createListener(deps: AppDeps): RequestListener {
   const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
-  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps.db) };
+  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps) };
   // What both listeners do for every request, made once so that they do it alike.
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
@@ -157,7 +157,7 @@ export function createListener(deps: AppDeps): RequestListener {
 
 /** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
-  const { provider, db, log, rateLimits, secrets } = deps;
+  const { provider, log, rateLimits, secrets } = deps;
   const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
   const refresh = refreshGrant({
     provider,
@@ -165,7 +165,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     limits: rateLimits.token,
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
-    accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
+    accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,
     issued: tokensIssued({ grantUses: deps.grantUses, metrics: deps.metrics, log }),
     log,
   });
@@ -199,8 +199,8 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   const app = appWithCommonSteps(deps, shared);
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
-  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
+  mountWebPages(app, { db, records: deps.records, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

@@ -29,7 +29,7 @@ export async function seedDemo(deps: ClientDeps, config: Config): Promise<string
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
   const redirectUri = demoRedirectUri(config);
-  const { client, secret } = await createClient(db, {
+  const { client, secret } = await createClient(deps, {
     name: 'Demo app',
     kind: 'confidential',
     legacy: false,

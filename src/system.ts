@@ -5,7 +5,7 @@ import type { RedisClient } from './storage/redis.ts';
 import { connectRedis } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import { connectDb, migrateLatest, type Db } from './storage/db.ts';
-import { startChangeFeed } from './storage/record-cache.ts';
+import { startRecordCache, type RecordCache } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
@@ -38,6 +38,8 @@ export interface System {
   artifacts: ArtifactStorage;
   /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
   outbox: WebhookOutbox;
+  /** Client and user records, in memory while the change feed runs (src/storage/record-cache.ts). */
+  records: RecordCache;
   /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
   secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
@@ -73,17 +75,17 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const metrics = createMetrics();
   const channel = (name: string) => ({ heartbeat: overrides.heartbeat, onHeartbeatMissed: () => metrics.heartbeatsMissed.inc({ channel: name }) });
   // Client and user records are cached in memory while this feed tells us of every change.
-  const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
+  const records = await startRecordCache(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
   // Access token lookups are served from memory while this process hears of every revocation.
   const tokenCache = redis
     ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache'), channel('revocations'))
     : undefined;
-  metrics.watchMemoryCache('records', () => changeFeed.live);
+  metrics.watchMemoryCache('records', () => records.live);
   // A token's facts kept in memory say its client was usable: they end with the client's record.
   // This is what refuses a token saved after a suspension's sweep (src/clients/service.ts).
   if (tokenCache) {
-    changeFeed.onChange((kind, id) => kind === 'client' && tokenCache.cache.drop({ client: id }));
-    changeFeed.onReset(() => tokenCache.cache.dropAll());
+    records.onChange((kind, id) => kind === 'client' && tokenCache.cache.drop({ client: id }));
+    records.onReset(() => tokenCache.cache.dropAll());
   }
   if (tokenCache) metrics.watchMemoryCache('tokens', () => tokenCache.cache.serving);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
@@ -101,7 +103,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const secretUses = secretUseRecorder(db);
   const grantUses = grantUseRecorder(db);
   const secrets = clientSecrets(db, artifacts, secretUses);
-  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  const provider = createProvider({ config, db, records, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -130,7 +132,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
-    changeFeed,
+    records,
     refreshGraceSeconds: config.refreshGraceSeconds,
   });
 
@@ -147,6 +149,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     redis,
     artifacts,
     outbox,
+    records,
     secrets,
     tokenCache: tokenCache?.cache,
     log,
@@ -159,7 +162,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
       outbox.close();
       await webhookQueue.stop({ graceful: true, timeout: 6000 });
-      await changeFeed.close();
+      await records.close();
       await tokenCache?.close();
       await grantUses.flush().catch((err) => log.warn({ err }, 'last grant uses not written'));
       await secretUses.flush().catch((err) => log.warn({ err }, 'last secret uses not written'));

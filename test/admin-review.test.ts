@@ -47,7 +47,7 @@ function post(browser: Browser, path: string, fields: Record<string, string>): P
 const csrfOf = (page: Page) => page.$('input[name=csrf]').first().val() as string;
 const tag = () => randomBytes(3).toString('hex');
 const newClient = (name: string, ownerUserId: number | undefined = dev.id) =>
-  createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ...(ownerUserId ? { ownerUserId } : {}) }, { actor: 'test' }).then((c) => c.client.clientId);
+  createClient(server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ...(ownerUserId ? { ownerUserId } : {}) }, { actor: 'test' }).then((c) => c.client.clientId);
 const statusOf = async (clientId: string) => (await findClient(server.system.db, clientId))!.status;
 const rowOf = (page: Page, clientId: string) => page.$(`tr[id="client-${clientId}"]`);
 const countsOf = (page: Page) => Object.fromEntries(page.$('.tabs a').map((_, a) => [[page.$(a).text().trim().split(/\s+/)[0]!.toLowerCase(), page.$(a).find('.count').text()]]).get());

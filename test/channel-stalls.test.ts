@@ -10,6 +10,7 @@ import { artifactKey } from '../src/storage/artifact-key.ts';
 import { announceRevocation } from '../src/storage/token-cache.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { webhookOutbox } from '../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { clientsSetStatus, type AdminContext } from '../src/admin/commands.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
@@ -58,7 +59,7 @@ beforeAll(async () => {
   })(redis.url, { maxRetriesPerRequest: 0 });
   app = await startInstance({ DATABASE_URL: feedUrl.toString(), REDIS_URL: redis.url }, { db, redis: appRedis, redisPrefix: redis.prefix, heartbeat: HEARTBEAT });
   server = { ...app, pg, redis };
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), by: { actor: 'operator:test' } };
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
 });
 afterAll(async () => {
   await app?.close();

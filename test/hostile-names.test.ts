@@ -8,6 +8,7 @@ import { validateClientName } from '../src/clients/validate.ts';
 import { InputError } from '../src/errors.ts';
 import { admin as runText, spawnAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 
 const cli = useAdminCli();
 const admin = cli.json;
@@ -98,7 +99,7 @@ describe('hostile names', () => {
     expect(await counts()).toEqual(before);
 
     const user = ok(await admin('users', 'create', '--email', 'plain@example.com', '--password', 'long-enough-1', '--name', 'Plain'));
-    await expect(updateUserProfile(cli.pg.db, user.id, { name: 'Plain\u202egnp.exe' })).rejects.toThrow(InputError);
+    await expect(updateUserProfile({ db: cli.pg.db, records: uncachedRecords() }, user.id, { name: 'Plain\u202egnp.exe' })).rejects.toThrow(InputError);
     expect((await cli.pg.db('users').where('id', user.id).first()).name).toBe('Plain');
   });
 

@@ -3,25 +3,25 @@
 // the old row and may cache it; only the drop at commit keeps that copy from being served as
 // current afterwards. Real PostgreSQL, a transaction whose commit the test holds back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { announceChange, cachedRead, startChangeFeed, type ChangeFeed } from '../src/storage/record-cache.ts';
+import { startRecordCache, type RecordCache } from '../src/storage/record-cache.ts';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 
 let pg: TestDatabase;
-let feed: ChangeFeed;
+let records: RecordCache;
 
 beforeAll(async () => {
   pg = await createTestDatabase({ migrate: false });
   await pg.db.raw('create table late_commit (id text primary key, name text not null)');
   // No database URL: no LISTEN connection, so the only drops are this process's own (as on the
   // embedded PGlite, where this process is the only writer).
-  feed = await startChangeFeed(pg.db, undefined);
+  records = await startRecordCache(pg.db, undefined);
 });
 afterAll(async () => {
-  await feed?.close();
+  await records?.close();
   await pg?.drop();
 });
 
-const read = (id: string) => cachedRead(pg.db, 'client', id, async () => ((await pg.db('late_commit').where('id', id).first('name')) as { name: string }).name);
+const read = (id: string) => records.read('client', id, async () => ((await pg.db('late_commit').where('id', id).first('name')) as { name: string }).name);
 
 describe('the record cache and a commit that completes late', () => {
   it('serves the committed record after the commit, though the old one was read and cached between the change and its commit', async () => {
@@ -34,7 +34,7 @@ describe('the record cache and a commit that completes late', () => {
     const mayCommit = new Promise<void>((resolve) => (commit = resolve));
     const transaction = pg.db.transaction(async (trx) => {
       await trx('late_commit').where('id', 'c1').update({ name: 'new' });
-      await announceChange(trx, 'client', 'c1'); // drops the cached copy now
+      await records.announce(trx, 'client', 'c1'); // drops the cached copy now
       changed();
       await mayCommit; // the commit is late
     });

@@ -10,6 +10,7 @@ import { Browser } from './support/browser.ts';
 import { REDIRECT } from './support/fixtures.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { webhookOutbox } from '../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
 import { revokeAppAccess } from '../src/oauth/grants.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
@@ -31,7 +32,7 @@ beforeAll(async () => {
   const shared = { redis: redis.redis, redisPrefix: redis.prefix };
   a = await startInstance(env, shared);
   b = await startInstance({ ...env, APP_URL: a.url }, shared);
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), by: { actor: 'operator:test' } };
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
   userId = (await usersCreate(pg.db, user)).id;
 });
 afterAll(async () => {

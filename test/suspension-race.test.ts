@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, type Db } from '../src/storage/db.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { webhookOutbox } from '../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { clientsSetStatus, type AdminContext } from '../src/admin/commands.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
@@ -32,7 +33,7 @@ beforeAll(async () => {
   db = connectDb({ databaseUrl: pg.url, dataDir: '' });
   app = await startInstance({ DATABASE_URL: feedUrl.toString(), REDIS_URL: redis.url }, { db, redis: redis.redis, redisPrefix: redis.prefix });
   server = { ...app, pg, redis };
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), by: { actor: 'operator:test' } };
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
 });
 afterAll(async () => {
   feedRelay?.resume();

@@ -42,7 +42,7 @@ describe('fair delivery', () => {
 
   const ops = () => ({ ...operator(server), cipher: server.system.cipher, allowLoopback: true });
   const newClient = async (ownerUserId: number, name: string) =>
-    (await createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId }, { actor: 'test' })).client.clientId;
+    (await createClient(server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId }, { actor: 'test' })).client.clientId;
 
   it("a developer's tarpits do not delay another app's event beyond its own attempt time", async () => {
     // A tarpit: accepts, reads, never answers (each attempt lasts the whole 5 s timeout).

@@ -1,7 +1,7 @@
 // Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
-import { announceChange, cachedRead } from '../storage/record-cache.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, verifyPassword } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
@@ -98,10 +98,10 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
 // On the path of every refresh and /v2/me.
 const userById = preparedRead<Omit<UserRow, 'password_hash'>, [number]>('user_by_id', (db, id) => db('users').where('id', id).first(COLUMNS));
 
-export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
+export async function findUserById({ db, records }: CachedDb, id: string | number): Promise<User | undefined> {
   const numeric = parseIntegerId(String(id));
   if (numeric === undefined) return undefined;
-  return cachedRead(db, 'user', String(numeric), async () => {
+  return records.read('user', String(numeric), async () => {
     const [row] = await userById(db, numeric);
     return row ? toUser(row) : undefined;
   });
@@ -113,14 +113,15 @@ export interface ProfileChanges {
 }
 
 /** Applies validated profile changes; nothing changes when any of them is invalid. */
-export async function updateUserProfile(db: Db, id: string | number, changes: ProfileChanges): Promise<User | undefined> {
+export async function updateUserProfile(users: CachedDb, id: string | number, changes: ProfileChanges): Promise<User | undefined> {
+  const { db, records } = users;
   const update: Record<string, unknown> = {};
   if (changes.name !== undefined) update.name = validateName(changes.name);
   if (changes.timeZone !== undefined) update.time_zone = validateTimeZone(changes.timeZone);
-  const existing = await findUserById(db, id);
+  const existing = await findUserById(users, id);
   if (!existing) return undefined;
   const [row] = await db('users').where('id', existing.id).update({ ...update, updated_at: db.fn.now() }).returning(COLUMNS);
-  await announceChange(db, 'user', existing.id);
+  await records.announce(db, 'user', existing.id);
   return toUser(row);
 }
 
@@ -130,11 +131,11 @@ export async function isAdmin(db: Db, userId: number): Promise<boolean> {
 }
 
 /** Makes the user with this email an administrator (operator script `users set-admin`). */
-export async function setAdmin(db: Db, email: string, admin: boolean): Promise<User> {
+export async function setAdmin({ db, records }: CachedDb, email: string, admin: boolean): Promise<User> {
   if (email.includes('\0')) throw new NotFoundError(`no user with email ${JSON.stringify(email)}`);
   const [row] = await db('users').where('email', email.trim().toLowerCase()).update({ is_admin: admin, updated_at: db.fn.now() }).returning(COLUMNS);
   if (!row) throw new NotFoundError(`no user with email ${email}`);
-  await announceChange(db, 'user', row.id);
+  await records.announce(db, 'user', row.id);
   return toUser(row);
 }
 

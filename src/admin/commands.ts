@@ -86,8 +86,9 @@ export async function usersCreate(db: Db, options: UsersCreateOptions) {
   return { id: user.id, email: user.email, username: user.username, name: user.name, time_zone: user.timeZone };
 }
 
-export async function usersSetAdmin({ db, by }: AdminContext, email: string, options: { revoke?: boolean } = {}) {
-  const user = await setAdmin(db, email, !options.revoke);
+export async function usersSetAdmin(ctx: AdminContext, email: string, options: { revoke?: boolean } = {}) {
+  const { db, by } = ctx;
+  const user = await setAdmin(ctx, email, !options.revoke);
   await recordAudit(db, { actor: by.actor, action: options.revoke ? 'user.admin_revoked' : 'user.admin_granted', userId: user.id, details: by.reason ? { reason: by.reason } : {} });
   return { id: user.id, email: user.email, admin: !options.revoke };
 }
@@ -117,9 +118,10 @@ function kindOf(options: ClientsCreateOptions): ClientKind {
   return options.resourceServer ? 'resource_server' : options.public ? 'public' : 'confidential';
 }
 
-export async function clientsCreate({ db, by }: AdminContext, options: ClientsCreateOptions) {
+export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOptions) {
+  const { by } = ctx;
   const { client, secret } = await createClient(
-    db,
+    ctx,
     {
       name: options.name,
       redirectUris: options.redirectUri ?? [],
@@ -210,7 +212,7 @@ export async function clientsSetWebhook(ctx: AdminContext, clientId: string, url
   if (options.clear && (url !== undefined || options.newSecret)) throw new InputError('--clear takes no webhook URL and no --new-secret');
   if (!options.clear && url === undefined && !options.newSecret) throw new InputError('give either a webhook URL, --new-secret or --clear');
   await getClient(db, clientId);
-  const deps = { db, outbox: ctx.outbox, cipher: cipherOf(ctx), policy: { production, allowLoopback } };
+  const deps = { db, outbox: ctx.outbox, records: ctx.records, cipher: cipherOf(ctx), policy: { production, allowLoopback } };
   let secret: string | undefined;
   if (options.clear || url !== undefined) secret = (await setWebhookUrl(deps, clientId, options.clear ? null : url!, by)).secret;
   if (options.newSecret && !secret) secret = await regenerateWebhookSecret(deps, clientId, by);

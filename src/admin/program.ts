@@ -17,6 +17,7 @@ import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
 import { createDataCipher } from '../storage/data-encryption.ts';
+import { uncachedRecords } from '../storage/record-cache.ts';
 
 class Refusal extends Error {}
 
@@ -68,6 +69,8 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
   return {
     db,
     outbox,
+    // No cache here: reads go to the database, changes are announced to the servers.
+    records: uncachedRecords(),
     artifacts: clientArtifacts(db, redis, record?.redisPrefix ?? DEFAULT_REDIS_PREFIX),
     assertStoresReachable: () => assertStoresReachable(record, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },

@@ -64,13 +64,13 @@ function changeDetails(change: ChangeRequest) {
 }
 
 /** An administrator's decision on a pending change: approved, it widens the client. */
-export async function decideChange({ db, outbox }: ChangeDeps, changeId: number, approve: boolean, by: Actor): Promise<ClientRecord> {
+export async function decideChange({ db, outbox, records }: ChangeDeps, changeId: number, approve: boolean, by: Actor): Promise<ClientRecord> {
   const clientId: string | undefined = await db('oauth_client_changes').where('id', changeId).first('client_id').then((row) => row?.client_id);
   if (clientId) await outbox.prepare(clientId);
   return db.transaction(async (trx) => {
     const change = await repo.lockPendingChange(trx, changeId);
     if (!change) throw new NotFoundError(`no pending change with id ${changeId}`);
-    const client = await repo.lockClient(trx, change.clientId);
+    const client = await repo.lockClient(trx, change.clientId, records);
     if (approve) {
       const uris = [...client.redirectUris, ...change.addRedirectUris.filter((u) => !client.redirectUris.includes(u))];
       if (uris.length > MAX_REDIRECT_URIS) throw new InputError(`approving would exceed ${MAX_REDIRECT_URIS} redirect URIs`);

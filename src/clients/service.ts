@@ -26,6 +26,7 @@ import {
 } from './model.ts';
 import * as repo from './repository.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
 
 export { findUsableClient, activeSecretReader, type UsableClient } from './repository.ts';
@@ -36,10 +37,12 @@ export interface ClientDeps {
   artifacts: ClientArtifacts;
   /** Where a change writes the webhook events it causes (src/webhooks/outbox.ts). */
   outbox: WebhookOutbox;
+  /** The record cache, which a change tells (src/storage/record-cache.ts). */
+  records: RecordCache;
 }
 
 /** What a change of a client needs. */
-export type ChangeDeps = Pick<ClientDeps, 'db' | 'outbox'>;
+export type ChangeDeps = Pick<ClientDeps, 'db' | 'outbox' | 'records'>;
 
 export interface NewClient extends ClientLinks {
   name: string;
@@ -71,14 +74,14 @@ function auditDetails(by: Actor, details: Record<string, unknown> = {}) {
  * change causes (src/webhooks/outbox.ts: delivered only if it commits).
  */
 export async function changeClient<T>(
-  { db, outbox }: ChangeDeps,
+  { db, outbox, records }: ChangeDeps,
   clientId: string,
   by: Actor,
   change: (trx: Knex.Transaction, client: ClientRecord) => Promise<{ result: T; action: string; details: Record<string, unknown>; events?: WebhookEvent[] }>,
 ): Promise<T> {
   await outbox.prepare(clientId);
   return db.transaction(async (trx) => {
-    const client = await repo.lockClient(trx, clientId);
+    const client = await repo.lockClient(trx, clientId, records);
     const { result, action, details, events = [] } = await change(trx, client);
     await recordAudit(trx, { actor: by.actor, action, clientId, details: auditDetails(by, details) });
     await outbox.enqueue(trx, clientId, events);
@@ -88,7 +91,7 @@ export async function changeClient<T>(
 
 const reread = async (trx: Knex.Transaction, clientId: string) => (await repo.readClient(trx, clientId))!;
 
-export async function createClient(db: Db, input: NewClient, by: Actor): Promise<CreatedClient> {
+export async function createClient({ db, records }: CachedDb, input: NewClient, by: Actor): Promise<CreatedClient> {
   const name = validateClientName(input.name);
   const redirectUris = validateRedirectUris(input.redirectUris, input.kind);
   // A resource server's scopes are optional: the tokens it may introspect (none listed: any).
@@ -99,7 +102,7 @@ export async function createClient(db: Db, input: NewClient, by: Actor): Promise
   if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
   return db.transaction(async (trx) => {
     const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links };
-    const client = await repo.insertClient(trx, clientId, fields, redirectUris);
+    const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
     const secret = secretValue ? { id: await repo.insertSecret(trx, clientId, hashClientSecret(secretValue)), value: secretValue } : undefined;
     await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links) }) });
     return { client, ...(secret ? { secret } : {}) };

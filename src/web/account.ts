@@ -12,6 +12,7 @@ import { endSession, loadUser, startSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
+import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 
@@ -42,8 +43,8 @@ async function requireAdmin(ctx: Context, next: Next) {
 export type Guard = Array<(ctx: Context, next: Next) => Promise<unknown>>;
 
 /** The guards a page route starts with: who may reach it. */
-export function pageGuards(db: Db): { anyone: Guard; signedIn: Guard; admin: Guard } {
-  const user = loadUser(db);
+export function pageGuards(users: CachedDb): { anyone: Guard; signedIn: Guard; admin: Guard } {
+  const user = loadUser(users);
   return { anyone: [user], signedIn: [user, requireUser], admin: [user, requireUser, requireAdmin] };
 }
 
@@ -54,9 +55,9 @@ export function adminOf(ctx: Context) {
   return user;
 }
 
-export function accountRoutes({ db, provider, limits, metrics }: { db: Db; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
+export function accountRoutes({ db, records, provider, limits, metrics }: { db: Db; records: RecordCache; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
   const router = newRouter();
-  const { anyone } = pageGuards(db);
+  const { anyone } = pageGuards({ db, records });
 
   const showLogin = (ctx: Context, challenge: Challenge | undefined, error = '', email = '') =>
     page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, challenge, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });

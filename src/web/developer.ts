@@ -23,6 +23,7 @@ import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
 import type { WebhookPageDeps } from './index.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 /** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
@@ -53,10 +54,10 @@ function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRe
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 
-export function developerRoutes({ db, artifacts, outbox, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; outbox: WebhookOutbox; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
-  const clients = { db, artifacts, outbox };
+export function developerRoutes({ db, artifacts, outbox, records, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; outbox: WebhookOutbox; records: RecordCache; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
+  const clients = { db, artifacts, outbox, records };
   const router = newRouter();
-  const { signedIn } = pageGuards(db);
+  const { signedIn } = pageGuards(clients);
   const endpoints = publicEndpoints(publicUrls);
 
   /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
@@ -134,7 +135,7 @@ export function developerRoutes({ db, artifacts, outbox, publicUrls, webhooks }:
       const owned = await listClients(db, { ownerUserId: ctx.state.user!.id });
       if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
       const { client, secret } = await createClient(
-        db,
+        clients,
         { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
         actor(ctx),
       );
@@ -216,7 +217,7 @@ export function developerRoutes({ db, artifacts, outbox, publicUrls, webhooks }:
 
   // Webhooks: the URL (checked against the address rule), its signing secret (shown once, on the
   // response that made it), clearing it, and a test event.
-  const webhookDeps = { db, outbox, ...webhooks };
+  const webhookDeps = { db, outbox, records, ...webhooks };
   router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     const webhookForm = { url: field(ctx, 'webhook_url') };

@@ -18,6 +18,7 @@ import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
 
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 export interface WebDeps {
   db: Db;
@@ -26,6 +27,8 @@ export interface WebDeps {
   artifacts: ArtifactStorage;
   /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
   outbox: WebhookOutbox;
+  /** Client and user records (src/storage/record-cache.ts). */
+  records: RecordCache;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */

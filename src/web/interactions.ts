@@ -22,6 +22,7 @@ import { field, formBody, page } from './forms.ts';
 import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -44,6 +45,8 @@ function refuseNonOwnerOfPendingClient(client: Client, accountId: string | undef
 export interface InteractionDeps {
   provider: Provider;
   db: Db;
+  /** Client and user records (src/storage/record-cache.ts). */
+  records: RecordCache;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
@@ -52,7 +55,8 @@ export interface InteractionDeps {
   artifacts: Pick<ArtifactStorage, 'adapterFor'>;
 }
 
-export function interactionRoutes({ provider, db, limits, metrics, platformName, artifacts }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, limits, metrics, platformName, artifacts }: InteractionDeps) {
+  const users = { db, records };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
@@ -132,13 +136,13 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName,
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
 
-    const user = await findUserById(db, accountId);
+    const user = await findUserById(users, accountId);
     const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
     await page(ctx, 'consent', {
       title: 'Authorize access',
       platformName,
       userEmail: user?.email ?? '',
-      ...(await consentPageData(db, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
+      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,

@@ -44,7 +44,7 @@ export async function setWebhookUrl(deps: WebhookSettingsDeps, clientId: string,
 }
 
 /** A new signing secret for the client; the one it replaces keeps signing for the overlap (secrets.ts). */
-export async function regenerateWebhookSecret(deps: Pick<WebhookSettingsDeps, 'db' | 'outbox' | 'cipher'>, clientId: string, by: Actor): Promise<string> {
+export async function regenerateWebhookSecret(deps: Pick<WebhookSettingsDeps, 'db' | 'outbox' | 'records' | 'cipher'>, clientId: string, by: Actor): Promise<string> {
   const { cipher } = deps;
   return changeClient(deps, clientId, by, async (trx) => {
     if (!(await webhookUrlOf(trx, clientId))) throw new InputError('set a webhook URL first');

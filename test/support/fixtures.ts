@@ -10,7 +10,7 @@ export const REDIRECT = 'https://app.example.com/callback';
 
 /** The operator scripts' context for a test server. */
 export function operator(server: TestServer): AdminContext {
-  return { db: server.system.db, artifacts: server.system.artifacts, outbox: server.system.outbox, by: { actor: 'operator:test' } };
+  return { db: server.system.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' } };
 }
 
 export interface TestClient {
