@@ -48,6 +48,7 @@ import type { TokenCache } from './storage/token-cache.ts';
 import type { RecordCache } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { WebhookPageDeps } from './web/index.ts';
+import type { PasswordHashing } from './accounts/password.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -68,6 +69,8 @@ export interface AppDeps {
   grantUses: GrantUses;
   /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
   outbox: WebhookOutbox;
+  /** Password hashing at the configured cost (src/accounts/password.ts). */
+  passwords: PasswordHashing;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
@@ -200,7 +203,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the OAuth endpoints of the provider.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, records: deps.records, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
   app.use(providerEndpoints(provider, deps.rateLimits.token));
   return app;
 }

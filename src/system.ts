@@ -18,7 +18,7 @@ import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
-import { configurePasswordHashing } from './accounts/password.ts';
+import { passwordHashing, type PasswordHashing } from './accounts/password.ts';
 import { createSignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
@@ -40,6 +40,8 @@ export interface System {
   outbox: WebhookOutbox;
   /** Client and user records, in memory while the change feed runs (src/storage/record-cache.ts). */
   records: RecordCache;
+  /** Password hashing at PASSWORD_HASH_LOG_N, with its own bounded queue (src/accounts/password.ts). */
+  passwords: PasswordHashing;
   /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
   secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
@@ -69,7 +71,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const log = overrides.log ?? createLogger(config.logLevel);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
-  configurePasswordHashing({ logN: config.passwordHashLogN });
+  const passwords = passwordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
   const cipher = createDataCipher(config.dataEncryptionKeys);
   const metrics = createMetrics();
@@ -126,6 +128,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     secrets,
     grantUses,
     outbox,
+    passwords,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
@@ -150,6 +153,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     artifacts,
     outbox,
     records,
+    passwords,
     secrets,
     tokenCache: tokenCache?.cache,
     log,

@@ -9,6 +9,7 @@ import { InputError } from '../src/errors.ts';
 import { admin as runText, spawnAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import { uncachedRecords } from '../src/storage/record-cache.ts';
+import { passwordHashing } from '../src/accounts/password.ts';
 
 const cli = useAdminCli();
 const admin = cli.json;
@@ -106,11 +107,11 @@ describe('hostile names', () => {
   it('users create --password-stdin reads the first line of standard input', async () => {
     const user = ok(await withStdin('stdin-pass-2024\nignored second line\n', 'users', 'create', '--email', 'Stdin@Example.com', '--password-stdin'));
     expect(user).toMatchObject({ email: 'stdin@example.com', username: 'stdin' });
-    expect(await authenticateUser(cli.pg.db, 'stdin@example.com', 'stdin-pass-2024')).toMatchObject({ id: user.id });
-    expect(await authenticateUser(cli.pg.db, 'stdin@example.com', 'stdin-pass-2024\n')).toBeUndefined();
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'stdin@example.com', 'stdin-pass-2024')).toMatchObject({ id: user.id });
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'stdin@example.com', 'stdin-pass-2024\n')).toBeUndefined();
     // Windows line ends too.
     ok(await withStdin('crlf-pass-2024\r\n', 'users', 'create', '--email', 'crlf@example.com', '--password-stdin'));
-    expect(await authenticateUser(cli.pg.db, 'crlf@example.com', 'crlf-pass-2024')).toBeDefined();
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'crlf@example.com', 'crlf-pass-2024')).toBeDefined();
   });
 
   it('users create refuses an empty --password-stdin, both or neither password option, storing nothing', async () => {
@@ -128,6 +129,6 @@ describe('hostile names', () => {
   it('the CLI process reads --password-stdin from a pipe', async () => {
     const res = await spawnAdmin(['--json', 'users', 'create', '--email', 'piped@example.com', '--password-stdin'], cli.env, 'piped-pass-2024\n');
     const user = ok(res);
-    expect(await authenticateUser(cli.pg.db, 'piped@example.com', 'piped-pass-2024')).toMatchObject({ id: user.id });
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'piped@example.com', 'piped-pass-2024')).toMatchObject({ id: user.id });
   });
 });

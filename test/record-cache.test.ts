@@ -33,7 +33,7 @@ beforeAll(async () => {
   a = await startInstance(env, shared);
   b = await startInstance({ ...env, APP_URL: a.url }, shared);
   ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
-  userId = (await usersCreate(pg.db, user)).id;
+  userId = (await usersCreate({ db: pg.db, passwords: a.system.passwords }, user)).id;
 });
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);

@@ -2,7 +2,7 @@
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, verifyPassword } from './password.ts';
+import { PasswordHashingBusy, type PasswordHashing } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
 import { parseIntegerId } from '../ids.ts';
@@ -77,7 +77,13 @@ export function validateNewUser(input: NewUser): Required<NewUser> {
   return { email, password: input.password, username, name, timeZone };
 }
 
-export async function createUser(db: Db, input: NewUser): Promise<User> {
+/** What creating a user and checking a password need: the database and the password hashing (built in system.ts). */
+export interface PasswordDeps {
+  db: Db;
+  passwords: PasswordHashing;
+}
+
+export async function createUser({ db, passwords }: PasswordDeps, input: NewUser): Promise<User> {
   const user = validateNewUser(input);
   const taken = await db('users').where('email', user.email).orWhere('username', user.username).first('email');
   if (taken) {
@@ -89,7 +95,7 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
       username: user.username,
       name: user.name,
       time_zone: user.timeZone,
-      password_hash: await hashPassword(user.password),
+      password_hash: await passwords.hash(user.password),
     })
     .returning(COLUMNS);
   return toUser(row);
@@ -140,16 +146,16 @@ export async function setAdmin({ db, records }: CachedDb, email: string, admin: 
 }
 
 /** The user for these credentials, or undefined; takes the same time whether or not the email exists. */
-export async function authenticateUser(db: Db, email: string, password: string): Promise<User | undefined> {
+export async function authenticateUser({ db, passwords }: PasswordDeps, email: string, password: string): Promise<User | undefined> {
   // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
   const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
-  const ok = await verifyPassword(password, row?.password_hash ?? (await dummyPasswordHash()));
+  const ok = await passwords.verify(password, row?.password_hash ?? (await passwords.dummyHash()));
   if (!row || !ok) return undefined;
   // A hash made at an older, lower cost is replaced now that we have the password.
   // (Skipped while hashing is busy: the sign-in stands, the next one rehashes.)
-  if (needsRehash(row.password_hash)) {
+  if (passwords.needsRehash(row.password_hash)) {
     try {
-      await db('users').where('id', row.id).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+      await db('users').where('id', row.id).update({ password_hash: await passwords.hash(password), updated_at: db.fn.now() });
     } catch (err) {
       if (!(err instanceof PasswordHashingBusy)) throw err;
     }

@@ -1,7 +1,7 @@
 // The operator scripts' actions (CONTRACT 5): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
 import { migrateLatest, type Db } from '../storage/db.ts';
-import { createUser, setAdmin } from '../accounts/store.ts';
+import { createUser, setAdmin, type PasswordDeps } from '../accounts/store.ts';
 import {
   addRedirectUri,
   createClient,
@@ -81,8 +81,8 @@ export interface UsersCreateOptions {
   timeZone?: string;
 }
 
-export async function usersCreate(db: Db, options: UsersCreateOptions) {
-  const user = await createUser(db, options);
+export async function usersCreate(deps: PasswordDeps, options: UsersCreateOptions) {
+  const user = await createUser(deps, options);
   return { id: user.id, email: user.email, username: user.username, name: user.name, time_zone: user.timeZone };
 }
 

@@ -13,6 +13,7 @@ import { checkSignIn, formChallenge } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 
@@ -55,7 +56,7 @@ export function adminOf(ctx: Context) {
   return user;
 }
 
-export function accountRoutes({ db, records, provider, limits, metrics }: { db: Db; records: RecordCache; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
+export function accountRoutes({ db, records, passwords, provider, limits, metrics }: { db: Db; records: RecordCache; passwords: PasswordHashing; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
   const router = newRouter();
   const { anyone } = pageGuards({ db, records });
 
@@ -72,7 +73,7 @@ export function accountRoutes({ db, records, provider, limits, metrics }: { db: 
 
   router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
     const email = field(ctx, 'email').trim();
-    const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
+    const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, user.challenge, user.refused, email);
     await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
     ctx.status = 303;

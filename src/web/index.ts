@@ -19,6 +19,7 @@ import { demoCallbackRoutes } from './demo-callback.ts';
 
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
 
 export interface WebDeps {
   db: Db;
@@ -29,6 +30,8 @@ export interface WebDeps {
   outbox: WebhookOutbox;
   /** Client and user records (src/storage/record-cache.ts). */
   records: RecordCache;
+  /** Password hashing at the configured cost (src/accounts/password.ts). */
+  passwords: PasswordHashing;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */

@@ -23,6 +23,7 @@ import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -47,6 +48,7 @@ export interface InteractionDeps {
   db: Db;
   /** Client and user records (src/storage/record-cache.ts). */
   records: RecordCache;
+  passwords: PasswordHashing;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
@@ -55,7 +57,7 @@ export interface InteractionDeps {
   artifacts: Pick<ArtifactStorage, 'adapterFor'>;
 }
 
-export function interactionRoutes({ provider, db, records, limits, metrics, platformName, artifacts }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts }: InteractionDeps) {
   const users = { db, records };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
@@ -154,7 +156,7 @@ export function interactionRoutes({ provider, db, records, limits, metrics, plat
     const details = await loadSubmission(ctx);
     if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
     const email = field(ctx, 'email').trim();
-    const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
+    const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, details, user.challenge, user.refused, email);
     const accountId = String(user.id);
     // prompt=login by someone else: the previous account's session ends before the new one starts.

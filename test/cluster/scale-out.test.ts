@@ -46,7 +46,7 @@ beforeAll(async () => {
   // The operator scripts' own connection to the cluster, as src/admin/program.ts makes it.
   opsRedis = connectRedis({ mode: 'cluster', nodes: cluster.env.split(',').map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })) });
   ops = { db: pg.db, artifacts: clientArtifacts(pg.db, opsRedis), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
-  await usersCreate(pg.db, user);
+  await usersCreate({ db: pg.db, passwords: first.system.passwords }, user);
   const created = await clientsCreate(ops, { name: 'Scaled App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
   await clientsSetStatus(ops, created.client_id, 'approved');
   client = { client_id: created.client_id, client_secret: created.client_secret! };
