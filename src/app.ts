@@ -25,8 +25,6 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import { tokensIssued } from './oauth/events.ts';
-import type { GrantUses } from './oauth/grant-use.ts';
 import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
@@ -65,8 +63,6 @@ export interface AppDeps {
   artifacts: ArtifactStorage;
   /** The client secret check (src/oauth/client-secrets.ts), as the provider's. */
   secrets: ClientSecrets;
-  /** Records grants' last use (src/oauth/grant-use.ts), as the provider's events do. */
-  grantUses: GrantUses;
   /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
   outbox: WebhookOutbox;
   /** Password hashing at the configured cost (src/accounts/password.ts). */
@@ -86,6 +82,8 @@ export interface AppDeps {
   tokenCache?: TokenCache | undefined;
   /** Client and user records, in memory while their changes are heard (src/storage/record-cache.ts). */
   records: RecordCache;
+  /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
+  fastPaths: boolean;
 }
 
 
@@ -152,6 +150,8 @@ export function createListener(deps: AppDeps): RequestListener {
   // What both listeners do for every request, made once so that they do it alike.
   const shared: Shared = { writeLine: requestLineWriter(deps.log), proxyWarning: untrustedProxyWarning(deps.log, deps) };
   const app = createApp(deps, api, shared);
+  // Off: the app answers everything, the back channel through the provider.
+  if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
   const backChannel = createBackChannelApp(deps, shared);
   const backChannelHotPaths = backChannelPlainCases(deps);
   const hotPaths = hotPathListener({ ...api, ...shared, answerBackChannel: backChannel.callback(), backChannelHotPaths, log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops }, app.callback());
@@ -169,7 +169,6 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
     accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,
-    issued: tokensIssued({ grantUses: deps.grantUses, metrics: deps.metrics, log }),
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);

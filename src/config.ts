@@ -44,6 +44,8 @@ export interface Config {
   webhookRetryBaseSeconds: number;
   /** WEBHOOK_ALLOW_LOOPBACK=true (development only): webhooks may also go to this machine's loopback addresses. */
   webhookAllowLoopback: boolean;
+  /** FAST_PATHS=off: every request through the Koa app and the provider, none answered on the fast path (src/fast/). */
+  fastPaths: boolean;
 }
 
 export type RedisConfig =
@@ -148,6 +150,13 @@ function readAllowLoopback(value: string | undefined, nodeEnv: Config['env']): b
   // A webhook to this machine is a way into it: for development and tests only.
   if (nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for development only; NODE_ENV=production refuses it');
   return true;
+}
+
+function readFastPaths(value: string | undefined): boolean {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'on') return true;
+  if (v === 'off') return false;
+  throw new ConfigError(`FAST_PATHS must be on or off, got "${value}"`);
 }
 
 function readRetryBaseSeconds(value: string | undefined): number {
@@ -287,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     platformName: readPlatformName(env.PLATFORM_NAME),
     webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
     webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
+    fastPaths: readFastPaths(env.FAST_PATHS),
   };
 }
 

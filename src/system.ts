@@ -10,8 +10,8 @@ import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
 import type { HeartbeatTiming } from './storage/heartbeat.ts';
-import { grantUseRecorder } from './oauth/grant-use.ts';
-import { secretUseRecorder } from './clients/secret-use.ts';
+import { grantUseRecorder, type GrantUses } from './oauth/grant-use.ts';
+import { secretUseRecorder, type SecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
@@ -28,6 +28,7 @@ import { webhookOutbox, type WebhookOutbox } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
+import { fastPathOn } from './fast/assumptions.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -40,6 +41,9 @@ export interface System {
   outbox: WebhookOutbox;
   /** Client and user records, in memory while the change feed runs (src/storage/record-cache.ts). */
   records: RecordCache;
+  /** "Last used" of client secrets and grants, written in batches (src/storage/last-use.ts). */
+  secretUses: SecretUses;
+  grantUses: GrantUses;
   /** Password hashing at PASSWORD_HASH_LOG_N, with its own bounded queue (src/accounts/password.ts). */
   passwords: PasswordHashing;
   /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
@@ -114,6 +118,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const outbox = webhookOutbox(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
   watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
+  // The fast path (src/fast/) answers only while its assumptions about the provider hold.
+  const fastPaths = await fastPathOn(provider, config.fastPaths, log);
+  metrics.fastPathOn.set(fastPaths ? 1 : 0);
   const listener = createListener({
     provider,
     db,
@@ -126,7 +133,6 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     cookieKeys: config.cookieKeys,
     artifacts,
     secrets,
-    grantUses,
     outbox,
     passwords,
     metrics,
@@ -137,6 +143,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     records,
     refreshGraceSeconds: config.refreshGraceSeconds,
+    fastPaths,
   });
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
@@ -155,6 +162,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     records,
     passwords,
     secrets,
+    secretUses,
+    grantUses,
     tokenCache: tokenCache?.cache,
     log,
     metrics,

@@ -16,6 +16,7 @@ import { requestLineWriter } from '../src/http/request-log.ts';
 import Koa from 'koa';
 import { comparable, raw } from './support/raw-http.ts';
 import { readBodyOnce } from '../src/oauth/request-shims.ts';
+import { HAND_OVER } from '../src/fast/back-channel.ts';
 
 describe('which listener answers', () => {
   let base: string;
@@ -46,11 +47,11 @@ describe('which listener answers', () => {
             path,
             async ({ form }) => {
               answeredBy.push(`plain ${path.slice(path.lastIndexOf('/') + 1)}`);
-              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : undefined;
+              return form.get('answer') === 'yes' ? dataAnswer({ by: 'plain' }) : HAND_OVER.not_plain;
             },
           ]),
         ),
-        log: createLogger('silent'), metrics: { record: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
+        log: createLogger('silent'), metrics: { record: () => {}, fastPathOutcome: () => {} }, https: false, proxyHops: 0, proxyWarning: () => {}, writeLine: () => {} },
       app,
     );
     const server = http.createServer(listener);

@@ -50,7 +50,7 @@ afterAll(() => server?.close());
 describe('introspection on the hot path', () => {
   const limitsOff = { heldBack: () => 0, spend: async () => {} } as unknown as TokenEndpointLimits;
   const answered = async (headers: Record<string, string>, body: string) =>
-    (await introspection(server.system.provider, server.system.secrets, limitsOff)({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} })) !== undefined;
+    'status' in (await introspection(server.system.provider, server.system.secrets, limitsOff)({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} }));
 
   it('answers the plain case itself: a live access token, the secret in Basic or in the form, own client or a resource server', async () => {
     expect(await answered(basic(app), `token=${tokens.access_token}`)).toBe(true);

@@ -17,8 +17,22 @@ export interface BackChannelRequest {
   message: object;
 }
 
-/** The answer, or undefined when the provider must answer. */
-export type AnswerBackChannel = (request: BackChannelRequest) => Promise<Answer | undefined>;
+/**
+ * Why a request is left to the provider (a label of oauth_fast_path_requests_total): it is not the
+ * plain case, or its client, secret or token is not one the fast path answers for.
+ */
+export type HandOverReason = 'not_plain' | 'held_back' | 'client' | 'secret' | 'token' | 'not_visible' | 'not_rotated';
+export interface HandOver {
+  readonly handOver: HandOverReason;
+}
+/** One object per reason, made once: handing over allocates nothing. */
+export const HAND_OVER: Readonly<Record<HandOverReason, HandOver>> = Object.freeze(
+  Object.fromEntries((['not_plain', 'held_back', 'client', 'secret', 'token', 'not_visible', 'not_rotated'] as const).map((r) => [r, Object.freeze({ handOver: r })])) as Record<HandOverReason, HandOver>,
+);
+export const isHandOver = (result: Answer | HandOver): result is HandOver => 'handOver' in result;
+
+/** The answer, or why the provider must answer. */
+export type AnswerBackChannel = (request: BackChannelRequest) => Promise<Answer | HandOver>;
 
 /**
  * The provider's headers on its token and introspection answers: no caching (RFC 6749 5.1), and

@@ -18,7 +18,7 @@ import { urlProblem } from '../http/url-limits.ts';
 import { describeError } from '../http/error-responses.ts';
 import type { ApiRequest } from '../api/access.ts';
 import { errorAnswer, type Answer } from '../api/responses.ts';
-import type { AnswerBackChannel } from './back-channel.ts';
+import { isHandOver, type AnswerBackChannel, type HandOver } from './back-channel.ts';
 import { readBodyOnce, TOKEN_BODY_LIMIT } from '../oauth/request-shims.ts';
 
 type Handler = (request: ApiRequest) => Promise<Answer>;
@@ -31,7 +31,7 @@ export interface HotPathDeps {
   /** By path: the plain cases of back-channel endpoints (src/fast/back-channel.ts); what they leave, the back channel answers. */
   backChannelHotPaths?: ReadonlyMap<string, AnswerBackChannel>;
   log: Logger;
-  metrics: Pick<Metrics, 'record'>;
+  metrics: Pick<Metrics, 'record' | 'fastPathOutcome'>;
   https: boolean;
   proxyHops: number;
   proxyWarning: ProxyWarning;
@@ -68,8 +68,11 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
     let answer: Answer;
     try {
       answer = await handler(request);
+      deps.metrics.fastPathOutcome(routeName(request.path), 'served');
     } catch (err) {
       answer = failed(err, request.path);
+      // A thrown 4xx is an answer (the route's error shape); a 5xx is the fast path failing.
+      deps.metrics.fastPathOutcome(routeName(request.path), answer.status >= 500 ? 'failed' : 'served');
     }
     finish(req, res, request.method, request.path, answer, started);
   }
@@ -77,14 +80,23 @@ export function hotPathListener(deps: HotPathDeps, app: RequestListener): Reques
   /** The plain case of a back-channel endpoint (see back-channel.ts); else the back channel, body and all. */
   async function answerPlainCase(req: IncomingMessage, res: ServerResponse, path: string, plainCase: AnswerBackChannel): Promise<void> {
     const started = performance.now();
-    let answer: Answer | undefined;
+    const route = routeName(path);
+    let answer: Answer | HandOver;
     try {
       const form = new URLSearchParams(await readBodyOnce(req));
       answer = await plainCase({ headers: req.headers, form, ip: clientAddress(req.headers, req.socket.remoteAddress, deps.proxyHops), message: req });
-    } catch {
-      answer = undefined; // a body that could not be read, a store that failed: the app's to answer
+    } catch (err) {
+      // A body that could not be read, a store that failed, a library that changed: the app's to
+      // answer, and never silently (issue 34: a quiet fallback hides a broken fast path).
+      deps.metrics.fastPathOutcome(route, 'failed');
+      deps.log.warn({ err, path }, 'fast path failed; the provider answers');
+      return deps.answerBackChannel(req, res);
     }
-    if (!answer) return deps.answerBackChannel(req, res);
+    if (isHandOver(answer)) {
+      deps.metrics.fastPathOutcome(route, 'handed_over', answer.handOver);
+      return deps.answerBackChannel(req, res);
+    }
+    deps.metrics.fastPathOutcome(route, 'served');
     finish(req, res, 'POST', path, answer, started);
   }
 

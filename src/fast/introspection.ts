@@ -15,7 +15,7 @@ import type Provider from 'oidc-provider';
 import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
-import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
@@ -35,15 +35,17 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
   return async function answerIntrospection({ headers, form, ip, message }) {
     const params = singleParams(form, PARAMS);
     const credentials = params?.token && secretCredentials(headers, params);
-    if (!params || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
+    if (!params || !credentials) return HAND_OVER.not_plain;
+    if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
-    if (!client) return undefined;
+    if (!client) return HAND_OVER.client;
     // The secret still active, and the token with its grant: the reads go out together.
     const [active, live] = await Promise.all([secrets.isActive(secretId!), describable(params.token!)]);
-    if (!active || !live) return undefined;
+    if (!active) return HAND_OVER.secret;
+    if (!live) return HAND_OVER.token;
     const { token } = live;
     // The provider reads the token's client (for pairwise subjects, which we never configure).
-    if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token) || live.client.subjectType !== 'public')) return undefined;
+    if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token) || live.client.subjectType !== 'public')) return HAND_OVER.not_visible;
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
     await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});

@@ -4,7 +4,7 @@
 // Everything here is tied to the exact library version pinned in package.json (LIBRARY_VERSION);
 // test/unit/library-boundary.test.ts fails on any such reach anywhere else in src/, and
 // test/unit/upstream-fingerprints.test.ts on any change to the upstream files the fast path mirrors.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import type Provider from 'oidc-provider';
 import type { AdapterPayload } from 'oidc-provider';
@@ -73,6 +73,45 @@ export async function toSave(token: NewToken): Promise<{ id: string; payload: Ad
   const expiresIn = token.remainingTTL;
   const { payload } = await token.getValueAndPayload();
   return { id: token.jti, payload, expiresIn };
+}
+
+// ---------------------------------------------------------------- its events
+
+/** What a rotating refresh made, for the events the provider emits about it. */
+export interface RefreshMade {
+  consumed: object;
+  refresh: object;
+  access: object;
+  grant: object;
+  client: object;
+  ip: string;
+  headers: IncomingHttpHeaders;
+}
+
+/**
+ * The events the provider emits for a rotating refresh, in its order: the presented token spent
+ * (its model's consume()), the successors saved (save()), then grant.success (lib/actions/token.js).
+ * grant.success carries the request's context; the fast path has none, so listeners get a
+ * stand-in with what they may read: ctx.oidc (route, params.grant_type, client, entities), ctx.ip
+ * and ctx.get(header).
+ */
+export function emitRefreshEvents(provider: Provider, made: RefreshMade): void {
+  provider.emit('refresh_token.consumed', made.consumed);
+  provider.emit('refresh_token.saved', made.refresh);
+  provider.emit('access_token.saved', made.access);
+  if (provider.listenerCount('grant.success') === 0) return;
+  const oidc = {
+    route: 'token',
+    provider,
+    client: made.client,
+    params: { grant_type: 'refresh_token' },
+    entities: { Client: made.client, Grant: made.grant, RotatedRefreshToken: made.consumed, RefreshToken: made.refresh, AccessToken: made.access },
+  };
+  const header = (name: string) => {
+    const value = made.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : (value ?? '');
+  };
+  provider.emit('grant.success', { oidc, ip: made.ip, headers: made.headers, get: header });
 }
 
 // ---------------------------------------------------------------- its error details

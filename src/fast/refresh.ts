@@ -21,11 +21,11 @@ import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits
 import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { UNAVAILABLE } from '../http/error-responses.ts';
-import { clientOfSecret, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
-import { asNewToken, fromStore, toSave } from './library.ts';
+import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -40,8 +40,6 @@ export interface RefreshDeps {
   /** The store's one-step read and atomic rotation (ArtifactStorage); without them the provider rotates. */
   rotation: RefreshRotation | undefined;
   accountExists: (accountId: string) => Promise<boolean>;
-  /** Tokens were issued (src/oauth/events.ts), as on the provider's grant.success. */
-  issued: (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string }) => void;
   log: Logger;
 }
 
@@ -113,19 +111,21 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       scope: scope === undefined ? undefined : visibleScope(scope),
       token_type: 'bearer',
     };
-    return { ...saved, body };
+    return { ...saved, body, models: { refresh, access } };
   }
 
   return async function answerRefresh({ headers, form, ip, message }) {
     const params = singleParams(form, PARAMS, true);
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
-    if (!presented || !credentials || limits.heldBack(credentials.clientId, ip)) return undefined;
+    if (!presented || !credentials) return HAND_OVER.not_plain;
+    if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
-    if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return undefined;
+    if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return HAND_OVER.client;
     // The secret still active, and the token with its grant: both read at once, in one write.
     const [active, found] = await rotation.together(() => Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]));
-    if (!active || !found) return undefined;
+    if (!active) return HAND_OVER.secret;
+    if (!found) return HAND_OVER.token;
     const next = await successors(found, client);
     // The grace window's single flight is claimed and settled with this answer in the same step:
     // a retry or twin gets the same answer from the provider (refresh-grace.ts), and when another
@@ -151,14 +151,15 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     }
     await spent;
     // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.
-    if (rotated !== 'rotated') return undefined;
+    if (rotated !== 'rotated') return HAND_OVER.not_rotated;
     // Nothing after the rotation may throw: the listener would hand the request to the provider,
     // which would take the spent token for reuse.
     secrets.used(secretId!);
     try {
-      deps.issued(GRANT, found.grant); // as the provider reports it (events.ts)
+      // The provider's events, as its path emits them (src/oauth/events.ts: counted, the grant's last use).
+      emitRefreshEvents(provider, { consumed: found.token, ...next.models, grant: found.grant, client, ip, headers });
     } catch (err) {
-      deps.log.error({ message: (err as Error).message }, 'recording issued tokens failed');
+      deps.log.error({ message: (err as Error).message }, 'a listener of the refresh events failed');
     }
     return { status: 200, headers: PROVIDER_HEADERS, body: next.body };
   };

@@ -68,6 +68,27 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  // Whether the fast path (src/fast/) answers (1) or was switched off at start (0: FAST_PATHS=off
+  // or an assumption that did not hold; the log says which).
+  const fastPathOn = new Gauge({ name: 'oauth_fast_path_on', help: 'Whether the fast path answers (1) or every request goes through the app and the provider (0)', registers: [registry] });
+
+  // How each request the fast path took ended (src/fast/dispatch.ts): served there, handed over
+  // to the app and the provider (with why), or failed there (logged; then handed over too).
+  const fastPathRequests = new Counter({
+    name: 'oauth_fast_path_requests_total',
+    help: 'Requests the fast path took, by route and outcome (served, handed_over with its reason, failed)',
+    labelNames: ['route', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
+  const fastPathChildren = new Map<string, { inc(): void }>();
+  /** Counts one fast-path outcome (label children made once per combination: no per-request allocation after that). */
+  function fastPathOutcome(route: string, outcome: 'served' | 'handed_over' | 'failed', reason = ''): void {
+    const key = `${route} ${outcome} ${reason}`;
+    let child = fastPathChildren.get(key);
+    if (!child) fastPathChildren.set(key, (child = fastPathRequests.labels(route, outcome, reason)));
+    child.inc();
+  }
+
   /** Counts and times one answered request. */
   function record(route: string, method: string, status: number, seconds: number): void {
     recordRequest(route, method, status, seconds);
@@ -82,6 +103,8 @@ export function createMetrics() {
     securityEvents,
     webhookDeliveries,
     heartbeatsMissed,
+    fastPathOn,
+    fastPathOutcome,
     /** Reports a memory cache in oauth_memory_cache_serving. */
     watchMemoryCache(cache: string, serving: () => boolean): void {
       memoryCaches.set(cache, serving);

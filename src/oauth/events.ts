@@ -17,7 +17,7 @@ function isReplay(err: Error): boolean {
   return err instanceof ArtifactAlreadyConsumed || isLibraryReplay(err);
 }
 
-/** Tokens were issued (the provider's grant.success; the refresh hot path's own): counted, and the grant's last use noted. */
+/** Tokens were issued (grant.success, from the provider or the fast refresh, src/fast/library.ts): counted, and the grant's last use noted. */
 export function tokensIssued({ grantUses, metrics, log }: { grantUses: GrantUses; metrics: Metrics; log: Logger }) {
   return (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string } | undefined) => {
     metrics.tokensIssued.inc({ grant_type: grantType });

@@ -39,7 +39,9 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   // Production refuses the fast cost: an instance started as production hashes as production does.
   const hashing = env.NODE_ENV === 'production' ? {} : { PASSWORD_HASH_LOG_N: FAST_PASSWORD_HASHING };
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...env }), overrides);
+  // FAST_PATHS=off in the test run's environment (CI runs the suite so once) reaches every instance.
+  const fastPaths = process.env.FAST_PATHS ? { FAST_PATHS: process.env.FAST_PATHS } : {};
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...env }), overrides);
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));

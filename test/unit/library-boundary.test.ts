@@ -19,7 +19,7 @@ const RULES: Array<{ what: string; pattern: RegExp; example: string }> = [
     example: 'token.jti = token.generateTokenId();',
   },
   { what: 'its error details', pattern: /\berror_detail\b|'(refresh token already used|authorization code already consumed)'/, example: "if (err.error_detail === 'x') {}" },
-  { what: 'a request body handed over outside library.ts (req.body, a Proxy)', pattern: /\{\s*body\??\s*:\s*unknown\s*\}|\breq\.body\b|\bnew Proxy\(/, example: 'const body = (ctx.req as { body?: unknown }).body;' },
+  { what: 'a request body handed over outside library.ts (req.body, a Proxy)', pattern: /\{\s*body\??\s*:\s*unknown\s*\}|\breq\.body\b|\bnew Proxy\(\s*(ctx\.)?req\b/, example: 'const body = (ctx.req as { body?: unknown }).body;' },
   { what: "knex's executionPromise", pattern: /\bexecutionPromise\b/, example: 'const committed = (db as { executionPromise?: Promise<unknown> }).executionPromise;' },
 ];
 

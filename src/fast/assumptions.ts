@@ -1,0 +1,78 @@
+// What the fast path (src/fast/) takes for granted about the provider, checked once at start. The
+// fast refresh skips the library's session binding and always rotates, and it computes lifetimes
+// outside any request; the fast introspection answers in plain JSON. That is the provider's own
+// answer only while the resolved configuration (src/oauth/provider.ts over the library's defaults)
+// says so, and while the library is the version whose code the fast path mirrors. On any
+// mismatch the fast path switches itself off, with one log line: every request then goes through
+// the Koa app and the provider, slower but right. FAST_PATHS=off does the same on purpose.
+import type Provider from 'oidc-provider';
+import type { Logger } from '../log.ts';
+import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from './library.ts';
+
+type Configuration = Record<string, unknown>;
+
+// Features whose requests the fast path does not read (sender-constrained tokens, authorization
+// details, resources, attestation, JWT introspection answers): they must be off.
+const FEATURES_OFF = ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection'] as const;
+
+/** A context that throws when read: the fast path has none to give. */
+const NO_CONTEXT: object = new Proxy(
+  {},
+  {
+    get(_target, prop) {
+      throw new Error(`reads the request context (ctx.${String(prop)}), which the fast path does not have`);
+    },
+  },
+);
+
+async function outsideContext(name: string, call: () => unknown): Promise<{ value?: unknown; problem?: string }> {
+  try {
+    return { value: await call() };
+  } catch (err) {
+    return { problem: `${name} ${(err as Error).message}` };
+  }
+}
+
+/** Why the fast path cannot answer as this provider would, or undefined when it can. */
+export async function fastPathMismatch(configuration: Configuration | undefined, version: string): Promise<string | undefined> {
+  if (version !== LIBRARY_VERSION) return `oidc-provider is ${version}, the fast path mirrors ${LIBRARY_VERSION}`;
+  if (!configuration) return "the provider's configuration could not be read";
+  if (configuration.rotateRefreshToken !== true) return 'rotateRefreshToken is not true (the fast refresh always rotates)';
+  const features = (configuration.features ?? {}) as Record<string, { enabled?: boolean } | undefined>;
+  for (const name of FEATURES_OFF) if (features[name]?.enabled !== false) return `features.${name} is not off`;
+
+  const now = Math.floor(Date.now() / 1000);
+  // A refresh token as the fast path holds one; reading anything of it is reading the request's grant.
+  const sample = { kind: 'RefreshToken', iat: now, iiat: now, scopes: new Set<string>(), clientId: 'sample' };
+  const expiresWithSession = configuration.expiresWithSession as ((ctx: object, token: object) => unknown) | undefined;
+  if (typeof expiresWithSession !== 'function') return 'expiresWithSession is not a function';
+  const session = await outsideContext('expiresWithSession', () => expiresWithSession(NO_CONTEXT, NO_CONTEXT));
+  if (session.problem) return session.problem;
+  if (session.value !== false) return 'expiresWithSession does not always answer false (the fast refresh skips session binding)';
+
+  const ttl = (configuration.ttl ?? {}) as Record<string, unknown>;
+  for (const model of ['AccessToken', 'RefreshToken']) {
+    const rule = ttl[model];
+    const lifetime = typeof rule === 'function' ? await outsideContext(`ttl.${model}`, () => (rule as (ctx: object, token: object) => unknown)(NO_CONTEXT, { ...sample, kind: model })) : { value: rule };
+    if (lifetime.problem) return lifetime.problem;
+    if (typeof lifetime.value !== 'number' || !(lifetime.value > 0)) return `ttl.${model} is not a positive number of seconds`;
+  }
+  const extraTokenClaims = configuration.extraTokenClaims as ((ctx: object, token: object) => unknown) | undefined;
+  if (typeof extraTokenClaims === 'function') {
+    const extra = await outsideContext('extraTokenClaims', () => extraTokenClaims(NO_CONTEXT, sample));
+    if (extra.problem) return extra.problem;
+    if (extra.value !== undefined) return 'extraTokenClaims adds claims (the fast introspection answers without them)';
+  }
+  return undefined;
+}
+
+/**
+ * Whether the fast path answers: wanted (FAST_PATHS) and its assumptions hold for this provider.
+ * When it does not, one warning says why.
+ */
+export async function fastPathOn(provider: Provider, wanted: boolean, log: Pick<Logger, 'warn'>): Promise<boolean> {
+  const reason = wanted ? await fastPathMismatch(resolvedConfiguration(provider), installedLibraryVersion()) : 'FAST_PATHS=off';
+  if (reason === undefined) return true;
+  log.warn({ reason }, 'fast path off: every request goes through the app and the provider');
+  return false;
+}

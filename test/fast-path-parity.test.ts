@@ -1,0 +1,141 @@
+// Issue 34 item 3: the fast path leaves the same traces as the provider's path. The same generated
+// requests (fast-check) go to two servers, one with the fast path on and one with FAST_PATHS=off;
+// the answers must agree (tokens aside), and so must the side effects: the provider events emitted,
+// and whether the client secret's and the grant's last use were recorded.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import fc from 'fast-check';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
+import { comparable, raw, type Raw } from './support/raw-http.ts';
+
+const TOKEN = '/v2/auth/oauth2/token';
+const INTROSPECT = '/v2/auth/oauth2/introspect';
+const SCOPE = 'PROFILE_READ BOOKING_READ';
+const EVENTS = ['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success', 'grant.error', 'grant.revoked', 'introspection.error'];
+
+interface Side {
+  server: TestServer;
+  app: TestClient;
+  other: TestClient;
+  user: Awaited<ReturnType<typeof newUser>>;
+  events: string[];
+}
+
+let on: Side;
+let off: Side;
+
+async function side(env: Record<string, string>): Promise<Side> {
+  const server = await startTestServer('redis', env);
+  const [app, other] = await Promise.all([approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']), approvedClient(server, ['PROFILE_READ'], 'Other App')]);
+  const events: string[] = [];
+  for (const name of EVENTS) server.system.provider.on(name as 'grant.success', () => void events.push(name));
+  return { server, app, other, user: await newUser(server), events };
+}
+
+beforeAll(async () => {
+  // Last uses are recorded once a minute per secret and grant (src/storage/last-use.ts): the clock
+  // moves a minute on before each request, so that each records what it would.
+  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+  [on, off] = await Promise.all([side({ FAST_PATHS: 'on' }), side({ FAST_PATHS: 'off' })]);
+});
+afterAll(async () => {
+  vi.useRealTimers();
+  await Promise.all([on?.server.close(), off?.server.close()]);
+});
+
+type Credentials = 'basic' | 'post' | 'wrong' | 'other' | 'none';
+type Presented = 'live' | 'spent' | 'junk' | 'access' | 'refresh';
+interface Case {
+  endpoint: 'refresh' | 'introspect';
+  credentials: Credentials;
+  presented: Presented;
+  extra: '' | 'scope' | 'unknown' | 'twice' | 'hint';
+}
+
+const cases = fc.record<Case>({
+  endpoint: fc.constantFrom('refresh', 'introspect'),
+  credentials: fc.constantFrom('basic', 'basic', 'post', 'wrong', 'other', 'none'),
+  presented: fc.constantFrom('live', 'live', 'spent', 'junk', 'access', 'refresh'),
+  extra: fc.constantFrom('', '', '', 'scope', 'unknown', 'twice', 'hint'),
+});
+
+/** The request of a case, on one side: a fresh token family, last uses cleared. */
+async function request(s: Side, c: Case): Promise<{ headers: Record<string, string>; body: string }> {
+  const tokens = await tokensFor(s.server, s.app, s.user, SCOPE);
+  if (c.presented === 'spent') {
+    const first = await raw(s.server.url, 'POST', TOKEN, { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=refresh_token&refresh_token=${tokens.refresh_token}&client_id=${s.app.client_id}&client_secret=${s.app.client_secret}`);
+    expect(first.status).toBe(200);
+  }
+  const value = { live: c.endpoint === 'refresh' ? tokens.refresh_token : tokens.access_token, spent: tokens.refresh_token, junk: 'junk', access: tokens.access_token, refresh: tokens.refresh_token }[c.presented];
+  const client = c.credentials === 'other' ? s.other : c.credentials === 'wrong' ? { ...s.app, client_secret: 'wrong' } : s.app;
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  let body = c.endpoint === 'refresh' ? `grant_type=refresh_token&refresh_token=${value}` : `token=${value}`;
+  if (c.credentials === 'post') body += `&client_id=${client.client_id}&client_secret=${client.client_secret}`;
+  else if (c.credentials !== 'none') headers.authorization = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
+  body += { '': '', scope: '&scope=PROFILE_READ', unknown: '&foo=bar', twice: c.endpoint === 'refresh' ? `&refresh_token=${value}` : `&token=${value}`, hint: '&token_type_hint=access_token' }[c.extra];
+  // Last uses cleared, written uses flushed first: what this request records is what is seen.
+  await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
+  await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).update({ last_used_at: null });
+  await s.server.pg.db('oauth_client_secrets').update({ last_used_at: null });
+  s.events.length = 0;
+  vi.setSystemTime(Date.now() + 61_000);
+  return { headers, body };
+}
+
+/** The answer, its token values replaced by their shape, so that two issuances compare. */
+function shaped(answer: Raw, server: string) {
+  const body = JSON.parse(answer.body) as Record<string, unknown>;
+  for (const key of ['access_token', 'refresh_token', 'jti', 'sub', 'client_id', 'exp', 'iat', 'iss']) if (key in body) body[key] = typeof body[key];
+  const { 'content-length': _length, ...headers } = comparable(answer).headers;
+  for (const name in headers) if (typeof headers[name] === 'string') headers[name] = (headers[name] as string).replaceAll(server, '<server>');
+  return { status: answer.status, headers, body };
+}
+
+/** What the request left behind: events, and whether the secret's and the grant's last use were recorded. */
+async function traces(s: Side) {
+  await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
+  const secretUsed = (await s.server.pg.db('oauth_client_secrets').whereNotNull('last_used_at').pluck('client_id')).map((id) => (id === s.app.client_id ? 'app' : 'other')).sort();
+  const grantUsed = (await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).whereNotNull('last_used_at')).length > 0;
+  return { events: [...s.events], secretUsed, grantUsed };
+}
+
+async function both(c: Case) {
+  const results = [];
+  for (const s of [on, off]) {
+    const { headers, body } = await request(s, c);
+    const answer = await raw(s.server.url, 'POST', c.endpoint === 'refresh' ? TOKEN : INTROSPECT, headers, body);
+    results.push({ answer: shaped(answer, s.server.url), ...(await traces(s)) });
+  }
+  return results as [(typeof results)[0], (typeof results)[0]];
+}
+
+describe('the fast path and the provider leave the same traces (FAST_PATHS on and off)', () => {
+  it('the plain cases are answered on the fast path, with the provider’s events and last uses', async () => {
+    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '' });
+    expect(fast).toEqual(provider);
+    expect(fast.events).toEqual(['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success']);
+    expect(fast).toMatchObject({ secretUsed: ['app'], grantUsed: true });
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '' });
+    expect(fastIntrospection).toEqual(providerIntrospection);
+    expect(fastIntrospection).toMatchObject({ secretUsed: ['app'], answer: { status: 200, body: { active: true } } });
+    // Both were the fast path's to answer.
+    const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
+    expect(served.map((v) => v.labels.route).sort()).toEqual(['introspection', 'token']);
+  });
+
+  it('agree on answers and side effects over generated requests', async () => {
+    await fc.assert(
+      fc.asyncProperty(cases, async (c) => {
+        const [fast, provider] = await both(c);
+        expect(fast, JSON.stringify(c)).toEqual(provider);
+      }),
+      { numRuns: Number(process.env.PARITY_RUNS ?? 24), endOnFailure: true },
+    );
+  });
+
+  it('with FAST_PATHS=off, the fast path answers nothing', async () => {
+    expect(await off.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).toMatchObject({ values: [] });
+    expect((await off.server.system.metrics.registry.getSingleMetric('oauth_fast_path_on')!.get()).values[0]!.value).toBe(0);
+    expect((await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_on')!.get()).values[0]!.value).toBe(1);
+  });
+});

@@ -1,0 +1,89 @@
+// Issue 34 item 2: the fast path checks at start what it takes for granted about the provider
+// (src/fast/assumptions.ts) and switches itself off, with one warning, when any of it is not so.
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import Provider, { type Configuration } from 'oidc-provider';
+import { loadConfig } from '../../src/config.ts';
+import { createProvider, type ProviderDeps } from '../../src/oauth/provider.ts';
+import { fastPathMismatch, fastPathOn } from '../../src/fast/assumptions.ts';
+import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from '../../src/fast/library.ts';
+
+const ISSUER = 'http://localhost:3000/v2/auth/oauth2';
+const jwk = () => ({ ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'ES256' });
+
+/** The server's own provider (src/oauth/provider.ts), built without stores: nothing is read at start. */
+function ourProvider(): Provider {
+  const unused = {} as never;
+  const deps = {
+    config: loadConfig({ NODE_ENV: 'test' }),
+    db: unused,
+    artifacts: { adapterFor: () => unused, flights: unused },
+    secrets: unused,
+    jwks: { keys: [jwk()] },
+    tokenLimits: { clientAuthentication: async (_ctx: unknown, next: () => Promise<void>) => next() },
+  } as unknown as ProviderDeps;
+  return createProvider(deps);
+}
+
+/** A provider as ours, but for one setting. */
+function ourProviderWith(change: (configuration: Record<string, unknown>) => void): Record<string, unknown> {
+  const configuration = { ...resolvedConfiguration(ourProvider())! };
+  change(configuration);
+  return configuration;
+}
+
+const warnings = () => {
+  const lines: Array<{ reason: string; message: string }> = [];
+  return { lines, log: { warn: (fields: { reason: string }, message: string) => void lines.push({ ...fields, message }) } };
+};
+
+describe('the fast path’s assumptions (src/fast/assumptions.ts)', () => {
+  it('hold for the provider of src/oauth/provider.ts on the pinned library version', async () => {
+    expect(installedLibraryVersion()).toBe(LIBRARY_VERSION);
+    // Pinned exactly: an upgrade is a deliberate change of package.json, LIBRARY_VERSION and the fingerprints.
+    const ours = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> };
+    expect(ours.dependencies['oidc-provider']).toBe(LIBRARY_VERSION);
+    expect(await fastPathMismatch(resolvedConfiguration(ourProvider()), installedLibraryVersion())).toBeUndefined();
+    const { lines, log } = warnings();
+    expect(await fastPathOn(ourProvider(), true, log as never)).toBe(true);
+    expect(lines).toEqual([]);
+  });
+
+  it('do not hold when a setting the fast path relies on changes, each named', async () => {
+    const cases: Array<[string, (c: Record<string, unknown>) => void, RegExp]> = [
+      ['rotation off', (c) => void (c.rotateRefreshToken = false), /rotateRefreshToken/],
+      ['rotation decided per request', (c) => void (c.rotateRefreshToken = () => true), /rotateRefreshToken/],
+      ['tokens bound to the session', (c) => void (c.expiresWithSession = async () => true), /expiresWithSession/],
+      ['session binding read from the request', (c) => void (c.expiresWithSession = async (ctx: { oidc: unknown }) => Boolean(ctx.oidc)), /expiresWithSession reads the request context/],
+      ['the library default (reads the code)', (c) => void (c.expiresWithSession = async (_ctx: unknown, code: { scopes: Set<string> }) => !code.scopes.has('offline_access')), /expiresWithSession/],
+      ['a TTL that reads the request', (c) => void (c.ttl = { ...(c.ttl as object), RefreshToken: (ctx: { oidc: unknown }) => (ctx.oidc ? 1 : 2) }), /ttl\.RefreshToken reads the request context/],
+      ['an access token TTL of nothing', (c) => void (c.ttl = { ...(c.ttl as object), AccessToken: 0 }), /ttl\.AccessToken/],
+      ['extra token claims', (c) => void (c.extraTokenClaims = async () => ({ tenant: 'x' })), /extraTokenClaims/],
+    ];
+    for (const feature of ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection']) {
+      cases.push([`${feature} on`, (c) => void (c.features = { ...(c.features as object), [feature]: { enabled: true } }), new RegExp(`features\\.${feature}`)]);
+    }
+    for (const [what, change, reason] of cases) expect(await fastPathMismatch(ourProviderWith(change), LIBRARY_VERSION), what).toMatch(reason);
+  });
+
+  it('do not hold on another library version', async () => {
+    expect(await fastPathMismatch(resolvedConfiguration(ourProvider()), '9.14.0')).toMatch(/oidc-provider is 9\.14\.0, the fast path mirrors 9\.13\.3/);
+  });
+
+  it('the library’s own defaults are not what the fast path needs (a provider without our settings)', async () => {
+    const plain = new Provider(ISSUER, { jwks: { keys: [jwk()] }, features: { devInteractions: { enabled: false } } } as Configuration);
+    expect(await fastPathMismatch(resolvedConfiguration(plain), LIBRARY_VERSION)).toBeDefined();
+  });
+
+  it('switch the fast path off with one warning naming the reason; FAST_PATHS=off does so on purpose', async () => {
+    const plain = new Provider(ISSUER, { jwks: { keys: [jwk()] }, features: { devInteractions: { enabled: false } } } as Configuration);
+    const mismatch = warnings();
+    expect(await fastPathOn(plain, true, mismatch.log as never)).toBe(false);
+    expect(mismatch.lines).toHaveLength(1);
+    expect(mismatch.lines[0]!.message).toBe('fast path off: every request goes through the app and the provider');
+    const off = warnings();
+    expect(await fastPathOn(ourProvider(), false, off.log as never)).toBe(false);
+    expect(off.lines).toEqual([{ reason: 'FAST_PATHS=off', message: 'fast path off: every request goes through the app and the provider' }]);
+  });
+});
