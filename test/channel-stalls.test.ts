@@ -112,6 +112,22 @@ describe('a silently stalled change channel', () => {
     await until(async () => (await authenticate(client)) === 400, 2000); // the approval is heard
   });
 
+  it("the change feed lost: what the token cache kept of a token's client goes with the record cache", async () => {
+    const other = await approvedClient(server, ['PROFILE_READ'], 'Feed Lost App');
+    const { access_token } = await tokensFor(server, other, user, 'PROFILE_READ');
+    expect(await check(access_token)).toBe(200); // its facts, client usable, now in memory
+    pgRelay.pause();
+    try {
+      // Suspended by hand in SQL: no announcement, no sweep; only the feed's loss can make it seen.
+      await pg.db('oauth_clients').where('id', other.client_id).update({ status: 'suspended' });
+      await until(async () => (await ready()).body.memory?.records === 'bypassed');
+      expect(await check(access_token)).toBe(401); // from the first request once the feed is lost
+    } finally {
+      pgRelay.resume();
+    }
+    await until(async () => (await ready()).body.memory?.records === 'serving');
+  });
+
   it('the revocation channel: a revoked token is refused past the deadline, and tokens are cached again once it is back', async () => {
     const { access_token } = await tokensFor(server, client, user, 'PROFILE_READ');
     expect(await check(access_token)).toBe(200); // now in memory
