@@ -25,6 +25,7 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
+import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, OAUTH_ENDPOINTS, TOKEN_PATH } from './http/paths.ts';
@@ -40,10 +41,11 @@ import { secureCookies } from './http/cookies.ts';
 import { untrustedProxyWarning } from './http/untrusted-proxy.ts';
 import { urlProblem } from './http/url-limits.ts';
 import type { TokenCache } from './storage/token-cache.ts';
-import type { ChangeFeed } from './storage/record-cache.ts';
+import type { RecordCache } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { Envelope } from './http/envelope.ts';
 import type { WebhookPageDeps } from './web/index.ts';
+import type { PasswordHashing } from './accounts/password.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -60,6 +62,10 @@ export interface AppDeps {
   artifacts: ArtifactStorage;
   /** The client secret check (src/oauth/client-secrets.ts), as the provider's. */
   secrets: ClientSecrets;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
+  /** Password hashing at the configured cost (src/accounts/password.ts). */
+  passwords: PasswordHashing;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
@@ -73,8 +79,8 @@ export interface AppDeps {
   webhooks: WebhookPageDeps;
   /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
   tokenCache?: TokenCache | undefined;
-  /** Client and user records in memory while their changes are heard (src/storage/record-cache.ts). */
-  changeFeed?: Pick<ChangeFeed, 'live'> | undefined;
+  /** Client and user records, in memory while their changes are heard (src/storage/record-cache.ts). */
+  records: RecordCache;
   /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
   fastPaths: boolean;
 }
@@ -99,7 +105,7 @@ const READY_TIMEOUT_MS = 1500;
 
 const memoryState = (serving: boolean) => (serving ? 'serving' : 'bypassed');
 
-function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Router {
+function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router {
   const router = newRouter();
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -110,7 +116,7 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
     ctx.status = checks.every((c) => c.status === 'fulfilled') ? 200 : 503;
     // The memory caches: 'bypassed' while their change channel is lost or silent (every read then
     // goes to the store: slower, never stale). Not a reason to take the instance out.
-    const memory = { records: memoryState(changeFeed?.live ?? false), ...(tokenCache ? { tokens: memoryState(tokenCache.serving) } : {}) };
+    const memory = { records: memoryState(records.live), ...(tokenCache ? { tokens: memoryState(tokenCache.serving) } : {}) };
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}), memory };
   });
   const assets: Array<[string, string]> = [
@@ -137,7 +143,7 @@ function operationalRoutes({ db, redis, changeFeed, tokenCache }: AppDeps): Rout
  */
 export function createListener(deps: AppDeps): RequestListener {
   const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
-  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps.db) };
+  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps) };
   // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
   const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps) });
   const backChannel = createBackChannelApp(deps, wrap).callback();
@@ -151,7 +157,7 @@ export function createListener(deps: AppDeps): RequestListener {
 
 /** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
-  const { provider, db, log, rateLimits, secrets } = deps;
+  const { provider, log, rateLimits, secrets } = deps;
   const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
   const refresh = refreshGrant({
     provider,
@@ -159,7 +165,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     limits: rateLimits.token,
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
-    accountExists: async (accountId) => (await findUserById(db, accountId)) !== undefined,
+    accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,
     log,
   });
   if (refresh) plainCases.set(TOKEN_PATH, refresh);
@@ -194,8 +200,8 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   const app = appWithCommonSteps(deps, wrap, toTheBackChannel(backChannel));
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the provider's endpoints for people and metadata.
-  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, db), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, provider, artifacts: deps.artifacts, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks });
   app.use(providerEndpoints(provider));
   return app;
 }

@@ -4,7 +4,7 @@
 // the command that exchanges it.
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
-import { createUser } from './accounts/store.ts';
+import { createUser, type PasswordDeps } from './accounts/store.ts';
 import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, ME_PATH, TOKEN_PATH } from './http/paths.ts';
 import { AUTHORIZATION_CODE_TTL } from './oauth/provider.ts';
@@ -24,18 +24,18 @@ function demoRedirectUri(config: Config): string {
   }
 }
 
-export async function seedDemo({ db, artifacts }: ClientDeps, config: Config): Promise<string> {
+export async function seedDemo(deps: ClientDeps & PasswordDeps, config: Config): Promise<string> {
   const password = randomBytes(9).toString('base64url');
-  const user = await createUser(db, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
+  const user = await createUser(deps, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
   const redirectUri = demoRedirectUri(config);
-  const { client, secret } = await createClient(db, {
+  const { client, secret } = await createClient(deps, {
     name: 'Demo app',
     kind: 'confidential',
     legacy: false,
     scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
     redirectUris: [redirectUri],
   }, DEMO);
-  await setClientStatus({ db, artifacts }, client.clientId, 'approved', DEMO);
+  await setClientStatus(deps, client.clientId, 'approved', DEMO);
   const state = randomBytes(8).toString('hex');
   const authorize = new URL(`${config.appUrl}${APP_AUTHORIZE_PATH}`);
   authorize.search = new URLSearchParams({

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   if (config.usingDevDataKeys) log.warn('DATA_ENCRYPTION_KEYS is not set: stored secrets are encrypted under a development key (refused in production)');
   if (!config.databaseUrl) log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL (PGlite)');
   if (!config.databaseUrl && config.env !== 'production' && system.migrationsApplied.includes('001_initial')) {
-    console.log(await seedDemo({ db: system.db, artifacts: system.artifacts }, config));
+    console.log(await seedDemo(system, config));
   }
   // Metrics only on their own listener (METRICS_PORT, e.g. reachable by Prometheus alone), never on the public one.
   const metricsServer = config.metricsPort === undefined ? undefined : metricsListener(system.metrics);

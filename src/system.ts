@@ -5,26 +5,26 @@ import type { RedisClient } from './storage/redis.ts';
 import { connectRedis } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import { connectDb, migrateLatest, type Db } from './storage/db.ts';
-import { startChangeFeed } from './storage/record-cache.ts';
+import { startRecordCache, type RecordCache } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
 import type { HeartbeatTiming } from './storage/heartbeat.ts';
-import { flushGrantUses } from './oauth/grant-use.ts';
-import { flushSecretUses } from './clients/secret-use.ts';
+import { grantUseRecorder, type GrantUses } from './oauth/grant-use.ts';
+import { secretUseRecorder, type SecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
-import { clientSecrets } from './oauth/client-secrets.ts';
+import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
-import { configurePasswordHashing } from './accounts/password.ts';
+import { passwordHashing, type PasswordHashing } from './accounts/password.ts';
 import { createSignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startWebhookQueue } from './webhooks/queue.ts';
-import { attachWebhookQueue, detachWebhookQueue } from './webhooks/outbox.ts';
+import { webhookOutbox, type WebhookOutbox } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
@@ -37,6 +37,17 @@ export interface System {
   db: Db;
   redis: RedisClient | undefined;
   artifacts: ArtifactStorage;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
+  /** Client and user records, in memory while the change feed runs (src/storage/record-cache.ts). */
+  records: RecordCache;
+  /** "Last used" of client secrets and grants, written in batches (src/storage/last-use.ts). */
+  secretUses: SecretUses;
+  grantUses: GrantUses;
+  /** Password hashing at PASSWORD_HASH_LOG_N, with its own bounded queue (src/accounts/password.ts). */
+  passwords: PasswordHashing;
+  /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
+  secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
   tokenCache: TokenCache | undefined;
   log: Logger;
@@ -64,18 +75,24 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const log = overrides.log ?? createLogger(config.logLevel);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
-  configurePasswordHashing({ logN: config.passwordHashLogN });
+  const passwords = passwordHashing({ logN: config.passwordHashLogN });
   const migrationsApplied = await migrateLatest(db);
   const cipher = createDataCipher(config.dataEncryptionKeys);
   const metrics = createMetrics();
   const channel = (name: string) => ({ heartbeat: overrides.heartbeat, onHeartbeatMissed: () => metrics.heartbeatsMissed.inc({ channel: name }) });
   // Client and user records are cached in memory while this feed tells us of every change.
-  const changeFeed = await startChangeFeed(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
+  const records = await startRecordCache(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
   // Access token lookups are served from memory while this process hears of every revocation.
   const tokenCache = redis
     ? await startTokenCache(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX, (message) => log.warn({ message }, 'token cache'), channel('revocations'))
     : undefined;
-  metrics.watchMemoryCache('records', () => changeFeed.live);
+  metrics.watchMemoryCache('records', () => records.live);
+  // A token's facts kept in memory say its client was usable: they end with the client's record.
+  // This is what refuses a token saved after a suspension's sweep (src/clients/service.ts).
+  if (tokenCache) {
+    records.onChange((kind, id) => kind === 'client' && tokenCache.cache.drop({ client: id }));
+    records.onReset(() => tokenCache.cache.dropAll());
+  }
   if (tokenCache) metrics.watchMemoryCache('tokens', () => tokenCache.cache.serving);
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   // For the operator scripts: where this server's artifacts live (src/storage/store-record.ts).
@@ -88,15 +105,19 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
-  const secrets = clientSecrets(db, artifacts);
-  const provider = createProvider({ config, db, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  // "Last used" of secrets and grants, written in batches (src/storage/last-use.ts).
+  const secretUses = secretUseRecorder(db);
+  const grantUses = grantUseRecorder(db);
+  const secrets = clientSecrets(db, artifacts, secretUses);
+  const provider = createProvider({ config, db, records, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
-  attachWebhookQueue(db, async () => webhookQueue);
+  // Where client changes write the events they cause, in their own transaction.
+  const outbox = webhookOutbox(db, async () => webhookQueue);
   await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
-  watchProviderEvents(provider, { db, metrics, log });
+  watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
   // The fast path (src/fast/) answers only while its assumptions about the provider hold.
   const fastPaths = await fastPathOn(provider, config.fastPaths, log);
   metrics.fastPathOn.set(fastPaths ? 1 : 0);
@@ -112,13 +133,15 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     cookieKeys: config.cookieKeys,
     artifacts,
     secrets,
+    outbox,
+    passwords,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
-    changeFeed,
+    records,
     refreshGraceSeconds: config.refreshGraceSeconds,
     fastPaths,
   });
@@ -135,6 +158,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     db,
     redis,
     artifacts,
+    outbox,
+    records,
+    passwords,
+    secrets,
+    secretUses,
+    grantUses,
     tokenCache: tokenCache?.cache,
     log,
     metrics,
@@ -144,12 +173,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       if (purge) clearInterval(purge);
       clearInterval(storeRecord);
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
-      detachWebhookQueue(db);
+      outbox.close();
       await webhookQueue.stop({ graceful: true, timeout: 6000 });
-      await changeFeed.close();
+      await records.close();
       await tokenCache?.close();
-      await flushGrantUses(db).catch((err) => log.warn({ err }, 'last grant uses not written'));
-      await flushSecretUses(db).catch((err) => log.warn({ err }, 'last secret uses not written'));
+      await grantUses.flush().catch((err) => log.warn({ err }, 'last grant uses not written'));
+      await secretUses.flush().catch((err) => log.warn({ err }, 'last secret uses not written'));
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
     },

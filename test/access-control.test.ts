@@ -26,10 +26,9 @@ beforeAll(async () => {
   [dev, other, admin] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Other'), newUser(server, 'Admin')]);
   await usersSetAdmin(operator(server), admin.email);
   const by = { actor: 'test' };
-  const db = server.system.db;
-  pendingPublic = (await createClient(db, { name: 'Dev Mobile', kind: 'public', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['com.example.app:/cb'], ownerUserId: dev.id }, by)).client.clientId;
-  pendingEvil = (await createClient(db, { name: 'Evil App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [EVIL], ownerUserId: dev.id }, by)).client.clientId;
-  approvedOfOther = (await createClient(db, { name: 'Other App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId: other.id }, by)).client.clientId;
+  pendingPublic = (await createClient(server.system, { name: 'Dev Mobile', kind: 'public', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['com.example.app:/cb'], ownerUserId: dev.id }, by)).client.clientId;
+  pendingEvil = (await createClient(server.system, { name: 'Evil App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [EVIL], ownerUserId: dev.id }, by)).client.clientId;
+  approvedOfOther = (await createClient(server.system, { name: 'Other App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId: other.id }, by)).client.clientId;
   await clientsSetStatus(operator(server), approvedOfOther, 'approved');
 });
 afterAll(() => server?.close());
@@ -355,7 +354,7 @@ describe('an approval approves what the administrator saw', () => {
     const owner = await signIn(dev);
     const reviewer = await signIn(admin);
     const ownerCsrf = await csrfOf(owner, true);
-    const created = await createClient(server.system.db, { name: 'Changing App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://good.example/cb'], ownerUserId: dev.id }, { actor: 'test' });
+    const created = await createClient(server.system, { name: 'Changing App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://good.example/cb'], ownerUserId: dev.id }, { actor: 'test' });
     const id = created.client.clientId;
 
     const review = await reviewer.get(url('/admin/oauth-clients'));

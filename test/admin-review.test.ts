@@ -47,7 +47,7 @@ function post(browser: Browser, path: string, fields: Record<string, string>): P
 const csrfOf = (page: Page) => page.$('input[name=csrf]').first().val() as string;
 const tag = () => randomBytes(3).toString('hex');
 const newClient = (name: string, ownerUserId: number | undefined = dev.id) =>
-  createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ...(ownerUserId ? { ownerUserId } : {}) }, { actor: 'test' }).then((c) => c.client.clientId);
+  createClient(server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ...(ownerUserId ? { ownerUserId } : {}) }, { actor: 'test' }).then((c) => c.client.clientId);
 const statusOf = async (clientId: string) => (await findClient(server.system.db, clientId))!.status;
 const rowOf = (page: Page, clientId: string) => page.$(`tr[id="client-${clientId}"]`);
 const countsOf = (page: Page) => Object.fromEntries(page.$('.tabs a').map((_, a) => [[page.$(a).text().trim().split(/\s+/)[0]!.toLowerCase(), page.$(a).find('.count').text()]]).get());
@@ -185,7 +185,7 @@ describe('decisions on the table', () => {
     const browser = await signIn(admin);
     const view = `/admin/oauth-clients?q=${encodeURIComponent(name)}`;
     const table = await browser.get(url(view));
-    await addRedirectUri(server.system.db, id, 'https://app.example.com/other', { actor: 'test' }); // the owner changes it meanwhile
+    await addRedirectUri(server.system, id, 'https://app.example.com/other', { actor: 'test' }); // the owner changes it meanwhile
 
     const refused = await after(browser, await browser.submit(table, `tr[id="client-${id}"] button[value=approve]`));
     const row = rowOf(refused, id);
@@ -209,7 +209,7 @@ describe('decisions on the table', () => {
     const name = `Growing ${tag()}`;
     const id = await newClient(name);
     await clientsSetStatus(operator(server), id, 'approved');
-    await editClient(server.system.db, id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
+    await editClient(server.system, id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
     const browser = await signIn(admin);
     const review = await browser.get(url('/admin/oauth-clients'));
     const change = review.$(`li.item:has(h3:contains("${name}"))`);

@@ -9,6 +9,8 @@ import { connectDb, type Db } from '../src/storage/db.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
 import { announceRevocation } from '../src/storage/token-cache.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
+import { webhookOutbox } from '../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { clientsSetStatus, type AdminContext } from '../src/admin/commands.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
@@ -57,7 +59,7 @@ beforeAll(async () => {
   })(redis.url, { maxRetriesPerRequest: 0 });
   app = await startInstance({ DATABASE_URL: feedUrl.toString(), REDIS_URL: redis.url }, { db, redis: appRedis, redisPrefix: redis.prefix, heartbeat: HEARTBEAT });
   server = { ...app, pg, redis };
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), by: { actor: 'operator:test' } };
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
 });
 afterAll(async () => {
   await app?.close();
@@ -108,6 +110,22 @@ describe('a silently stalled change channel', () => {
     expect(await metric('oauth_memory_cache_serving{cache="records"}')).toMatch(/ 1$/);
     await clientsSetStatus(ops, client.client_id, 'approved');
     await until(async () => (await authenticate(client)) === 400, 2000); // the approval is heard
+  });
+
+  it("the change feed lost: what the token cache kept of a token's client goes with the record cache", async () => {
+    const other = await approvedClient(server, ['PROFILE_READ'], 'Feed Lost App');
+    const { access_token } = await tokensFor(server, other, user, 'PROFILE_READ');
+    expect(await check(access_token)).toBe(200); // its facts, client usable, now in memory
+    pgRelay.pause();
+    try {
+      // Suspended by hand in SQL: no announcement, no sweep; only the feed's loss can make it seen.
+      await pg.db('oauth_clients').where('id', other.client_id).update({ status: 'suspended' });
+      await until(async () => (await ready()).body.memory?.records === 'bypassed');
+      expect(await check(access_token)).toBe(401); // from the first request once the feed is lost
+    } finally {
+      pgRelay.resume();
+    }
+    await until(async () => (await ready()).body.memory?.records === 'serving');
   });
 
   it('the revocation channel: a revoked token is refused past the deadline, and tokens are cached again once it is back', async () => {

@@ -75,7 +75,7 @@ describe.each<Storage>(['redis', 'sql'])('edits of a reviewed client (%s)', (sto
     expect(await gatewayAllows(tokens.body.access_token as string, 'DELETE', '/v2/organizations/1/bookings/77')).toBe(403);
 
     // An administrator's approval is the only way back to full access.
-    await decideChange(server.system.db, (await pendingChangeOf(server.system.db, client.client_id))!.id, true, { actor: 'user:admin' });
+    await decideChange(server.system, (await pendingChangeOf(server.system.db, client.client_id))!.id, true, { actor: 'user:admin' });
     expect((await findClient(server.system.db, client.client_id))!.scopes).toEqual([]);
   });
 
@@ -105,7 +105,7 @@ describe.each<Storage>(['redis', 'sql'])('edits of a reviewed client (%s)', (sto
     expect(consent.$(`a[href="${POLICY}"]`)).toHaveLength(1);
     expect(consent.html).not.toContain(evil);
 
-    await decideChange(server.system.db, change.id, true, { actor: 'user:admin' });
+    await decideChange(server.system, change.id, true, { actor: 'user:admin' });
     expect(await findClient(server.system.db, created.client_id)).toMatchObject({ policyUri: evil, tosUri: null });
   });
 

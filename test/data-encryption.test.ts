@@ -60,12 +60,12 @@ describe('secrets at rest', () => {
 
   const start = (keys: string) => startInstance({ ...ENV, DATABASE_URL: pg.url, DATA_ENCRYPTION_KEYS: keys }, { db: pg.db });
   const kids = async (base: string) => ((await (await fetch(`${base}/v2/auth/oauth2/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> }).keys;
-  const ctxOf = (server: AppInstance) => ({ db: pg.db, artifacts: server.system.artifacts, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true });
+  const ctxOf = (server: AppInstance) => ({ db: pg.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true });
 
   /** An event for the client arrives and verifies with the secret the owner was shown. */
   async function delivers(server: AppInstance, clientId: string, secret: string) {
     const before = received.length;
-    await sendTestEvent(server.system.db, clientId, { actor: 'test' });
+    await sendTestEvent(server.system, clientId, { actor: 'test' });
     const end = Date.now() + 15_000;
     while (received.length === before && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
     const delivery = received.at(-1)!;
@@ -83,7 +83,7 @@ describe('secrets at rest', () => {
     expect((await kids(instance.url)).map((k) => k.kid)).toEqual(['legacy-plain-key']);
     expect((await kids(instance.url))[0]!.d).toBeUndefined();
     const user = await newUser({ system: instance.system } as TestServer, 'Owner');
-    const { client } = await createClient(pg.db, { name: 'Encrypted App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId: user.id }, { actor: 'test' });
+    const { client } = await createClient(instance.system, { name: 'Encrypted App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId: user.id }, { actor: 'test' });
     const { webhook_secret: secret } = await clientsSetWebhook(ctxOf(instance), client.clientId, `http://127.0.0.1:${(app.address() as AddressInfo).port}/hooks`);
     expect(secret).toMatch(/^whsec_/);
 

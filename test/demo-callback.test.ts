@@ -41,7 +41,7 @@ describe('the demo callback page', () => {
   });
 
   it('shows the code, its 60 seconds, the state and a curl that exchanges it', async () => {
-    output = await seedDemo({ db: server.system.db, artifacts: server.system.artifacts }, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
+    output = await seedDemo(server.system, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
     const secret = pick(/client_secret:\s+(\S+)/);
     expect(pick(/redirect_uri:\s+(\S+)/)).toBe(`${server.url}/demo/callback`);
     expect(output).toContain(`export CLIENT_SECRET=${secret}`);

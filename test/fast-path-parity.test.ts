@@ -7,8 +7,6 @@ import fc from 'fast-check';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
-import { flushGrantUses } from '../src/oauth/grant-use.ts';
-import { flushSecretUses } from '../src/clients/secret-use.ts';
 
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
@@ -76,7 +74,7 @@ async function request(s: Side, c: Case): Promise<{ headers: Record<string, stri
   else if (c.credentials !== 'none') headers.authorization = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
   body += { '': '', scope: '&scope=PROFILE_READ', unknown: '&foo=bar', twice: c.endpoint === 'refresh' ? `&refresh_token=${value}` : `&token=${value}`, hint: '&token_type_hint=access_token' }[c.extra];
   // Last uses cleared, written uses flushed first: what this request records is what is seen.
-  await Promise.all([flushGrantUses(s.server.system.db), flushSecretUses(s.server.system.db)]);
+  await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
   await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).update({ last_used_at: null });
   await s.server.pg.db('oauth_client_secrets').update({ last_used_at: null });
   s.events.length = 0;
@@ -95,7 +93,7 @@ function shaped(answer: Raw, server: string) {
 
 /** What the request left behind: events, and whether the secret's and the grant's last use were recorded. */
 async function traces(s: Side) {
-  await Promise.all([flushGrantUses(s.server.system.db), flushSecretUses(s.server.system.db)]);
+  await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
   const secretUsed = (await s.server.pg.db('oauth_client_secrets').whereNotNull('last_used_at').pluck('client_id')).map((id) => (id === s.app.client_id ? 'app' : 'other')).sort();
   const grantUsed = (await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).whereNotNull('last_used_at')).length > 0;
   return { events: [...s.events], secretUsed, grantUsed };

@@ -18,8 +18,7 @@ describe.each<Storage>(['redis', 'sql'])('authorization code flow (%s storage)',
   beforeAll(async () => {
     server = await startTestServer(storage);
     base = server.url;
-    const db = server.system.db;
-    await usersCreate(db, { ...user, name: 'Ada Lovelace', timeZone: 'Europe/London' });
+    await usersCreate(server.system, { ...user, name: 'Ada Lovelace', timeZone: 'Europe/London' });
     const created = await clientsCreate(operator(server), { name: 'Acme Calendar Sync', redirectUri: [REDIRECT], scope: ['PROFILE_READ BOOKING_READ'] });
     await clientsSetStatus(operator(server), created.client_id, 'approved');
     client = { client_id: created.client_id, client_secret: created.client_secret! };

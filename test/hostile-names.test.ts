@@ -8,6 +8,8 @@ import { validateClientName } from '../src/clients/validate.ts';
 import { InputError } from '../src/errors.ts';
 import { admin as runText, spawnAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
+import { passwordHashing } from '../src/accounts/password.ts';
 
 const cli = useAdminCli();
 const admin = cli.json;
@@ -98,18 +100,18 @@ describe('hostile names', () => {
     expect(await counts()).toEqual(before);
 
     const user = ok(await admin('users', 'create', '--email', 'plain@example.com', '--password', 'long-enough-1', '--name', 'Plain'));
-    await expect(updateUserProfile(cli.pg.db, user.id, { name: 'Plain\u202egnp.exe' })).rejects.toThrow(InputError);
+    await expect(updateUserProfile({ db: cli.pg.db, records: uncachedRecords() }, user.id, { name: 'Plain\u202egnp.exe' })).rejects.toThrow(InputError);
     expect((await cli.pg.db('users').where('id', user.id).first()).name).toBe('Plain');
   });
 
   it('users create --password-stdin reads the first line of standard input', async () => {
     const user = ok(await withStdin('stdin-pass-2024\nignored second line\n', 'users', 'create', '--email', 'Stdin@Example.com', '--password-stdin'));
     expect(user).toMatchObject({ email: 'stdin@example.com', username: 'stdin' });
-    expect(await authenticateUser(cli.pg.db, 'stdin@example.com', 'stdin-pass-2024')).toMatchObject({ id: user.id });
-    expect(await authenticateUser(cli.pg.db, 'stdin@example.com', 'stdin-pass-2024\n')).toBeUndefined();
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'stdin@example.com', 'stdin-pass-2024')).toMatchObject({ id: user.id });
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'stdin@example.com', 'stdin-pass-2024\n')).toBeUndefined();
     // Windows line ends too.
     ok(await withStdin('crlf-pass-2024\r\n', 'users', 'create', '--email', 'crlf@example.com', '--password-stdin'));
-    expect(await authenticateUser(cli.pg.db, 'crlf@example.com', 'crlf-pass-2024')).toBeDefined();
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'crlf@example.com', 'crlf-pass-2024')).toBeDefined();
   });
 
   it('users create refuses an empty --password-stdin, both or neither password option, storing nothing', async () => {
@@ -127,6 +129,6 @@ describe('hostile names', () => {
   it('the CLI process reads --password-stdin from a pipe', async () => {
     const res = await spawnAdmin(['--json', 'users', 'create', '--email', 'piped@example.com', '--password-stdin'], cli.env, 'piped-pass-2024\n');
     const user = ok(res);
-    expect(await authenticateUser(cli.pg.db, 'piped@example.com', 'piped-pass-2024')).toMatchObject({ id: user.id });
+    expect(await authenticateUser({ db: cli.pg.db, passwords: passwordHashing() }, 'piped@example.com', 'piped-pass-2024')).toMatchObject({ id: user.id });
   });
 });

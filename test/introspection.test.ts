@@ -7,7 +7,6 @@ import { approvedClient, newUser, operator, tokensFor, type TestClient } from '.
 import { comparable, raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus } from '../src/admin/commands.ts';
 import { introspection } from '../src/fast/introspection.ts';
-import { clientSecrets } from '../src/oauth/client-secrets.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 
 const PATH = '/v2/auth/oauth2/introspect';
@@ -51,7 +50,7 @@ afterAll(() => server?.close());
 describe('introspection on the hot path', () => {
   const limitsOff = { heldBack: () => 0, spend: async () => {} } as unknown as TokenEndpointLimits;
   const answered = async (headers: Record<string, string>, body: string) =>
-    'status' in (await introspection(server.system.provider, clientSecrets(server.system.db, server.system.artifacts), limitsOff)({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} }));
+    'status' in (await introspection(server.system.provider, server.system.secrets, limitsOff)({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} }));
 
   it('answers the plain case itself: a live access token, the secret in Basic or in the form, own client or a resource server', async () => {
     expect(await answered(basic(app), `token=${tokens.access_token}`)).toBe(true);

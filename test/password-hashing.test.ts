@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
 import { newUser } from './support/fixtures.ts';
-import { configurePasswordHashing, dummyPasswordHash, passwordHashingLoad, PasswordHashingBusy, verifyPassword } from '../src/accounts/password.ts';
+import { PasswordHashingBusy } from '../src/accounts/password.ts';
 
 /** A hash as the server made it before N was raised: scrypt$16384$8$1$salt$hash. */
 function oldHash(password: string): string {
@@ -33,7 +33,7 @@ describe('password hashing', () => {
   it('hashes new passwords with N=2^17, r=8, p=1, and the unknown-account check costs the same', async () => {
     const user = await newUser(server);
     expect(await storedHash(user.id)).toMatch(CURRENT);
-    expect(await dummyPasswordHash()).toMatch(CURRENT);
+    expect(await server.system.passwords.dummyHash()).toMatch(CURRENT);
   });
 
   it('still accepts a password stored at N=2^14 and rehashes it at N=2^17 on that sign-in', async () => {
@@ -45,17 +45,18 @@ describe('password hashing', () => {
     expect((await signIn(user.email, user.password)).status).toBe(303);
     const rehashed = await storedHash(user.id);
     expect(rehashed).toMatch(CURRENT);
-    expect(await verifyPassword(user.password, rehashed)).toBe(true);
+    expect(await server.system.passwords.verify(user.password, rehashed)).toBe(true);
     expect((await signIn(user.email, user.password)).status).toBe(303);
   });
 
   it('bounds the hashing a flood can queue: past the queue a check is refused at once, and a sign-in says so with 503', async () => {
-    configurePasswordHashing({ concurrency: 1, maxQueued: 3 });
+    const { passwords } = server.system;
+    passwords.setCapacity({ concurrency: 1, maxQueued: 3 });
     try {
-      const checks = await Promise.allSettled(Array.from({ length: 12 }, () => verifyPassword('x', oldHash('y'))));
+      const checks = await Promise.allSettled(Array.from({ length: 12 }, () => passwords.verify('x', oldHash('y'))));
       expect(checks.filter((c) => c.status === 'fulfilled')).toHaveLength(4); // one running, three waiting
       expect(checks.filter((c) => c.status === 'rejected' && c.reason instanceof PasswordHashingBusy)).toHaveLength(8);
-      expect(passwordHashingLoad()).toEqual({ active: 0, queued: 0 });
+      expect(passwords.load()).toEqual({ active: 0, queued: 0 });
 
       const flood = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn(`nobody-${i}@example.com`, 'guess')));
       const statuses = flood.map((p) => p.status);
@@ -65,7 +66,7 @@ describe('password hashing', () => {
       expect(busy.headers.get('retry-after')).toBeTruthy();
       expect(busy.$('.alert').text()).toContain('try again');
     } finally {
-      configurePasswordHashing({ concurrency: 2, maxQueued: 32 });
+      passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
     }
   });
 });

@@ -9,6 +9,8 @@ import { authorize, getMe, tokenRequest } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
 import { REDIRECT } from './support/fixtures.ts';
 import { clientArtifacts } from '../src/storage/client-artifacts.ts';
+import { webhookOutbox } from '../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
 import { revokeAppAccess } from '../src/oauth/grants.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
@@ -30,8 +32,8 @@ beforeAll(async () => {
   const shared = { redis: redis.redis, redisPrefix: redis.prefix };
   a = await startInstance(env, shared);
   b = await startInstance({ ...env, APP_URL: a.url }, shared);
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), by: { actor: 'operator:test' } };
-  userId = (await usersCreate(pg.db, user)).id;
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
+  userId = (await usersCreate({ db: pg.db, passwords: a.system.passwords }, user)).id;
 });
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close()]);
@@ -260,7 +262,7 @@ describe('the access token cache', () => {
     // The user disconnects the app in "apps with access" on a (what the page's Revoke runs): its grants.
     const granted = await tokens(client);
     await cached(granted.access_token);
-    expect(await revokeAppAccess(a.system.db, a.system.provider, String(userId), client.client_id)).toBeGreaterThan(0);
+    expect(await revokeAppAccess(a.system, a.system.provider, String(userId), client.client_id)).toBeGreaterThan(0);
     expect(await check(a.url, granted.access_token)).toBe(401);
     expect(await refusedWithin(b.url, granted.access_token)).toBeLessThanOrEqual(PROPAGATION_MS);
 

@@ -9,7 +9,6 @@ import { getMe } from './support/oauth.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetRefreshGrace, clientsSetStatus } from '../src/admin/commands.ts';
 import { refreshGrant } from '../src/fast/refresh.ts';
-import { clientSecrets } from '../src/oauth/client-secrets.ts';
 import { refreshGraceWindows } from '../src/oauth/refresh-grace.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 import { createLogger } from '../src/log.ts';
@@ -48,7 +47,7 @@ describe('refresh on the hot path', () => {
   const hotPath = () =>
     refreshGrant({
       provider: server.system.provider,
-      secrets: clientSecrets(server.system.db, server.system.artifacts),
+      secrets: server.system.secrets,
       limits: limitsOff,
       grace: refreshGraceWindows(server.system.artifacts.flights, 10),
       rotation: server.system.artifacts.refreshRotation,

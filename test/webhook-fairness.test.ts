@@ -42,7 +42,7 @@ describe('fair delivery', () => {
 
   const ops = () => ({ ...operator(server), cipher: server.system.cipher, allowLoopback: true });
   const newClient = async (ownerUserId: number, name: string) =>
-    (await createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId }, { actor: 'test' })).client.clientId;
+    (await createClient(server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId }, { actor: 'test' })).client.clientId;
 
   it("a developer's tarpits do not delay another app's event beyond its own attempt time", async () => {
     // A tarpit: accepts, reads, never answers (each attempt lasts the whole 5 s timeout).
@@ -64,7 +64,7 @@ describe('fair delivery', () => {
       for (let i = 0; i < 6; i++) {
         const clientId = await newClient(slow.id, `Tarpit ${i}`);
         await clientsSetWebhook(ops(), clientId, tarpitUrl);
-        await sendTestEvent(server.system.db, clientId, { actor: 'test' });
+        await sendTestEvent(server.system, clientId, { actor: 'test' });
       }
       const victimOwner = await newUser(server, 'Victim Owner');
       const victim = await newClient(victimOwner.id, 'Victim App');
@@ -76,7 +76,7 @@ describe('fair delivery', () => {
       await sleep(1500);
 
       const sent = Date.now();
-      await sendTestEvent(server.system.db, victim, { actor: 'test' });
+      await sendTestEvent(server.system, victim, { actor: 'test' });
       while (arrivals.length === 0 && Date.now() - sent < 2 * ATTEMPT_TIMEOUT_MS) await sleep(50);
       const waited = arrivals.length ? arrivals[0]! - sent : Infinity;
       // Its own attempt (answered at once) plus a worker's poll, not a tarpit's 5 s.
@@ -95,14 +95,14 @@ describe('fair delivery', () => {
     const owner = await newUser(server, 'Tester');
     const clientId = await newClient(owner.id, 'Chatty App');
     await clientsSetWebhook(ops(), clientId, 'http://127.0.0.1:9/hooks');
-    for (let i = 0; i < TEST_EVENTS_PER_HOUR - 1; i++) await sendTestEvent(server.system.db, clientId, { actor: 'test' });
+    for (let i = 0; i < TEST_EVENTS_PER_HOUR - 1; i++) await sendTestEvent(server.system, clientId, { actor: 'test' });
     const browser = await signIn(server.url, owner);
     const last = await post(browser, server.url, `${BASE}/${clientId}/webhook/test`, {});
     expect((await browser.get(last.location!)).$('p.notice').text()).toMatch(/Test event queued/);
     const refused = await post(browser, server.url, `${BASE}/${clientId}/webhook/test`, {});
     expect(refused.status).toBe(303);
     expect((await browser.get(refused.location!)).$('.alert').text()).toMatch(new RegExp(`at most ${TEST_EVENTS_PER_HOUR} test events per hour: try again later`, 'i'));
-    const error = await sendTestEvent(server.system.db, clientId, { actor: 'test' }).catch((err: unknown) => err);
+    const error = await sendTestEvent(server.system, clientId, { actor: 'test' }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(LimitError);
     expect((error as LimitError).status).toBe(429);
     const sent = await server.pg.db('audit_events').where({ client_id: clientId, action: 'client.webhook_test_sent' }).count({ n: '*' });
@@ -110,7 +110,7 @@ describe('fair delivery', () => {
     // Another client of the same owner has its own allowance.
     const other = await newClient(owner.id, 'Quiet App');
     await clientsSetWebhook(ops(), other, 'http://127.0.0.1:9/hooks');
-    await expect(sendTestEvent(server.system.db, other, { actor: 'test' })).resolves.toMatch(/^msg_/);
+    await expect(sendTestEvent(server.system, other, { actor: 'test' })).resolves.toMatch(/^msg_/);
   });
 
   it(`refuses a ${MAX_CLIENTS_PER_OWNER + 1}th client on the developer page, clearly`, async () => {

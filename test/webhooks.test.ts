@@ -30,7 +30,7 @@ const LOOPBACK = { production: false, allowLoopback: true };
 
 /** The operator scripts' commands as the server's configuration runs them: its cipher, loopback allowed. */
 const ops = (server: { system: TestServer['system'] }, ctx: Partial<AdminContext> = {}): AdminContext =>
-  ({ db: server.system.db, artifacts: server.system.artifacts, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true, ...ctx });
+  ({ db: server.system.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true, ...ctx });
 /** clientsSetWebhook with the context above; returns the signing secret it made (or undefined). */
 const clientsSetWebhook = async (ctx: AdminContext, clientId: string, url: string) => (await setWebhook(ctx, clientId, url)).webhook_secret!;
 
@@ -92,8 +92,8 @@ async function post(browser: Browser, base: string, path: string, fields: Record
   return browser.request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, ...fields }).toString() });
 }
 
-async function ownedClient(server: { system: { db: TestServer['system']['db'] } }, ownerUserId: number, name = 'Hooked App') {
-  const { client, secret } = await createClient(server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId }, { actor: 'test' });
+async function ownedClient(server: { system: Pick<TestServer['system'], 'db' | 'records'> }, ownerUserId: number, name = 'Hooked App') {
+  const { client, secret } = await createClient(server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId }, { actor: 'test' });
   return { client_id: client.clientId, client_secret: secret!.value };
 }
 
@@ -198,8 +198,8 @@ describe('webhooks', () => {
       await clientsSetStatus(operator(server), client.client_id, 'approved'); // client.status_changed
       const secret = await secretsGenerate(operator(server), client.client_id); // secret.generated
       await secretsRevoke(operator(server), client.client_id, String(secret.secret_id)); // secret.revoked
-      const edit = await editClient(server.system.db, client.client_id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
-      await decideChange(server.system.db, edit.pending!.id, true, { actor: 'admin:test', reason: 'looks fine' }); // client.change_decided
+      const edit = await editClient(server.system, client.client_id, { scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris: [REDIRECT] }, { actor: `user:${dev.id}` });
+      await decideChange(server.system, edit.pending!.id, true, { actor: 'admin:test', reason: 'looks fine' }); // client.change_decided
 
       // A refresh token used twice: the library revokes the grant (refresh_token_replayed).
       const replayer = await newUser(server, 'Replayer');
@@ -527,7 +527,7 @@ describe('a restart between the change and the delivery', () => {
       const user = await newUser({ system: first.system } as TestServer);
       const client = await ownedClient(first, user.id, 'Restarted App');
       const webhookSecret = await clientsSetWebhook(ops(first), client.client_id, `http://127.0.0.1:${port}/hooks`);
-      await secretsGenerate({ db: pg.db, artifacts: first.system.artifacts, by: { actor: 'test' } }, client.client_id);
+      await secretsGenerate({ db: pg.db, artifacts: first.system.artifacts, outbox: first.system.outbox, records: first.system.records, by: { actor: 'test' } }, client.client_id);
       await until('a failed attempt', () => pg.db('webhook_deliveries').where('client_id', client.client_id), (rows) => rows.length >= 1);
       await first.close();
       first = undefined;

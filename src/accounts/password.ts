@@ -17,16 +17,11 @@ const KEY_LENGTH = 32;
 const DEFAULT_CONCURRENCY = 2;
 const DEFAULT_MAX_QUEUED = 32;
 
-let logN = DEFAULT_LOG_N;
-let limit = pLimit(DEFAULT_CONCURRENCY);
-let maxQueued = DEFAULT_MAX_QUEUED;
-let dummyHash: Promise<string> | undefined;
-
 export class PasswordHashingBusy extends Error {
   override name = 'PasswordHashingBusy';
 }
 
-export interface PasswordHashing {
+export interface PasswordHashingOptions {
   /** log2 of scrypt's N for new hashes (config PASSWORD_HASH_LOG_N; below 17 only in tests). */
   logN?: number;
   /** Hashes computed at once. */
@@ -35,38 +30,21 @@ export interface PasswordHashing {
   maxQueued?: number;
 }
 
-/** Set once at start (src/system.ts). */
-export function configurePasswordHashing(options: PasswordHashing): void {
-  if (options.logN !== undefined && options.logN !== logN) {
-    logN = options.logN;
-    dummyHash = undefined; // the unknown-account check must cost what a real one costs
-  }
-  if (options.concurrency !== undefined) limit = pLimit(options.concurrency);
-  if (options.maxQueued !== undefined) maxQueued = options.maxQueued;
-}
-
-/** Hashes being computed and waiting, now. */
-export function passwordHashingLoad(): { active: number; queued: number } {
-  return { active: limit.activeCount, queued: limit.pendingCount };
-}
-
-function scrypt(password: string, salt: Buffer, keylen: number, { N, r, p }: { N: number; r: number; p: number }): Promise<Buffer> {
-  if (limit.pendingCount >= maxQueued) return Promise.reject(new PasswordHashingBusy('too many password checks at once'));
-  // Node's default maxmem (32 MiB) is below 128·N·r for N=2^17: allow what the parameters need.
-  const options: ScryptOptions = { N, r, p, maxmem: 256 * N * r };
-  return limit(
-    () =>
-      new Promise<Buffer>((resolve, reject) => {
-        scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key)));
-      }),
-  );
-}
-
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const N = 2 ** logN;
-  const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P });
-  return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$');
+/** Password hashing at one cost, with its own bounded queue: built once (system.ts, the operator scripts' context). */
+export interface PasswordHashing {
+  hash(password: string): Promise<string>;
+  verify(password: string, stored: string): Promise<boolean>;
+  /** True when the stored hash is not of the current cost: hash the password again after it verified. */
+  needsRehash(stored: string): boolean;
+  /**
+   * A hash at the current cost, to verify against when the account does not exist: the timing is
+   * the same, so sign-in does not reveal which emails have accounts.
+   */
+  dummyHash(): Promise<string>;
+  /** Hashes being computed and waiting, now. */
+  load(): { active: number; queued: number };
+  /** Changes how many hashes run at once and wait (tests of a flood; tuning). */
+  setCapacity(options: Pick<PasswordHashingOptions, 'concurrency' | 'maxQueued'>): void;
 }
 
 /** The parameters of a stored hash, or undefined when it is not one we can check. */
@@ -79,26 +57,54 @@ function parse(stored: string) {
   return algo === 'scrypt' && salt && hash && sane ? { params, salt, hash } : undefined;
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const parsed = parse(stored);
-  if (!parsed) return false;
-  const expected = Buffer.from(parsed.hash, 'base64url');
-  const actual = await scrypt(password, Buffer.from(parsed.salt, 'base64url'), expected.length, parsed.params);
-  return timingSafeEqual(actual, expected);
-}
+export function passwordHashing({ logN = DEFAULT_LOG_N, concurrency = DEFAULT_CONCURRENCY, maxQueued = DEFAULT_MAX_QUEUED }: PasswordHashingOptions = {}): PasswordHashing {
+  let limit = pLimit(concurrency);
+  let queueLimit = maxQueued;
+  let dummy: Promise<string> | undefined;
 
-/** True when the stored hash is not of the current cost: hash the password again after it verified. */
-export function needsRehash(stored: string): boolean {
-  const parsed = parse(stored);
-  return !parsed || parsed.params.N !== 2 ** logN || parsed.params.r !== R || parsed.params.p !== P;
-}
+  function scrypt(password: string, salt: Buffer, keylen: number, { N, r, p }: { N: number; r: number; p: number }): Promise<Buffer> {
+    if (limit.pendingCount >= queueLimit) return Promise.reject(new PasswordHashingBusy('too many password checks at once'));
+    // Node's default maxmem (32 MiB) is below 128·N·r for N=2^17: allow what the parameters need.
+    const options: ScryptOptions = { N, r, p, maxmem: 256 * N * r };
+    return limit(
+      () =>
+        new Promise<Buffer>((resolve, reject) => {
+          scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key)));
+        }),
+    );
+  }
 
-// Verifying against this when the account does not exist keeps the timing the same,
-// so sign-in does not reveal which emails have accounts. Made at the current cost.
-export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomBytes(16).toString('hex')).catch((err: unknown) => {
-    dummyHash = undefined; // refused while busy: made on a later check
-    throw err;
-  });
-  return dummyHash;
+  async function hash(password: string): Promise<string> {
+    const salt = randomBytes(16);
+    const N = 2 ** logN;
+    const key = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P });
+    return ['scrypt', N, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
+  }
+
+  return {
+    hash,
+    async verify(password, stored) {
+      const parsed = parse(stored);
+      if (!parsed) return false;
+      const expected = Buffer.from(parsed.hash, 'base64url');
+      const actual = await scrypt(password, Buffer.from(parsed.salt, 'base64url'), expected.length, parsed.params);
+      return timingSafeEqual(actual, expected);
+    },
+    needsRehash(stored) {
+      const parsed = parse(stored);
+      return !parsed || parsed.params.N !== 2 ** logN || parsed.params.r !== R || parsed.params.p !== P;
+    },
+    dummyHash() {
+      dummy ??= hash(randomBytes(16).toString('hex')).catch((err: unknown) => {
+        dummy = undefined; // refused while busy: made on a later check
+        throw err;
+      });
+      return dummy;
+    },
+    load: () => ({ active: limit.activeCount, queued: limit.pendingCount }),
+    setCapacity(options) {
+      if (options.concurrency !== undefined) limit = pLimit(options.concurrency);
+      if (options.maxQueued !== undefined) queueLimit = options.maxQueued;
+    },
+  };
 }

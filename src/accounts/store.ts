@@ -1,8 +1,8 @@
 // Users: creation (operator script, demo seed), look-up for the provider and /v2/me, sign-in.
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
-import { announceChange, cachedRead } from '../storage/record-cache.ts';
-import { dummyPasswordHash, hashPassword, needsRehash, PasswordHashingBusy, verifyPassword } from './password.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
+import { PasswordHashingBusy, type PasswordHashing } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
 import { parseIntegerId } from '../ids.ts';
@@ -77,7 +77,13 @@ export function validateNewUser(input: NewUser): Required<NewUser> {
   return { email, password: input.password, username, name, timeZone };
 }
 
-export async function createUser(db: Db, input: NewUser): Promise<User> {
+/** What creating a user and checking a password need: the database and the password hashing (built in system.ts). */
+export interface PasswordDeps {
+  db: Db;
+  passwords: PasswordHashing;
+}
+
+export async function createUser({ db, passwords }: PasswordDeps, input: NewUser): Promise<User> {
   const user = validateNewUser(input);
   const taken = await db('users').where('email', user.email).orWhere('username', user.username).first('email');
   if (taken) {
@@ -89,7 +95,7 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
       username: user.username,
       name: user.name,
       time_zone: user.timeZone,
-      password_hash: await hashPassword(user.password),
+      password_hash: await passwords.hash(user.password),
     })
     .returning(COLUMNS);
   return toUser(row);
@@ -98,10 +104,10 @@ export async function createUser(db: Db, input: NewUser): Promise<User> {
 // On the path of every refresh and /v2/me.
 const userById = preparedRead<Omit<UserRow, 'password_hash'>, [number]>('user_by_id', (db, id) => db('users').where('id', id).first(COLUMNS));
 
-export async function findUserById(db: Db, id: string | number): Promise<User | undefined> {
+export async function findUserById({ db, records }: CachedDb, id: string | number): Promise<User | undefined> {
   const numeric = parseIntegerId(String(id));
   if (numeric === undefined) return undefined;
-  return cachedRead(db, 'user', String(numeric), async () => {
+  return records.read('user', String(numeric), async () => {
     const [row] = await userById(db, numeric);
     return row ? toUser(row) : undefined;
   });
@@ -113,14 +119,15 @@ export interface ProfileChanges {
 }
 
 /** Applies validated profile changes; nothing changes when any of them is invalid. */
-export async function updateUserProfile(db: Db, id: string | number, changes: ProfileChanges): Promise<User | undefined> {
+export async function updateUserProfile(users: CachedDb, id: string | number, changes: ProfileChanges): Promise<User | undefined> {
+  const { db, records } = users;
   const update: Record<string, unknown> = {};
   if (changes.name !== undefined) update.name = validateName(changes.name);
   if (changes.timeZone !== undefined) update.time_zone = validateTimeZone(changes.timeZone);
-  const existing = await findUserById(db, id);
+  const existing = await findUserById(users, id);
   if (!existing) return undefined;
   const [row] = await db('users').where('id', existing.id).update({ ...update, updated_at: db.fn.now() }).returning(COLUMNS);
-  await announceChange(db, 'user', existing.id);
+  await records.announce(db, 'user', existing.id);
   return toUser(row);
 }
 
@@ -130,25 +137,25 @@ export async function isAdmin(db: Db, userId: number): Promise<boolean> {
 }
 
 /** Makes the user with this email an administrator (operator script `users set-admin`). */
-export async function setAdmin(db: Db, email: string, admin: boolean): Promise<User> {
+export async function setAdmin({ db, records }: CachedDb, email: string, admin: boolean): Promise<User> {
   if (email.includes('\0')) throw new NotFoundError(`no user with email ${JSON.stringify(email)}`);
   const [row] = await db('users').where('email', email.trim().toLowerCase()).update({ is_admin: admin, updated_at: db.fn.now() }).returning(COLUMNS);
   if (!row) throw new NotFoundError(`no user with email ${email}`);
-  await announceChange(db, 'user', row.id);
+  await records.announce(db, 'user', row.id);
   return toUser(row);
 }
 
 /** The user for these credentials, or undefined; takes the same time whether or not the email exists. */
-export async function authenticateUser(db: Db, email: string, password: string): Promise<User | undefined> {
+export async function authenticateUser({ db, passwords }: PasswordDeps, email: string, password: string): Promise<User | undefined> {
   // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
   const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
-  const ok = await verifyPassword(password, row?.password_hash ?? (await dummyPasswordHash()));
+  const ok = await passwords.verify(password, row?.password_hash ?? (await passwords.dummyHash()));
   if (!row || !ok) return undefined;
   // A hash made at an older, lower cost is replaced now that we have the password.
   // (Skipped while hashing is busy: the sign-in stands, the next one rehashes.)
-  if (needsRehash(row.password_hash)) {
+  if (passwords.needsRehash(row.password_hash)) {
     try {
-      await db('users').where('id', row.id).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+      await db('users').where('id', row.id).update({ password_hash: await passwords.hash(password), updated_at: db.fn.now() });
     } catch (err) {
       if (!(err instanceof PasswordHashingBusy)) throw err;
     }

@@ -1,7 +1,7 @@
 // The operator scripts' actions (docs/operations.md): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
 import { migrateLatest, type Db } from '../storage/db.ts';
-import { createUser, setAdmin } from '../accounts/store.ts';
+import { createUser, setAdmin, type PasswordDeps } from '../accounts/store.ts';
 import {
   addRedirectUri,
   createClient,
@@ -81,13 +81,14 @@ export interface UsersCreateOptions {
   timeZone?: string;
 }
 
-export async function usersCreate(db: Db, options: UsersCreateOptions) {
-  const user = await createUser(db, options);
+export async function usersCreate(deps: PasswordDeps, options: UsersCreateOptions) {
+  const user = await createUser(deps, options);
   return { id: user.id, email: user.email, username: user.username, name: user.name, time_zone: user.timeZone };
 }
 
-export async function usersSetAdmin({ db, by }: AdminContext, email: string, options: { revoke?: boolean } = {}) {
-  const user = await setAdmin(db, email, !options.revoke);
+export async function usersSetAdmin(ctx: AdminContext, email: string, options: { revoke?: boolean } = {}) {
+  const { db, by } = ctx;
+  const user = await setAdmin(ctx, email, !options.revoke);
   await recordAudit(db, { actor: by.actor, action: options.revoke ? 'user.admin_revoked' : 'user.admin_granted', userId: user.id, details: by.reason ? { reason: by.reason } : {} });
   return { id: user.id, email: user.email, admin: !options.revoke };
 }
@@ -117,9 +118,10 @@ function kindOf(options: ClientsCreateOptions): ClientKind {
   return options.resourceServer ? 'resource_server' : options.public ? 'public' : 'confidential';
 }
 
-export async function clientsCreate({ db, by }: AdminContext, options: ClientsCreateOptions) {
+export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOptions) {
+  const { by } = ctx;
   const { client, secret } = await createClient(
-    db,
+    ctx,
     {
       name: options.name,
       redirectUris: options.redirectUri ?? [],
@@ -150,8 +152,8 @@ export async function clientsSetStatus(ctx: AdminContext, clientId: string, stat
   return clientJson(await setClientStatus(ctx, clientId, status, ctx.by));
 }
 
-export async function clientsRename({ db, by }: AdminContext, clientId: string, name: string) {
-  return clientJson(await renameClient(db, clientId, name, by));
+export async function clientsRename(ctx: AdminContext, clientId: string, name: string) {
+  return clientJson(await renameClient(ctx, clientId, name, ctx.by));
 }
 
 async function secretsJson(db: Db, clientId: string) {
@@ -173,26 +175,26 @@ export async function clientsList({ db }: AdminContext, status?: string) {
   return { clients: (await listClients(db, status ? { status: status as ClientStatus } : {})).map(clientJson) };
 }
 
-export async function clientsSetScopes({ db, by }: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {
-  return clientJson(await setClientScopes(db, clientId, parseScopeArgs(scopes), by, { force: Boolean(options.force) }));
+export async function clientsSetScopes(ctx: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {
+  return clientJson(await setClientScopes(ctx, clientId, parseScopeArgs(scopes), ctx.by, { force: Boolean(options.force) }));
 }
 
-export async function clientsSetRateLimit({ db, by }: AdminContext, clientId: string, perMinute: string) {
+export async function clientsSetRateLimit(ctx: AdminContext, clientId: string, perMinute: string) {
   const value = perMinute === 'default' ? null : /^[0-9]+$/.test(perMinute) ? Number(perMinute) : NaN;
-  return clientJson(await setClientRateLimit(db, clientId, value, by));
+  return clientJson(await setClientRateLimit(ctx, clientId, value, ctx.by));
 }
 
-export async function clientsSetRefreshGrace({ db, by }: AdminContext, clientId: string, seconds: string) {
+export async function clientsSetRefreshGrace(ctx: AdminContext, clientId: string, seconds: string) {
   const value = seconds === 'default' ? null : /^[0-9]+$/.test(seconds) ? Number(seconds) : NaN;
-  return clientJson(await setClientRefreshGrace(db, clientId, value, by));
+  return clientJson(await setClientRefreshGrace(ctx, clientId, value, ctx.by));
 }
 
-export async function clientsAddRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {
-  return clientJson(await addRedirectUri(db, clientId, uri, by));
+export async function clientsAddRedirectUri(ctx: AdminContext, clientId: string, uri: string) {
+  return clientJson(await addRedirectUri(ctx, clientId, uri, ctx.by));
 }
 
-export async function clientsRemoveRedirectUri({ db, by }: AdminContext, clientId: string, uri: string) {
-  return clientJson(await removeRedirectUri(db, clientId, uri, by));
+export async function clientsRemoveRedirectUri(ctx: AdminContext, clientId: string, uri: string) {
+  return clientJson(await removeRedirectUri(ctx, clientId, uri, ctx.by));
 }
 
 function cipherOf(ctx: AdminContext): DataCipher {
@@ -210,7 +212,7 @@ export async function clientsSetWebhook(ctx: AdminContext, clientId: string, url
   if (options.clear && (url !== undefined || options.newSecret)) throw new InputError('--clear takes no webhook URL and no --new-secret');
   if (!options.clear && url === undefined && !options.newSecret) throw new InputError('give either a webhook URL, --new-secret or --clear');
   await getClient(db, clientId);
-  const deps = { db, cipher: cipherOf(ctx), policy: { production, allowLoopback } };
+  const deps = { db, outbox: ctx.outbox, records: ctx.records, cipher: cipherOf(ctx), policy: { production, allowLoopback } };
   let secret: string | undefined;
   if (options.clear || url !== undefined) secret = (await setWebhookUrl(deps, clientId, options.clear ? null : url!, by)).secret;
   if (options.newSecret && !secret) secret = await regenerateWebhookSecret(deps, clientId, by);
@@ -227,8 +229,8 @@ export async function keysReencrypt(ctx: AdminContext) {
   return { reencrypted: { signing_keys: signingKeys, webhook_secrets: webhookSecrets } };
 }
 
-export async function secretsGenerate({ db, by }: AdminContext, clientId: string) {
-  const secret = await generateSecret(db, clientId, by);
+export async function secretsGenerate(ctx: AdminContext, clientId: string) {
+  const secret = await generateSecret(ctx, clientId, ctx.by);
   return { secret_id: secret.id, client_secret: secret.value };
 }
 
@@ -238,10 +240,10 @@ function secretIdOf(value: string): number {
   return id;
 }
 
-export async function secretsRevoke({ db, artifacts, by, assertStoresReachable }: AdminContext, clientId: string, secretId: string) {
+export async function secretsRevoke(ctx: AdminContext, clientId: string, secretId: string) {
   const id = secretIdOf(secretId);
-  await assertStoresReachable?.();
-  await revokeSecret({ db, artifacts }, clientId, id, by);
+  await ctx.assertStoresReachable?.();
+  await revokeSecret(ctx, clientId, id, ctx.by);
   return { secret_id: id, revoked: true };
 }
 

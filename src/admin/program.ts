@@ -14,13 +14,16 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
-import { attachWebhookQueue, detachWebhookQueue } from '../webhooks/outbox.ts';
+import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
 import { createDataCipher } from '../storage/data-encryption.ts';
+import { uncachedRecords } from '../storage/record-cache.ts';
+import { passwordHashing, type PasswordHashing } from '../accounts/password.ts';
 
 class Refusal extends Error {}
 
 interface Session extends AdminContext {
+  passwords: PasswordHashing;
   close(): Promise<void>;
 }
 
@@ -64,9 +67,14 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
   // Changes of a client with a webhook URL queue their events; the queue starts only then, and
   // without a worker: the server's instances deliver.
   let queue: Promise<WebhookQueue> | undefined;
-  attachWebhookQueue(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
+  const outbox = webhookOutbox(db, () => (queue = startWebhookQueue(db, { supervise: false, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: () => {} })));
   return {
     db,
+    outbox,
+    // No cache here: reads go to the database, changes are announced to the servers.
+    records: uncachedRecords(),
+    // At the servers' cost (PASSWORD_HASH_LOG_N).
+    passwords: passwordHashing({ logN: config.passwordHashLogN }),
     artifacts: clientArtifacts(db, redis, record?.redisPrefix ?? DEFAULT_REDIS_PREFIX),
     assertStoresReachable: () => assertStoresReachable(record, redis),
     by: { actor: `operator:${os.userInfo().username}`, reason },
@@ -74,7 +82,7 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
     allowLoopback: config.webhookAllowLoopback,
     cipher: createDataCipher(config.dataEncryptionKeys),
     async close() {
-      detachWebhookQueue(db);
+      outbox.close();
       await (await queue?.catch(() => undefined))?.stop({ graceful: false });
       redis?.disconnect();
       await db.destroy();
@@ -147,7 +155,7 @@ function buildProgram(io: AdminIo): Command {
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
 
   /** Runs a command against storage and prints its result as JSON or text. */
-  function action<A extends unknown[], R>(run: (ctx: AdminContext, ...args: A) => Promise<R>, text: (result: R) => string = printText) {
+  function action<A extends unknown[], R>(run: (ctx: Session, ...args: A) => Promise<R>, text: (result: R) => string = printText) {
     return async (...args: A) => {
       const { json, reason } = program.opts<{ json?: boolean; reason?: string }>();
       const session = await open(io.env, reason);
@@ -176,8 +184,8 @@ function buildProgram(io: AdminIo): Command {
     .option('--username <username>', 'username (unique; default: the part of the email before @)')
     .option('--time-zone <tz>', 'IANA time zone', 'UTC')
     .action(
-      action(async ({ db }, { passwordStdin, ...opts }: Omit<commands.UsersCreateOptions, 'password'> & { password?: string; passwordStdin?: boolean }) =>
-        commands.usersCreate(db, { ...opts, password: await passwordOf({ ...opts, passwordStdin }, io) }),
+      action(async (ctx, { passwordStdin, ...opts }: Omit<commands.UsersCreateOptions, 'password'> & { password?: string; passwordStdin?: boolean }) =>
+        commands.usersCreate(ctx, { ...opts, password: await passwordOf({ ...opts, passwordStdin }, io) }),
       ),
     );
 

@@ -4,13 +4,13 @@
 import type Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Context } from 'koa';
-import type { Db } from '../storage/db.ts';
 import { findUserById, updateUserProfile, type ProfileChanges, type User } from '../accounts/store.ts';
 import { InputError } from '../errors.ts';
 import { newRouter } from '../http/router.ts';
 import { decideRequest, formHasToken, koaRequest, refuse, routePolicy, type ApiRequest, type VerifyToken } from './access.ts';
 import { dataAnswer, rejectToken, reply, type Answer } from './responses.ts';
 import { ME_PATH } from '../http/paths.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 
 const jsonBody = koaBody({ json: true, jsonStrict: true, urlencoded: false, multipart: false, text: false, jsonLimit: '16kb' });
 
@@ -26,24 +26,24 @@ function profileChanges(body: unknown): ProfileChanges {
 const userAnswer = (user: User | undefined): Answer => (user ? dataAnswer(user) : rejectToken(true, 'the user of this access token no longer exists'));
 
 /** The answer to GET /v2/me; `bodyHasToken`: a form body also carried an access_token. */
-export function readMe(verify: VerifyToken, db: Db) {
+export function readMe(verify: VerifyToken, users: CachedDb) {
   return async function answerMe(request: ApiRequest, bodyHasToken = false): Promise<Answer> {
     const decision = await decideRequest(verify, request, bodyHasToken);
     if (!decision.allow) return refuse(decision);
-    return userAnswer(await findUserById(db, decision.token!.accountId));
+    return userAnswer(await findUserById(users, decision.token!.accountId));
   };
 }
 
-export function meRoutes(verify: VerifyToken, db: Db): Router {
+export function meRoutes(verify: VerifyToken, users: CachedDb): Router {
   const router = newRouter();
   const policy = routePolicy(verify);
-  const answerMe = readMe(verify, db);
+  const answerMe = readMe(verify, users);
 
   router.get(ME_PATH, async (ctx: Context) => reply(ctx, await answerMe(koaRequest(ctx), await formHasToken(ctx))));
 
   router.patch(ME_PATH, policy, jsonBody, async (ctx) => {
     // Bad input throws InputError: a 400 invalid_request from the one error responder.
-    reply(ctx, userAnswer(await updateUserProfile(db, ctx.state.token!.accountId, profileChanges(ctx.request.body))));
+    reply(ctx, userAnswer(await updateUserProfile(users, ctx.state.token!.accountId, profileChanges(ctx.request.body))));
   });
 
   return router;

@@ -8,9 +8,8 @@ import { assertSafeToSetScopes } from './legacy.ts';
 import { planEdit, type RequestedEdit } from './edit-plan.ts';
 import { isUnscopedLegacy, MAX_REDIRECT_URIS, type Actor, type ChangeRequest, type ClientLinks, type ClientRecord, type PendingChange } from './model.ts';
 import { validateClientLinks, validateClientName } from './validate.ts';
-import { changeClient } from './service.ts';
+import { changeClient, type ChangeDeps } from './service.ts';
 import * as repo from './repository.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 
 export const pendingChangeOf = (db: Db, clientId: string) => repo.pendingChangeOf(db, clientId);
@@ -27,8 +26,8 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.join('\n') ==
  * Applies an owner's edit: narrowing now, widening of a reviewed client as a pending change
  * (edit-plan.ts). A link the form did not send stays as it is.
  */
-export async function editClient(db: Db, clientId: string, requested: Omit<RequestedEdit, 'links'> & { links?: ClientLinks }, by: Actor, { force = false } = {}): Promise<EditOutcome> {
-  return changeClient(db, clientId, by, async (trx, current) => {
+export async function editClient(deps: ChangeDeps, clientId: string, requested: Omit<RequestedEdit, 'links'> & { links?: ClientLinks }, by: Actor, { force = false } = {}): Promise<EditOutcome> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     const links = validateClientLinks({ policyUri: requested.links?.policyUri ?? current.policyUri ?? '', tosUri: requested.links?.tosUri ?? current.tosUri ?? '' });
     const plan = planEdit(current, { scopes: requested.scopes, redirectUris: requested.redirectUris, links });
     const linksChange = plan.links.policyUri !== current.policyUri || plan.links.tosUri !== current.tosUri;
@@ -65,13 +64,13 @@ function changeDetails(change: ChangeRequest) {
 }
 
 /** An administrator's decision on a pending change: approved, it widens the client. */
-export async function decideChange(db: Db, changeId: number, approve: boolean, by: Actor): Promise<ClientRecord> {
+export async function decideChange({ db, outbox, records }: ChangeDeps, changeId: number, approve: boolean, by: Actor): Promise<ClientRecord> {
   const clientId: string | undefined = await db('oauth_client_changes').where('id', changeId).first('client_id').then((row) => row?.client_id);
-  if (clientId) await prepareWebhookOutbox(db, clientId);
+  if (clientId) await outbox.prepare(clientId);
   return db.transaction(async (trx) => {
     const change = await repo.lockPendingChange(trx, changeId);
     if (!change) throw new NotFoundError(`no pending change with id ${changeId}`);
-    const client = await repo.lockClient(trx, change.clientId);
+    const client = await repo.lockClient(trx, change.clientId, records);
     if (approve) {
       const uris = [...client.redirectUris, ...change.addRedirectUris.filter((u) => !client.redirectUris.includes(u))];
       if (uris.length > MAX_REDIRECT_URIS) throw new InputError(`approving would exceed ${MAX_REDIRECT_URIS} redirect URIs`);
@@ -93,7 +92,7 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
       ...changeDetails(change),
       ...(by.reason ? { reason: by.reason } : {}),
     });
-    await enqueueWebhookEvents(db, trx, client.clientId, [decided]);
+    await outbox.enqueue(trx, client.clientId, [decided]);
     return (await repo.readClient(trx, client.clientId))!;
   });
 }
@@ -103,9 +102,9 @@ export async function decideChange(db: Db, changeId: number, approve: boolean, b
  * it by this name on the consent page; a new name then goes through an administrator
  * (`clients rename`), as the change review carries only added scopes and redirect URIs.
  */
-export async function renameOwnClient(db: Db, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
+export async function renameOwnClient(deps: ChangeDeps, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
   const valid = validateClientName(name);
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     if (current.status !== 'pending') throw new InputError('once a client has been reviewed, only an administrator can rename it: ask one to');
     await repo.updateClient(trx, clientId, { name: valid });
     return { result: (await repo.readClient(trx, clientId))!, action: 'client.renamed', details: { from: current.name, to: valid } };

@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import { freshSharedReads } from '../storage/fresh-reads.ts';
 import { preparedRead } from '../storage/prepared.ts';
-import { announceChange, cachedRead } from '../storage/record-cache.ts';
+import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { NotFoundError } from '../errors.ts';
 import { isWellFormedClientId, type StoredSecret } from './secrets.ts';
 import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
@@ -67,10 +67,10 @@ export async function readClient(q: Q, clientId: string): Promise<ClientRecord |
  * Reads the client and locks its row until the transaction ends: changes to one client take turns.
  * Every change of a client starts here, so the cached copies everywhere drop it at commit.
  */
-export async function lockClient(trx: Knex.Transaction, clientId: string): Promise<ClientRecord> {
+export async function lockClient(trx: Knex.Transaction, clientId: string, records: RecordCache): Promise<ClientRecord> {
   const row: ClientRow | undefined = PLAUSIBLE_CLIENT_ID.test(clientId) ? await trx('oauth_clients').where('id', clientId).forUpdate().first(CLIENT_COLUMNS) : undefined;
   if (!row) throw new NotFoundError(`no client with id ${clientId}`);
-  await announceChange(trx, 'client', clientId);
+  await records.announce(trx, 'client', clientId);
   return toRecord(row, await redirectUrisOf(trx, clientId));
 }
 
@@ -99,12 +99,12 @@ export interface ClientFields {
   tosUri: string | null;
 }
 
-export async function insertClient(trx: Knex.Transaction, clientId: string, fields: ClientFields, redirectUris: string[]): Promise<ClientRecord> {
+export async function insertClient(trx: Knex.Transaction, clientId: string, fields: ClientFields, redirectUris: string[], records: RecordCache): Promise<ClientRecord> {
   const [row] = await trx('oauth_clients')
     .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId, policy_uri: fields.policyUri, tos_uri: fields.tosUri })
     .returning(CLIENT_COLUMNS);
   await replaceRedirectUris(trx, clientId, redirectUris);
-  await announceChange(trx, 'client', clientId); // an earlier "no such client" may be cached
+  await records.announce(trx, 'client', clientId); // an earlier "no such client" may be cached
   return toRecord(row, redirectUris);
 }
 
@@ -176,19 +176,16 @@ const activeSecretById = preparedRead<{ id: number }, [string]>('active_secret_b
   db('oauth_client_secrets').where('id', secretId).whereNull('revoked_at').select('id'),
 );
 
-const secretReads = new WeakMap<Db, (secretId: number) => Promise<boolean>>();
-
 /**
- * Whether a secret is still active, read from the database itself. A cached client record learns
- * of a revocation made by another process only when the change notification arrives; the spec
- * wants a revoked secret refused at once (5.7), so authentication asks the database. Concurrent
- * requests of one client share reads that were sent after they arrived (freshSharedReads): a
- * revocation committed before a request arrives is always seen.
+ * Whether a secret is still active, read from the database itself (one reader per database, made
+ * by its owner: src/oauth/client-secrets.ts). A cached client record learns of a revocation made
+ * by another process only when the change notification arrives; the spec wants a revoked secret
+ * refused at once (5.7), so authentication asks the database. Concurrent requests of one client
+ * share reads that were sent after they arrived (freshSharedReads): a revocation committed before
+ * a request arrives is always seen.
  */
-export function isSecretActive(db: Db, secretId: number): Promise<boolean> {
-  let read = secretReads.get(db);
-  if (!read) secretReads.set(db, (read = freshSharedReads(async (id: number) => (await activeSecretById(db, String(id))).length > 0)));
-  return read(secretId);
+export function activeSecretReader(db: Db): (secretId: number) => Promise<boolean> {
+  return freshSharedReads(async (id: number) => (await activeSecretById(db, String(id))).length > 0);
 }
 
 export interface UsableClient {
@@ -216,11 +213,11 @@ const usableClientById = preparedRead<ClientRow & { redirect_uris: string[]; sec
  * that has an owner (the owner may try it before review; src/oauth/authorization-outcomes.ts and
  * the consent step keep everyone else out). Undefined otherwise.
  */
-export async function findUsableClient(db: Db, clientId: string): Promise<UsableClient | undefined> {
+export async function findUsableClient({ db, records }: CachedDb, clientId: string): Promise<UsableClient | undefined> {
   // What anyone may claim at the OAuth endpoints: only an id of the registry's own form is looked
   // up (and its absence cached), so junk ids cost no query and size no cache entry.
   if (!isWellFormedClientId(clientId)) return undefined;
-  return cachedRead(db, 'client', clientId, async () => {
+  return records.read('client', clientId, async () => {
     const [row] = await usableClientById(db, clientId);
     return row ? { client: toRecord(row, row.redirect_uris), secrets: row.secrets } : undefined;
   });

@@ -25,15 +25,24 @@ import {
   type SecretInfo,
 } from './model.ts';
 import * as repo from './repository.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
 
-export { findUsableClient, isSecretActive, type UsableClient } from './repository.ts';
+export { findUsableClient, activeSecretReader, type UsableClient } from './repository.ts';
 
+/** What the registry's use cases work with: built in system.ts, and by the operator scripts' context (src/admin/program.ts). */
 export interface ClientDeps {
   db: Db;
   artifacts: ClientArtifacts;
+  /** Where a change writes the webhook events it causes (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
+  /** The record cache, which a change tells (src/storage/record-cache.ts). */
+  records: RecordCache;
 }
+
+/** What a change of a client needs. */
+export type ChangeDeps = Pick<ClientDeps, 'db' | 'outbox' | 'records'>;
 
 export interface NewClient extends ClientLinks {
   name: string;
@@ -65,24 +74,24 @@ function auditDetails(by: Actor, details: Record<string, unknown> = {}) {
  * change causes (src/webhooks/outbox.ts: delivered only if it commits).
  */
 export async function changeClient<T>(
-  db: Db,
+  { db, outbox, records }: ChangeDeps,
   clientId: string,
   by: Actor,
   change: (trx: Knex.Transaction, client: ClientRecord) => Promise<{ result: T; action: string; details: Record<string, unknown>; events?: WebhookEvent[] }>,
 ): Promise<T> {
-  await prepareWebhookOutbox(db, clientId);
+  await outbox.prepare(clientId);
   return db.transaction(async (trx) => {
-    const client = await repo.lockClient(trx, clientId);
+    const client = await repo.lockClient(trx, clientId, records);
     const { result, action, details, events = [] } = await change(trx, client);
     await recordAudit(trx, { actor: by.actor, action, clientId, details: auditDetails(by, details) });
-    await enqueueWebhookEvents(db, trx, clientId, events);
+    await outbox.enqueue(trx, clientId, events);
     return result;
   });
 }
 
 const reread = async (trx: Knex.Transaction, clientId: string) => (await repo.readClient(trx, clientId))!;
 
-export async function createClient(db: Db, input: NewClient, by: Actor): Promise<CreatedClient> {
+export async function createClient({ db, records }: CachedDb, input: NewClient, by: Actor): Promise<CreatedClient> {
   const name = validateClientName(input.name);
   const redirectUris = validateRedirectUris(input.redirectUris, input.kind);
   // A resource server's scopes are optional: the tokens it may introspect (none listed: any).
@@ -93,7 +102,7 @@ export async function createClient(db: Db, input: NewClient, by: Actor): Promise
   if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
   return db.transaction(async (trx) => {
     const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links };
-    const client = await repo.insertClient(trx, clientId, fields, redirectUris);
+    const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
     const secret = secretValue ? { id: await repo.insertSecret(trx, clientId, hashClientSecret(secretValue)), value: secretValue } : undefined;
     await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links) }) });
     return { client, ...(secret ? { secret } : {}) };
@@ -112,17 +121,13 @@ export async function getClient(db: Db, clientId: string): Promise<ClientRecord>
   return client;
 }
 
-// A token request that read the client as approved just before the change may still save its
-// tokens just after the first sweep; a second sweep shortly after catches those.
-const SECOND_SWEEP_MS = 1000;
-
 /**
  * Moves a client to another status. A client that stops being approved loses every code, token
  * and grant at once (bearer verification then needs only the token lookup); reinstating does not
  * bring them back. With `expected.version`, the client must still be what the reviewer saw.
  */
 export async function setClientStatus(
-  { db, artifacts }: ClientDeps,
+  deps: ClientDeps,
   clientId: string,
   to: ClientStatus,
   by: Actor,
@@ -130,8 +135,9 @@ export async function setClientStatus(
 ): Promise<ClientRecord> {
   // Reinstating brings nothing back, also what a suspension could not reach (a status set in the
   // table directly): a suspended client is issued nothing, so this sweep races no new token.
+  const { db, artifacts } = deps;
   if (to === 'approved' && (await repo.readClient(db, clientId))?.status === 'suspended') await artifacts.revokeClient(clientId);
-  const client = await changeClient(db, clientId, by, async (trx, current) => {
+  const client = await changeClient(deps, clientId, by, async (trx, current) => {
     if (expected.version !== undefined && expected.version !== clientVersion(current)) {
       throw new ConflictError('this client changed since you opened the page; review it again');
     }
@@ -149,18 +155,20 @@ export async function setClientStatus(
   return client;
 }
 
-/**
- * Deletes whatever a client that is not approved still holds (`clients suspend` repeated): nothing
- * is issued to it, so no second sweep.
- */
+/** Deletes whatever a client that is not approved still holds (`clients suspend` repeated). */
 export async function sweepClient({ artifacts }: ClientDeps, clientId: string): Promise<void> {
   await artifacts.revokeClient(clientId);
 }
 
-/** Deletes every code, token and grant of the client, twice (see SECOND_SWEEP_MS). */
+/**
+ * Deletes every code, token and grant of the client, once, after the change has committed. A token
+ * request that read the client as usable just before may still save a grant or tokens after this
+ * sweep; they are refused all the same, by the rule every path applies at each use
+ * (src/oauth/token-liveness.ts: the grant present, the client usable), and the facts an instance
+ * keeps in memory about a token end when it learns that the token's client changed (system.ts).
+ * They stay stored until they expire, or until reinstating the client sweeps again.
+ */
 async function revokeEverythingIssued(artifacts: ClientArtifacts, clientId: string): Promise<void> {
-  await artifacts.revokeClient(clientId);
-  await new Promise((resolve) => setTimeout(resolve, SECOND_SWEEP_MS));
   await artifacts.revokeClient(clientId);
 }
 
@@ -169,13 +177,13 @@ async function revokeEverythingIssued(artifacts: ClientArtifacts, clientId: stri
  * revoked as at suspension, its rows go, and the audit trail keeps its history. With
  * `expected.ownerUserId`, only that user's client is removed (anyone else's is "not found").
  */
-export async function deleteClient({ db, artifacts }: ClientDeps, clientId: string, by: Actor, expected: { ownerUserId?: number } = {}): Promise<ClientRecord> {
-  const client = await changeClient(db, clientId, by, async (trx, current) => {
+export async function deleteClient(deps: ClientDeps, clientId: string, by: Actor, expected: { ownerUserId?: number } = {}): Promise<ClientRecord> {
+  const client = await changeClient(deps, clientId, by, async (trx, current) => {
     if (expected.ownerUserId !== undefined && current.ownerUserId !== expected.ownerUserId) throw new NotFoundError(`no client with id ${clientId}`);
     await repo.deleteClientRows(trx, clientId);
     return { result: current, action: 'client.deleted', details: { name: current.name, status: current.status, kind: current.kind } };
   });
-  await revokeEverythingIssued(artifacts, clientId);
+  await revokeEverythingIssued(deps.artifacts, clientId);
   return client;
 }
 
@@ -183,17 +191,17 @@ export async function deleteClient({ db, artifacts }: ClientDeps, clientId: stri
  * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
  * migration step 2 of docs/legacy-migration.md, refused by the order guard unless forced.
  */
-export async function setClientScopes(db: Db, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
+export async function setClientScopes(deps: ChangeDeps, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
   const valid = validateClientScopes(scopes, false);
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     if (!force) await assertSafeToSetScopes(trx, current);
     await repo.updateClient(trx, clientId, { scopes: valid });
     return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...(force ? { forced: true } : {}) } };
   });
 }
 
-export async function addRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
-  return changeClient(db, clientId, by, async (trx, current) => {
+export async function addRedirectUri(deps: ChangeDeps, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     const valid = validateRedirectUri(uri, current.kind);
     if (current.redirectUris.includes(valid)) throw new InputError(`the client already has the redirect URI ${valid}`);
     if (current.redirectUris.length >= MAX_REDIRECT_URIS) throw new InputError(`at most ${MAX_REDIRECT_URIS} redirect URIs per client`);
@@ -203,8 +211,8 @@ export async function addRedirectUri(db: Db, clientId: string, uri: string, by: 
   });
 }
 
-export async function removeRedirectUri(db: Db, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
-  return changeClient(db, clientId, by, async (trx, current) => {
+export async function removeRedirectUri(deps: ChangeDeps, clientId: string, uri: string, by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     if (!current.redirectUris.includes(uri)) throw new InputError(`the client has no redirect URI ${uri}`);
     if (current.redirectUris.length === 1) throw new InputError('a client needs at least one redirect URI; add another before removing this one');
     await repo.replaceRedirectUris(trx, clientId, current.redirectUris.filter((u) => u !== uri));
@@ -217,9 +225,9 @@ export async function removeRedirectUri(db: Db, clientId: string, uri: string, b
  * A new secret for a confidential client, refused while it has MAX_ACTIVE_SECRETS active. The
  * client row lock makes concurrent calls take turns, so they can never exceed the limit.
  */
-export async function generateSecret(db: Db, clientId: string, by: Actor): Promise<{ id: number; value: string }> {
+export async function generateSecret(deps: ChangeDeps, clientId: string, by: Actor): Promise<{ id: number; value: string }> {
   const value = generateClientSecret();
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
     if ((await repo.activeSecrets(trx, clientId)).length >= MAX_ACTIVE_SECRETS) {
       throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
@@ -234,8 +242,9 @@ export async function generateSecret(db: Db, clientId: string, by: Actor): Promi
  * before the revocation commits: if it cannot be set, nothing is revoked). With `keepOne` (the
  * pages), the only active secret is kept: the app would be locked out.
  */
-export async function revokeSecret({ db, artifacts }: ClientDeps, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
-  await changeClient(db, clientId, by, async (trx) => {
+export async function revokeSecret(deps: ClientDeps, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
+  const { artifacts } = deps;
+  await changeClient(deps, clientId, by, async (trx) => {
     if (keepOne) {
       const active = await repo.activeSecrets(trx, clientId);
       if (active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
@@ -247,31 +256,31 @@ export async function revokeSecret({ db, artifacts }: ClientDeps, clientId: stri
 }
 
 /** The client's own budget of token requests per minute, or null for the server's default. */
-export async function setClientRateLimit(db: Db, clientId: string, perMinute: number | null, by: Actor): Promise<ClientRecord> {
+export async function setClientRateLimit(deps: ChangeDeps, clientId: string, perMinute: number | null, by: Actor): Promise<ClientRecord> {
   if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1 || perMinute > MAX_TOKEN_REQUESTS_PER_MINUTE)) {
     throw new InputError(`the rate limit must be a whole number of requests per minute from 1 to ${MAX_TOKEN_REQUESTS_PER_MINUTE}, or "default"`);
   }
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     await repo.updateClient(trx, clientId, { tokenRequestsPerMinute: perMinute });
     return { result: await reread(trx, clientId), action: 'client.rate_limit_set', details: { from: current.tokenRequestsPerMinute, to: perMinute } };
   });
 }
 
 /** The client's own refresh grace window in seconds (0: off), or null for the default (src/oauth/refresh-grace.ts). */
-export async function setClientRefreshGrace(db: Db, clientId: string, seconds: number | null, by: Actor): Promise<ClientRecord> {
+export async function setClientRefreshGrace(deps: ChangeDeps, clientId: string, seconds: number | null, by: Actor): Promise<ClientRecord> {
   if (seconds !== null && (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_REFRESH_GRACE_SECONDS)) {
     throw new InputError(`the refresh grace window must be a whole number of seconds from 0 (off) to ${MAX_REFRESH_GRACE_SECONDS}, or "default"`);
   }
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     await repo.updateClient(trx, clientId, { refreshGraceSeconds: seconds });
     return { result: await reread(trx, clientId), action: 'client.refresh_grace_set', details: { from: current.refreshGraceSeconds, to: seconds } };
   });
 }
 
 /** Renames the client; the same rule as at registration (the name is shown on consent pages). */
-export async function renameClient(db: Db, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
+export async function renameClient(deps: ChangeDeps, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
   const valid = validateClientName(name);
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     await trx('oauth_clients').where('id', clientId).update({ name: valid, updated_at: trx.fn.now() });
     return { result: await reread(trx, clientId), action: 'client.renamed', details: { from: current.name, to: valid } };
   });

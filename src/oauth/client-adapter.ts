@@ -2,9 +2,9 @@
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { Db } from '../storage/db.ts';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
@@ -81,8 +81,8 @@ const views = new WeakMap<UsableClient, AdapterPayload>();
  * a new one once the record changed (or for every read while the cache is bypassed). Not to be
  * changed: the adapter hands the provider copies.
  */
-export async function clientView(db: Db, clientId: string): Promise<Readonly<AdapterPayload> | undefined> {
-  const usable = await findUsableClient(db, clientId);
+export async function clientView(clients: CachedDb, clientId: string): Promise<Readonly<AdapterPayload> | undefined> {
+  const usable = await findUsableClient(clients, clientId);
   if (!usable) return undefined;
   let view = views.get(usable);
   if (!view) views.set(usable, (view = providerView(usable)));
@@ -90,10 +90,10 @@ export async function clientView(db: Db, clientId: string): Promise<Readonly<Ada
 }
 
 export class ClientAdapter implements Adapter {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly clients: CachedDb) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
-    const view = await clientView(this.db, clientId);
+    const view = await clientView(this.clients, clientId);
     // A copy: the provider may keep or change what it is given.
     return view && { ...view };
   }

@@ -6,8 +6,8 @@
 // paths send with their own store read, in the same round trip; without Redis, the secret's row.
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
-import { isSecretActive } from '../clients/service.ts';
-import { recordSecretUse } from '../clients/secret-use.ts';
+import { activeSecretReader } from '../clients/service.ts';
+import type { SecretUses } from '../clients/secret-use.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
 
 export interface ClientSecrets {
@@ -19,12 +19,12 @@ export interface ClientSecrets {
   used(secretId: number): void;
 }
 
-export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>): ClientSecrets {
+export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>, uses: SecretUses): ClientSecrets {
   const marked = artifacts.secretMarkedRevoked;
   return {
     match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? []),
-    isActive: marked ? async (secretId) => !(await marked(secretId)) : (secretId) => isSecretActive(db, secretId),
+    isActive: marked ? async (secretId) => !(await marked(secretId)) : activeSecretReader(db),
     // A failed write is the database's outage, which the next request meets and reports.
-    used: (secretId) => void recordSecretUse(db, secretId).catch(() => {}),
+    used: (secretId) => void uses.record(String(secretId), secretId).catch(() => {}),
   };
 }

@@ -6,8 +6,8 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
-import { recordGrantUse } from './grant-use.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import type { GrantUses } from './grant-use.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
 import { isLibraryReplay, isRefreshTokenReuse } from '../fast/library.ts';
 
@@ -18,26 +18,26 @@ function isReplay(err: Error): boolean {
 }
 
 /** Tokens were issued (grant.success, from the provider or the fast refresh, src/fast/library.ts): counted, and the grant's last use noted. */
-export function tokensIssued({ db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }) {
+export function tokensIssued({ grantUses, metrics, log }: { grantUses: GrantUses; metrics: Metrics; log: Logger }) {
   return (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string } | undefined) => {
     metrics.tokensIssued.inc({ grant_type: grantType });
     // "Last used" of the apps with access page: after the answer, never delaying it.
-    if (grant?.jti) void recordGrantUse(db, grant as Parameters<typeof recordGrantUse>[1]).catch((err) => log.error({ err }, 'grant use write failed'));
+    if (grant?.jti) void grantUses.record(grant as Parameters<GrantUses['record']>[0]).catch((err) => log.error({ err }, 'grant use write failed'));
   };
 }
 
-export function watchProviderEvents(provider: Provider, { db, metrics, log }: { db: Db; metrics: Metrics; log: Logger }): void {
+export function watchProviderEvents(provider: Provider, { db, outbox, grantUses, metrics, log }: { db: Db; outbox: WebhookOutbox; grantUses: GrantUses; metrics: Metrics; log: Logger }): void {
   const audit = (event: Parameters<typeof recordAudit>[1]) => recordAudit(db, event).catch((err) => log.error({ err }, 'audit write failed'));
   async function recordReplay(clientId: string, accountId: string, grantId: string | undefined, event: Parameters<typeof recordAudit>[1]) {
-    await prepareWebhookOutbox(db, clientId);
+    await outbox.prepare(clientId);
     await db.transaction(async (trx) => {
       await recordAudit(trx, event);
       if (grantId) await trx('user_grants').where({ account_id: accountId, grant_id: grantId }).delete(); // revoked: not the app's any more
-      await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'refresh_token_replayed' })]);
+      await outbox.enqueue(trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'refresh_token_replayed' })]);
     });
   }
 
-  const issued = tokensIssued({ db, metrics, log });
+  const issued = tokensIssued({ grantUses, metrics, log });
   provider.on('grant.success', (ctx) => issued(String(ctx.oidc.params?.grant_type ?? 'unknown'), ctx.oidc.entities.Grant));
 
   function onFailure(event: string) {

@@ -2,14 +2,21 @@
 // the "apps with access" page, recorded in batches (src/storage/last-use.ts). Only the token
 // endpoint records; presenting a token (/v2/me, /v2/auth/check) never does.
 import type { Db } from '../storage/db.ts';
-import { lastUseRecorder } from '../storage/last-use.ts';
+import { lastUseRecorder, type LastUse } from '../storage/last-use.ts';
 
 interface Use {
   accountId: string;
   clientId: string;
 }
 
-const grantUses = lastUseRecorder<Use>(async (db, uses) => {
+/** Records the uses of one database's grants (built in system.ts). */
+export interface GrantUses {
+  /** Records a use of the grant; resolves once it is written with the others of its batch. */
+  record(grant: { accountId?: string | undefined; clientId?: string | undefined; jti: string }): Promise<void>;
+  flush(): Promise<void>;
+}
+
+const writeGrantUses = async (db: Db, uses: Map<string, Use>) => {
   const grants = [...uses];
   await db.raw(
     `update user_grants g set last_used_at = now()
@@ -18,12 +25,12 @@ const grantUses = lastUseRecorder<Use>(async (db, uses) => {
         and (g.last_used_at is null or g.last_used_at < now() - interval '1 minute')`,
     [grants.map(([, use]) => use.accountId), grants.map(([, use]) => use.clientId), grants.map(([grantId]) => grantId)],
   );
-});
+};
 
-/** Records a use of the grant; resolves once it is written with the others of its batch. */
-export function recordGrantUse(db: Db, grant: { accountId?: string | undefined; clientId?: string | undefined; jti: string }): Promise<void> {
-  if (!grant.accountId || !grant.clientId) return Promise.resolve();
-  return grantUses.record(db, grant.jti, { accountId: grant.accountId, clientId: grant.clientId });
+export function grantUseRecorder(db: Db): GrantUses {
+  const uses: LastUse<Use> = lastUseRecorder(db, writeGrantUses);
+  return {
+    record: (grant) => (grant.accountId && grant.clientId ? uses.record(grant.jti, { accountId: grant.accountId, clientId: grant.clientId }) : Promise.resolve()),
+    flush: () => uses.flush(),
+  };
 }
-
-export const flushGrantUses = (db: Db): Promise<void> => grantUses.flush(db);

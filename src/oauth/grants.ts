@@ -4,13 +4,8 @@ import type Provider from 'oidc-provider';
 import type { Grant } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
-import { enqueueWebhookEvents, prepareWebhookOutbox } from '../webhooks/outbox.ts';
+import type { ChangeDeps } from '../clients/service.ts';
 import { webhookEvent } from '../webhooks/events.ts';
-
-// A token request that read the grant just before it was destroyed may still save its tokens just
-// after the first sweep; a second sweep shortly after catches those (as suspension does,
-// src/clients/service.ts). Those tokens are refused meanwhile anyway: their grant is gone.
-const SECOND_SWEEP_MS = 1000;
 
 /** Deletes every code and token issued from a grant (the access tokens' deletion announced). */
 async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
@@ -20,13 +15,13 @@ async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
 /**
  * Revokes a grant with every code and token issued from it: the grant first, so that from then on
  * every path refuses its tokens (token-liveness.ts) and the refresh hot path's rotation, which
- * spends a token only while its grant exists, saves nothing more; then its codes and tokens; and
- * again a second later, in the background (reuse detection and the pages do not wait for it).
+ * spends a token only while its grant exists, saves nothing more; then its codes and tokens. A
+ * token that a request which read the grant just before saves after the sweep is refused by the
+ * same rule (its grant is gone), and stays stored only until it expires.
  */
 export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
   await provider.Grant.adapter.destroy(grantId);
   await sweepGrant(provider, grantId);
-  setTimeout(() => void sweepGrant(provider, grantId).catch(() => {}), SECOND_SWEEP_MS).unref();
 }
 
 export function isLegacyGrant(grant: Grant): boolean {
@@ -79,13 +74,13 @@ export async function appsWithAccess(db: Db, provider: Provider, accountId: stri
  * Revokes everything a user granted to a client: its access and refresh tokens stop working at
  * once. The record goes with the app's grant.revoked event (user_disconnected), in one transaction.
  */
-export async function revokeAppAccess(db: Db, provider: Provider, accountId: string, clientId: string): Promise<number> {
+export async function revokeAppAccess({ db, outbox }: ChangeDeps, provider: Provider, accountId: string, clientId: string): Promise<number> {
   const grantIds: string[] = await db('user_grants').where({ account_id: accountId, client_id: clientId }).pluck('grant_id');
   await Promise.all(grantIds.map((grantId) => revokeGrant(provider, grantId)));
-  await prepareWebhookOutbox(db, clientId);
+  await outbox.prepare(clientId);
   await db.transaction(async (trx) => {
     const removed = await trx('user_grants').where({ account_id: accountId, client_id: clientId }).delete();
-    if (removed > 0) await enqueueWebhookEvents(db, trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'user_disconnected' })]);
+    if (removed > 0) await outbox.enqueue(trx, clientId, [webhookEvent(clientId, 'grant.revoked', { user_id: accountId, reason: 'user_disconnected' })]);
   });
   return grantIds.length;
 }

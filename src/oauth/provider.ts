@@ -19,6 +19,7 @@ import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -31,6 +32,8 @@ const SESSION_TTL = 14 * 24 * 3600;
 export interface ProviderDeps {
   config: Config;
   db: Db;
+  /** Client and user records (src/storage/record-cache.ts). */
+  records: RecordCache;
   artifacts: ArtifactStorage;
   /** The client secret check (docs/secret-rotation.md; client-secrets.ts), shared with the hot paths. */
   secrets: ClientSecrets;
@@ -39,8 +42,9 @@ export interface ProviderDeps {
   tokenLimits: TokenEndpointLimits;
 }
 
-function adapterFactory({ db, artifacts }: ProviderDeps) {
-  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(db) : artifacts.adapterFor(model));
+function adapterFactory({ db, records, artifacts }: ProviderDeps) {
+  const clients = { db, records };
+  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients) : artifacts.adapterFor(model));
 }
 
 /** The scope value of the authorization request as sent, split on spaces and commas. */
@@ -51,6 +55,7 @@ function requestedScopes(ctx: KoaContextWithOIDC): string[] | undefined {
 
 export function createProvider(deps: ProviderDeps): Provider {
   const { config, db } = deps;
+  const cached = { db, records: deps.records };
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -157,7 +162,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     async findAccount(_ctx, sub) {
-      const user = await findUserById(db, sub);
+      const user = await findUserById(cached, sub);
       if (!user) return undefined;
       return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };
     },
@@ -182,7 +187,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
   // Built clients for all clients in use, found without hashing their records (src/oauth/built-clients.ts).
-  keepBuiltClients(provider, (clientId) => clientView(db, clientId));
+  keepBuiltClients(provider, (clientId) => clientView(cached, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
   provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds), deps.tokenLimits));

@@ -4,7 +4,7 @@ import { inOneWrite, type RedisClient } from './redis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';
-import { artifactScripts, readRefreshToken, RedisAdapter, rotateRefreshToken, type Rotation, type Saved, type StoredRefresh } from './redis-adapter.ts';
+import { defineArtifactScripts, readRefreshToken, type ArtifactScripts, RedisAdapter, rotateRefreshToken, type Rotation, type Saved, type StoredRefresh } from './redis-adapter.ts';
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
@@ -34,11 +34,11 @@ export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, 
 
 /** With a token cache (Redis only), access token lookups are served from memory while it is live. */
 export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, tokenCache?: TokenCache): ArtifactStorage {
-  if (redis) artifactScripts(redis); // now, before any traffic (see artifactScripts)
+  const scripts = redis && defineArtifactScripts(redis); // now, before any traffic (see defineArtifactScripts)
   return {
-    adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache) : new SqlAdapter(db, model)),
+    adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
-    ...(redis && !redis.isCluster ? { refreshRotation: redisRotation(redis, prefix) } : {}),
+    ...(scripts && !redis.isCluster ? { refreshRotation: redisRotation(redis, scripts, prefix) } : {}),
     ...clientArtifacts(db, redis, prefix, tokenCache),
   };
 }
@@ -58,10 +58,10 @@ export interface SingleFlights {
 
 const flightKey = (prefix: string, key: string) => `${prefix}flight:${key}`;
 
-function redisRotation(redis: RedisClient, prefix: string): RefreshRotation {
+function redisRotation(redis: RedisClient, scripts: ArtifactScripts, prefix: string): RefreshRotation {
   return {
-    read: (id) => readRefreshToken(redis, prefix, id),
-    rotate: (spent, refresh, access, flight) => rotateRefreshToken(redis, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
+    read: (id) => readRefreshToken(scripts, prefix, id),
+    rotate: (spent, refresh, access, flight) => rotateRefreshToken(scripts, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
     together: (issue) => inOneWrite(redis, issue),
   };
 }

@@ -14,16 +14,18 @@ const MAX_REMEMBERED = 100_000;
 
 export interface LastUse<T> {
   /** Records a use of `key`; resolves once it is written with the others of its batch. */
-  record(db: Db, key: string, use: T): Promise<void>;
+  record(key: string, use: T): Promise<void>;
   /** Writes what is waiting now (at shutdown). */
-  flush(db: Db): Promise<void>;
+  flush(): Promise<void>;
 }
 
-/** `write` stores one batch: the uses by key, each the first of its key in its minute here. */
-export function lastUseRecorder<T>(write: (db: Db, uses: Map<string, T>) => Promise<void>): LastUse<T> {
+/**
+ * A recorder for one database (system.ts builds one per kind of use). `write` stores one batch:
+ * the uses by key, each the first of its key in its minute here.
+ */
+export function lastUseRecorder<T>(db: Db, write: (db: Db, uses: Map<string, T>) => Promise<void>): LastUse<T> {
   const lastWritten = new Map<string, number>();
-  // Per database (tests run several instances in one process).
-  const batches = new Map<Db, { uses: Map<string, T>; written: Promise<void> }>();
+  let batch: { uses: Map<string, T>; written: Promise<void> } | undefined;
 
   // The map is in the order of writing (a key is deleted before it is set again): the oldest first.
   function forgetOld(now: number): void {
@@ -34,31 +36,29 @@ export function lastUseRecorder<T>(write: (db: Db, uses: Map<string, T>) => Prom
   }
 
   return {
-    record(db, key, use) {
+    record(key, use) {
       const now = Date.now();
       if (now - (lastWritten.get(key) ?? 0) < INTERVAL_MS) return Promise.resolve();
       lastWritten.delete(key);
       if (lastWritten.size >= MAX_REMEMBERED) forgetOld(now);
       lastWritten.set(key, now);
-      let batch = batches.get(db);
       if (!batch) {
         const uses = new Map<string, T>();
         const written = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_MS).unref()).then(() => {
-          if (batches.get(db)?.uses === uses) batches.delete(db);
+          if (batch?.uses === uses) batch = undefined;
           return uses.size ? write(db, uses) : undefined;
         });
-        batches.set(db, (batch = { uses, written }));
+        batch = { uses, written };
       }
       batch.uses.set(key, use);
       return batch.written;
     },
 
-    async flush(db) {
-      const batch = batches.get(db);
+    async flush() {
       if (!batch) return;
-      batches.delete(db);
       const uses = new Map(batch.uses);
       batch.uses.clear(); // the timer's write then finds nothing
+      batch = undefined;
       if (uses.size) await write(db, uses);
     },
   };

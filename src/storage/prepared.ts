@@ -23,11 +23,13 @@ interface PgConnection {
 const PARAM = '\u0001prepared-param-';
 
 /**
- * A read compiled once per database. `build` receives placeholders in place of the parameters;
- * they may appear anywhere knex takes a value.
+ * A read compiled once per SQL dialect (the text depends on nothing else of the database it runs
+ * on). `build` receives placeholders in place of the parameters; they may appear anywhere knex
+ * takes a value.
  */
 export function preparedRead<Row, P extends unknown[]>(name: string, build: (db: Db, ...params: string[]) => Knex.QueryBuilder | Knex.Raw) {
-  const compiled = new WeakMap<Db, Compiled>();
+  // Keyed by the knex client class (PostgreSQL, PGlite), not by a connection.
+  const compiled = new Map<unknown, Compiled>();
   const compile = (db: Db, arity: number): Compiled => {
     const query = build(db, ...Array.from({ length: arity }, (_, i) => `${PARAM}${i}`)).toSQL();
     const bindings = query.bindings.map((value) =>
@@ -37,8 +39,8 @@ export function preparedRead<Row, P extends unknown[]>(name: string, build: (db:
   };
 
   return async (db: Db, ...params: P): Promise<Row[]> => {
-    let statement = compiled.get(db);
-    if (!statement) compiled.set(db, (statement = compile(db, params.length)));
+    let statement = compiled.get(db.client.constructor);
+    if (!statement) compiled.set(db.client.constructor, (statement = compile(db, params.length)));
     const values = statement.bindings.map((b) => ('param' in b ? params[b.param] : b.value));
     if (db.client.config.client !== 'pg') return (await db.raw(statement.sql, values as Knex.RawBinding[])).rows as Row[];
     const connection = (await db.client.acquireConnection()) as PgConnection;

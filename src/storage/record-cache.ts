@@ -25,14 +25,13 @@ const MAX_ENTRIES = 50_000;
 const ttl = () => (10 + 5 * Math.random()) * 60_000;
 
 interface Entry {
-  /** The read on its way, then the record itself (see cachedRead). */
+  /** The read on its way, then the record itself (see read). */
   value: Promise<unknown> | { record: unknown };
   expires: number;
 }
 
 class Feed {
   live = false;
-  users = 1;
   readonly entries = new Map<string, Entry>();
   readonly changes = new EventEmitter();
 
@@ -43,31 +42,22 @@ class Feed {
 
   reset(): void {
     this.entries.clear();
+    this.changes.emit('reset');
   }
 }
 
-// Keyed by the knex client's configuration, which a transaction shares with its database.
-const feeds = new WeakMap<object, Feed>();
-const feedOf = (db: Db | Knex.Transaction) => feeds.get(db.client.config as object);
-
-/**
- * Says that a record changed, inside the transaction that changes it (or right after the change).
- * This process drops its copy now and again at commit; other processes when PostgreSQL delivers
- * the notification, at commit.
- */
-export async function announceChange(db: Db | Knex.Transaction, kind: RecordKind, id: string | number): Promise<void> {
-  const feed = feedOf(db);
+/** Announces a change: every process's cache (this one's through `feed`) drops the record. */
+async function announce(feed: Feed | undefined, q: Db | Knex.Transaction, kind: RecordKind, id: string | number): Promise<void> {
   feed?.drop(kind, String(id));
   // A read between now and the commit may cache the old row again: drop it once more at commit.
-  const committed = transactionSettled(db);
+  const committed = transactionSettled(q);
   void committed?.then(() => feed?.drop(kind, String(id)), () => {});
-  if (db.client.config.client === 'pg') await db.raw('select pg_notify(?, ?)', [CHANNEL, `${kind}:${id}`]);
+  if (q.client.config.client === 'pg') await q.raw('select pg_notify(?, ?)', [CHANNEL, `${kind}:${id}`]);
 }
 
-/** A record read through the cache when the database has a live feed, else straight from it. */
-export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => Promise<T>): Promise<T> {
-  const feed = feedOf(db);
-  if (!feed?.live) return load();
+/** A record read through the cache when the feed is live, else straight from the database. */
+function read<T>(feed: Feed, kind: RecordKind, id: string, load: () => Promise<T>): Promise<T> {
+  if (!feed.live) return load();
   const key = `${kind}:${id}`;
   const hit = feed.entries.get(key);
   if (hit && Date.now() < hit.expires) return hit.value instanceof Promise ? (hit.value as Promise<T>) : Promise.resolve(hit.value.record as T);
@@ -87,13 +77,48 @@ export function cachedRead<T>(db: Db, kind: RecordKind, id: string, load: () => 
   return value;
 }
 
-export interface ChangeFeed {
+/**
+ * Client and user records as the stores read them, and the announcement of their changes. Built
+ * once per database and passed to what reads or changes them: the server's (system.ts) serves
+ * from memory while its change feed runs; the operator scripts' (uncachedRecords) reads the
+ * database and announces to the servers.
+ */
+export interface RecordCache {
   /** True while changes made elsewhere reach this process (the cache serves only then). */
   readonly live: boolean;
-  /** Called for each change (for tests and metrics). */
+  /** The record, from memory when it may be, else from `load` (and kept when it may be). */
+  read<T>(kind: RecordKind, id: string, load: () => Promise<T>): Promise<T>;
+  /**
+   * Says that a record changed, inside the transaction `q` that changes it (or right after the
+   * change on the database). This process drops its copy now and again at commit; other
+   * processes when PostgreSQL delivers the notification, at commit.
+   */
+  announce(q: Db | Knex.Transaction, kind: RecordKind, id: string | number): Promise<void>;
+  /** Called for each change (for tests and metrics, and the token cache: system.ts). */
   onChange(listener: (kind: RecordKind, id: string) => void): void;
+  /** Called when changes may have been missed (the feed was lost or is back): every record may have changed. */
+  onReset(listener: () => void): void;
   close(): Promise<void>;
 }
+
+/** A database with its record cache: what reads and changes of clients and users are given. */
+export interface CachedDb {
+  db: Db;
+  records: RecordCache;
+}
+
+/** No cache (the operator scripts, tests on a bare database): every read goes to the database; changes are announced to the servers. */
+export function uncachedRecords(): RecordCache {
+  return {
+    live: false,
+    read: (_kind, _id, load) => load(),
+    announce: (q, kind, id) => announce(undefined, q, kind, id),
+    onChange: () => {},
+    onReset: () => {},
+    close: async () => {},
+  };
+}
+
 
 const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
 
@@ -102,22 +127,16 @@ const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
  * LISTENs, and reconnects after a failure (the cache is emptied and bypassed meanwhile). On the
  * embedded PGlite this process is the only writer, so its own announcements are enough.
  */
-export async function startChangeFeed(
+export async function startRecordCache(
   db: Db,
   databaseUrl: string | undefined,
   onProblem: (message: string) => void = () => {},
   { heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions = {},
-): Promise<ChangeFeed> {
-  const existing = feedOf(db);
-  if (existing) {
-    existing.users += 1;
-    return handle(db, existing, async () => {});
-  }
+): Promise<RecordCache> {
   const feed = new Feed();
-  feeds.set(db.client.config as object, feed);
   if (!databaseUrl) {
     feed.live = true;
-    return handle(db, feed, async () => {});
+    return handle(feed, async () => {});
   }
 
   let client: pg.Client | undefined;
@@ -174,7 +193,7 @@ export async function startChangeFeed(
     onProblem(`the change feed could not connect: ${err.message}`);
     retry();
   });
-  return handle(db, feed, async () => {
+  return handle(feed, async () => {
     closed = true;
     beat.stop();
     feed.live = false;
@@ -182,19 +201,19 @@ export async function startChangeFeed(
   });
 }
 
-function handle(db: Db, feed: Feed, stop: () => Promise<void>): ChangeFeed {
+function handle(feed: Feed, stop: () => Promise<void>): RecordCache {
   return {
     get live() {
       return feed.live;
     },
+    read: (kind, id, load) => read(feed, kind, id, load),
+    announce: (q, kind, id) => announce(feed, q, kind, id),
     onChange(listener) {
       feed.changes.on('change', listener);
     },
-    async close() {
-      feed.users -= 1;
-      if (feed.users > 0) return;
-      feeds.delete(db.client.config as object);
-      await stop();
+    onReset(listener) {
+      feed.changes.on('reset', listener);
     },
+    close: stop,
   };
 }

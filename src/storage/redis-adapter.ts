@@ -83,27 +83,22 @@ save(5, 6, 7, ARGV[4], tonumber(ARGV[5]), '')
 if flight then redis.call('SET', flight, ARGV[6], 'EX', tonumber(ARGV[7])) end
 return 1`;
 
-type Scripts = Record<'upsert' | 'indexAdd' | 'consume' | 'rotate' | 'readRefresh', ReturnType<typeof redisScript>>;
-const definedScripts = new WeakMap<RedisClient, Scripts>();
+export type ArtifactScripts = Record<'upsert' | 'indexAdd' | 'consume' | 'rotate' | 'readRefresh', ReturnType<typeof redisScript>>;
 
 /**
- * The adapter's scripts on this connection, defined once. artifactStorage defines them when the
- * system is built, before any traffic: ioredis gives a command batch only the commands defined
- * when the batch began, so one defined while a batch is open would fail in it.
+ * Defines the adapters' scripts on this connection (again: a no-op). artifactStorage defines them
+ * once, when the system is built, before any traffic, and hands them to its adapters: ioredis
+ * gives a command batch only the commands defined when the batch began, so one defined while a
+ * batch is open would fail in it.
  */
-export function artifactScripts(redis: RedisClient): Scripts {
-  let scripts = definedScripts.get(redis);
-  if (!scripts) {
-    scripts = {
-      upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
-      indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
-      consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
-      rotate: redisScript(redis, 'artifactRotate', ROTATE_SCRIPT),
-      readRefresh: redisScript(redis, 'artifactReadRefresh', READ_REFRESH_SCRIPT),
-    };
-    definedScripts.set(redis, scripts);
-  }
-  return scripts;
+export function defineArtifactScripts(redis: RedisClient): ArtifactScripts {
+  return {
+    upsert: redisScript(redis, 'artifactUpsert', UPSERT_SCRIPT),
+    indexAdd: redisScript(redis, 'artifactIndexAdd', INDEX_ADD_SCRIPT),
+    consume: redisScript(redis, 'artifactConsume', CONSUME_SCRIPT),
+    rotate: redisScript(redis, 'artifactRotate', ROTATE_SCRIPT),
+    readRefresh: redisScript(redis, 'artifactReadRefresh', READ_REFRESH_SCRIPT),
+  };
 }
 
 const keyOf = (prefix: string, model: string, id: string) => `${prefix}${model}:${artifactKey(id)}`;
@@ -140,8 +135,8 @@ export interface StoredRefresh {
  * adapters' find() gives them; undefined for a missing token. `grant` is undefined when the token
  * does not keep its grant's key (saved before it did), null when the grant is gone.
  */
-export async function readRefreshToken(redis: RedisClient, prefix: string, id: string): Promise<StoredRefresh | undefined> {
-  const found = (await artifactScripts(redis).readRefresh(1, keyOf(prefix, 'RefreshToken', id))) as [string, string | null, string | null] | null;
+export async function readRefreshToken(scripts: ArtifactScripts, prefix: string, id: string): Promise<StoredRefresh | undefined> {
+  const found = (await scripts.readRefresh(1, keyOf(prefix, 'RefreshToken', id))) as [string, string | null, string | null] | null;
   if (!found) return undefined;
   const [payload, consumed, grant] = found;
   const token = fromStored('RefreshToken', id, JSON.parse(payload) as AdapterPayload);
@@ -156,14 +151,14 @@ export async function readRefreshToken(redis: RedisClient, prefix: string, id: s
  * and, when given, the flight settled with the answer; or nothing changes (see ROTATE_SCRIPT).
  * What is saved is what the adapters save: the same keys, indexes and stored payloads.
  */
-export async function rotateRefreshToken(redis: RedisClient, prefix: string, spent: string, refresh: Saved, access: Saved, flight?: Settled): Promise<Rotation> {
+export async function rotateRefreshToken(scripts: ArtifactScripts, prefix: string, spent: string, refresh: Saved, access: Saved, flight?: Settled): Promise<Rotation> {
   const withIndexes = (model: string, { id, payload }: Saved) => [
     keyOf(prefix, model, id),
     grantIndexOf(prefix, model, String(payload.grantId)),
     clientIndexKey(prefix, String(payload.clientId)),
   ];
   const json = (model: string, { payload }: Saved) => JSON.stringify(toStored(model, payload));
-  const done = await artifactScripts(redis).rotate(
+  const done = await scripts.rotate(
     flight ? 9 : 8,
     keyOf(prefix, 'RefreshToken', spent),
     ...withIndexes('RefreshToken', refresh),
@@ -191,16 +186,17 @@ function throwFirstError(results: [Error | null, unknown][] | null): void {
 export class RedisAdapter implements Adapter {
   /** Access tokens only: read through the token cache, and every deletion announced. */
   private readonly tokens: boolean;
-  private readonly scripts: Scripts;
+  private readonly scripts: ArtifactScripts;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly model: string,
     private readonly prefix = '',
     private readonly cache?: TokenCache,
+    scripts?: ArtifactScripts,
   ) {
     this.tokens = model === 'AccessToken';
-    this.scripts = artifactScripts(redis);
+    this.scripts = scripts ?? defineArtifactScripts(redis);
   }
 
   /** After access tokens were deleted: this process forgets them now, the others when told. */

@@ -13,7 +13,10 @@
 // - A lookup that started before any revocation message or reconnection is not kept: it may have
 //   read a token that was being revoked (a generation counter says so).
 // - What a reader derived from a payload (the API's verified facts) may be remembered with its
-//   entry, and goes with it.
+//   entry, and goes with it. Those facts include that the token's client was usable, so a
+//   change of the client's record (or a lost change feed) drops the client's entries too
+//   (system.ts): a token saved after a suspension's sweep, by a request that read the client
+//   before the suspension, is refused by every instance once it knows of the suspension.
 // - Entries end at the token's own expiry. Only hits are kept, never "not found". Keys are the
 //   hashed token ids of the Redis storage, and payloads carry no token value.
 // Not on a Redis Cluster: its subscriber connection can move between nodes without a signal we
@@ -86,6 +89,11 @@ export class TokenCache {
     this.generation += 1;
     if ('token' in revoked) this.forget(revoked.token);
     else for (const key of ('grant' in revoked ? this.byGrant.get(revoked.grant) : this.byClient.get(revoked.client)) ?? []) this.forget(key);
+  }
+
+  /** Drops every entry (what was derived from records that may have changed goes with them). */
+  dropAll(): void {
+    this.setLive(this.live);
   }
 
   /** Whether lookups are served from memory (for tests and the README's claims). */

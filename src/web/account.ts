@@ -12,6 +12,8 @@ import { endSession, loadUser, startSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
+import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 
@@ -42,8 +44,8 @@ async function requireAdmin(ctx: Context, next: Next) {
 export type Guard = Array<(ctx: Context, next: Next) => Promise<unknown>>;
 
 /** The guards a page route starts with: who may reach it. */
-export function pageGuards(db: Db): { anyone: Guard; signedIn: Guard; admin: Guard } {
-  const user = loadUser(db);
+export function pageGuards(users: CachedDb): { anyone: Guard; signedIn: Guard; admin: Guard } {
+  const user = loadUser(users);
   return { anyone: [user], signedIn: [user, requireUser], admin: [user, requireUser, requireAdmin] };
 }
 
@@ -54,9 +56,9 @@ export function adminOf(ctx: Context) {
   return user;
 }
 
-export function accountRoutes({ db, provider, limits, metrics }: { db: Db; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
+export function accountRoutes({ db, records, passwords, provider, limits, metrics }: { db: Db; records: RecordCache; passwords: PasswordHashing; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
   const router = newRouter();
-  const { anyone } = pageGuards(db);
+  const { anyone } = pageGuards({ db, records });
 
   const showLogin = (ctx: Context, challenge: Challenge | undefined, error = '', email = '') =>
     page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, challenge, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
@@ -71,7 +73,7 @@ export function accountRoutes({ db, provider, limits, metrics }: { db: Db; provi
 
   router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
     const email = field(ctx, 'email').trim();
-    const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
+    const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, user.challenge, user.refused, email);
     await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
     ctx.status = 303;

@@ -16,6 +16,7 @@ import { DEFAULT_VIEW, parseReviewView, PER_PAGE, TABS, viewFromForm, viewQuery,
 import { newRouter } from '../http/router.ts';
 import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
 
@@ -29,10 +30,11 @@ const toItem = (row: ReviewRow) => ({
 });
 
 /** One client as a row of the table, wherever it is: the item a refusal concerns may be on no page shown. */
-async function reviewRowOf(db: Db, clientId: string): Promise<ReviewRow | undefined> {
+async function reviewRowOf(users: CachedDb, clientId: string): Promise<ReviewRow | undefined> {
+  const { db } = users;
   const client = await findClient(db, clientId);
   if (!client) return undefined;
-  const owner = client.ownerUserId === null ? undefined : await findUserById(db, client.ownerUserId);
+  const owner = client.ownerUserId === null ? undefined : await findUserById(users, client.ownerUserId);
   return { client, ownerEmail: owner?.email ?? null, hasPendingChange: (await pendingChangeOf(db, clientId)) !== undefined };
 }
 
@@ -48,7 +50,7 @@ const suspendPath = (clientId: string, version: string, view: ReviewView) =>
 
 export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
   const router = newRouter();
-  const { admin } = pageGuards(deps.db);
+  const { admin } = pageGuards(deps);
   const by = (ctx: Context) => ({ actor: `user:${adminOf(ctx).id}`, reason: field(ctx, 'reason').trim() || undefined });
 
   router.get(BASE, ...admin, async (ctx) => {
@@ -60,7 +62,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     // A refusal shows on its item; an item not on this page (it moved to another tab) comes first.
     const refusedId = flash?.type === 'error' ? flash.about : undefined;
     if (refusedId && !clients.some((c) => c.clientId === refusedId)) {
-      const row = await reviewRowOf(deps.db, refusedId);
+      const row = await reviewRowOf(deps, refusedId);
       if (row) clients.unshift({ ...toItem(row), pinned: true });
     }
     const changes = view.tab === 'pending' && view.page === 1 ? await pendingChanges(deps.db) : [];
@@ -94,7 +96,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
       const text = `${client.name}: only an approved client can be suspended; this one is ${client.status}.`;
       return redirectWithFlash(ctx, `${BASE}${viewQuery(back)}`, { type: 'error', text, about: client.clientId });
     }
-    const owner = client.ownerUserId === null ? undefined : await findUserById(deps.db, client.ownerUserId);
+    const owner = client.ownerUserId === null ? undefined : await findUserById(deps, client.ownerUserId);
     // The version the table showed: confirming suspends what the administrator saw there.
     const version = typeof ctx.query.version === 'string' && /^[\w-]{1,64}$/.test(ctx.query.version) ? ctx.query.version : clientVersion(client);
     return page(ctx, 'admin-suspend', {
@@ -141,7 +143,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const back = `${BASE}${viewQuery(DEFAULT_VIEW)}`;
     if (!approve && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
     try {
-      const client = await decideChange(deps.db, changeId, approve, decision);
+      const client = await decideChange(deps, changeId, approve, decision);
       redirectWithFlash(ctx, back, { type: 'ok', text: `${client.name}: change ${approve ? 'approved' : 'rejected'}.` });
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;

@@ -3,6 +3,7 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../oauth/grants.ts';
 import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
@@ -10,13 +11,15 @@ import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.t
 import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { CONNECTED_APPS_PATH } from '../http/paths.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 const PATH = CONNECTED_APPS_PATH;
 const NO_ACCESS = 'That app has no access to your account.';
 
-export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provider }) {
+export function connectedAppsRoutes({ db, outbox, records, provider }: { db: Db; outbox: WebhookOutbox; records: RecordCache; provider: Provider }) {
+  const changes = { db, outbox, records };
   const router = newRouter();
-  const { signedIn } = pageGuards(db);
+  const { signedIn } = pageGuards(changes);
 
   /** The app in the path among the signed-in user's own: another user's grant is never in reach. */
   async function ownApp(ctx: Context): Promise<AppWithAccess | undefined> {
@@ -43,7 +46,7 @@ export function connectedAppsRoutes({ db, provider }: { db: Db; provider: Provid
       ctx.status = 303;
       return ctx.redirect(`${PATH}/${encodeURIComponent(app.clientId)}/revoke`);
     }
-    const revoked = await revokeAppAccess(db, provider, String(user.id), app.clientId);
+    const revoked = await revokeAppAccess(changes, provider, String(user.id), app.clientId);
     if (revoked === 0) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });
     await recordAudit(db, { actor: `user:${user.id}`, action: 'grant.revoked_by_user', clientId: app.clientId, userId: user.id });
     redirectWithFlash(ctx, PATH, { type: 'ok', text: `Access revoked for ${app.clientName}. It can no longer use your account.` });

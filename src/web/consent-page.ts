@@ -1,10 +1,10 @@
 // What the consent page says about a request: who is asking (the app, its developer, whether the
 // platform reviewed it, its policies), where the browser goes back to, and what the app would get,
 // grouped the way people read it. Read from the registry as it is now, not from the request.
-import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
 import { findClient } from '../clients/service.ts';
 import { groupScopes, LEGACY_FULL_ACCESS } from '../scopes.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 
 export interface ConsentRequest {
   clientId: string;
@@ -34,9 +34,9 @@ export function returnTarget(redirectUri: string): ReturnTarget {
   return { place: url.protocol.slice(0, -1), onDevice: true };
 }
 
-export async function consentPageData(db: Db, request: ConsentRequest) {
-  const record = await findClient(db, request.clientId);
-  const owner = record?.ownerUserId ? await findUserById(db, record.ownerUserId) : undefined;
+export async function consentPageData(users: CachedDb, request: ConsentRequest) {
+  const record = await findClient(users.db, request.clientId);
+  const owner = record?.ownerUserId ? await findUserById(users, record.ownerUserId) : undefined;
   const scopes = request.requested.filter((s) => s !== LEGACY_FULL_ACCESS);
   const redirectUri = request.redirectUri ?? record?.redirectUris[0];
   return {

@@ -22,6 +22,8 @@ import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl
 import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '../webhooks/secrets.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
 import type { WebhookPageDeps } from './index.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 /** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
@@ -52,9 +54,10 @@ function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRe
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 
-export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
+export function developerRoutes({ db, artifacts, outbox, records, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; outbox: WebhookOutbox; records: RecordCache; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
+  const clients = { db, artifacts, outbox, records };
   const router = newRouter();
-  const { signedIn } = pageGuards(db);
+  const { signedIn } = pageGuards(clients);
   const endpoints = publicEndpoints(publicUrls);
 
   /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
@@ -132,7 +135,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
       const owned = await listClients(db, { ownerUserId: ctx.state.user!.id });
       if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
       const { client, secret } = await createClient(
-        db,
+        clients,
         { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
         actor(ctx),
       );
@@ -157,7 +160,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
     checkLinks(errors, form);
     if (hasErrors(errors)) return refused(ctx, () => showClient(ctx, client, { errors, form: { ...form, policyUri: form.policyUri ?? '', tosUri: form.tosUri ?? '' } }));
     try {
-      const outcome = await editClient(db, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris), links: { policyUri: form.policyUri, tosUri: form.tosUri } }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
+      const outcome = await editClient(clients, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris), links: { policyUri: form.policyUri, tosUri: form.tosUri } }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
       const text = outcome.pending
         ? 'Saved. The changes that widen what the app can do wait for review by an administrator; until then the approved settings stay in force.'
         : 'Saved.';
@@ -175,7 +178,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
     const errors = checkClientForm(renameForm);
     try {
       if (!hasErrors(errors)) {
-        const renamed = await renameOwnClient(db, client.clientId, renameForm.name, actor(ctx));
+        const renamed = await renameOwnClient(clients, client.clientId, renameForm.name, actor(ctx));
         return redirectWithFlash(ctx, clientPath(renamed), { type: 'ok', text: `Renamed to “${renamed.name}”.` });
       }
     } catch (err) {
@@ -198,14 +201,14 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
       const errors = { confirm_name: `Type the client's name exactly as shown, “${client.name}”, to delete it.` };
       return refused(ctx, () => page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors, form }));
     }
-    await deleteClient({ db, artifacts }, client.clientId, actor(ctx), { ownerUserId: ctx.state.user!.id });
+    await deleteClient(clients, client.clientId, actor(ctx), { ownerUserId: ctx.state.user!.id });
     return redirectWithFlash(ctx, BASE, { type: 'ok', text: `“${client.name}” is deleted. Its tokens and grants no longer work.` });
   });
 
   router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     try {
-      return showSecret(ctx, client, await generateSecret(db, client.clientId, actor(ctx)));
+      return showSecret(ctx, client, await generateSecret(clients, client.clientId, actor(ctx)));
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
@@ -214,7 +217,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
 
   // Webhooks: the URL (checked against the address rule), its signing secret (shown once, on the
   // response that made it), clearing it, and a test event.
-  const webhookDeps = { db, ...webhooks };
+  const webhookDeps = { db, outbox, records, ...webhooks };
   router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     const webhookForm = { url: field(ctx, 'webhook_url') };
@@ -248,7 +251,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
   router.post(`${BASE}/:id/webhook/test`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     try {
-      await sendTestEvent(db, client.clientId, actor(ctx));
+      await sendTestEvent(clients, client.clientId, actor(ctx));
     } catch (err) {
       if (!(err instanceof AppError && err.status < 500)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
@@ -272,7 +275,7 @@ export function developerRoutes({ db, artifacts, publicUrls, webhooks }: { db: D
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
     try {
-      await revokeSecret({ db, artifacts }, client.clientId, secretId, actor(ctx), { keepOne: true });
+      await revokeSecret(clients, client.clientId, secretId, actor(ctx), { keepOne: true });
     } catch (err) {
       if (err instanceof InputError) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
       if (!(err instanceof NotFoundError)) throw err;

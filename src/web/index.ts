@@ -17,11 +17,21 @@ import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
 
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
+
 export interface WebDeps {
   db: Db;
   provider: Provider;
   /** Client sweeps and secret marks (developer settings), and where finished steps are kept. */
   artifacts: ArtifactStorage;
+  /** Where client changes write their webhook events (src/webhooks/outbox.ts). */
+  outbox: WebhookOutbox;
+  /** Client and user records (src/storage/record-cache.ts). */
+  records: RecordCache;
+  /** Password hashing at the configured cost (src/accounts/password.ts). */
+  passwords: PasswordHashing;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */

@@ -22,6 +22,8 @@ import { field, formBody, page } from './forms.ts';
 import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
+import type { PasswordHashing } from '../accounts/password.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -44,6 +46,9 @@ function refuseNonOwnerOfPendingClient(client: Client, accountId: string | undef
 export interface InteractionDeps {
   provider: Provider;
   db: Db;
+  /** Client and user records (src/storage/record-cache.ts). */
+  records: RecordCache;
+  passwords: PasswordHashing;
   limits: SignInLimits;
   metrics: Metrics;
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
@@ -52,7 +57,8 @@ export interface InteractionDeps {
   artifacts: Pick<ArtifactStorage, 'adapterFor'>;
 }
 
-export function interactionRoutes({ provider, db, limits, metrics, platformName, artifacts }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts }: InteractionDeps) {
+  const users = { db, records };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
@@ -132,13 +138,13 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName,
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
 
-    const user = await findUserById(db, accountId);
+    const user = await findUserById(users, accountId);
     const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
     await page(ctx, 'consent', {
       title: 'Authorize access',
       platformName,
       userEmail: user?.email ?? '',
-      ...(await consentPageData(db, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
+      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,
@@ -150,7 +156,7 @@ export function interactionRoutes({ provider, db, limits, metrics, platformName,
     const details = await loadSubmission(ctx);
     if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
     const email = field(ctx, 'email').trim();
-    const user = await checkSignIn(ctx, { db, limits, metrics }, email, field(ctx, 'password'));
+    const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, details, user.challenge, user.refused, email);
     const accountId = String(user.id);
     // prompt=login by someone else: the previous account's session ends before the new one starts.

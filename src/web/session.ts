@@ -5,6 +5,7 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { findUserById, isAdmin, type User } from '../accounts/store.ts';
 import { cookieName, cookieOptions } from '../http/cookies.ts';
+import type { CachedDb } from '../storage/record-cache.ts';
 
 const SESSION_COOKIE = 'web_session';
 /** Binds the CSRF tokens of a visitor who is not signed in (the sign-in form). */
@@ -44,11 +45,12 @@ export async function endSession(ctx: Context, db: Db): Promise<void> {
 }
 
 /** Puts the signed-in user, if any, in ctx.state.user: the first step of every page route. */
-export function loadUser(db: Db) {
+export function loadUser(users: CachedDb) {
+  const { db } = users;
   return async function webUser(ctx: Context, next: Next) {
     const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
     const row = value ? await db('web_sessions').where('id', hash(value)).where('expires_at', '>', db.fn.now()).first('user_id') : undefined;
-    const user = row ? await findUserById(db, row.user_id) : undefined;
+    const user = row ? await findUserById(users, row.user_id) : undefined;
     if (user) {
       ctx.state.user = { ...user, isAdmin: await isAdmin(db, user.id) };
       ctx.state.webSessionId = hash(value!);

@@ -6,7 +6,7 @@ import type { Db } from '../storage/db.ts';
 import { authenticateUser, type User } from '../accounts/store.ts';
 import type { Challenge, SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { PasswordHashingBusy } from '../accounts/password.ts';
+import { PasswordHashingBusy, type PasswordHashing } from '../accounts/password.ts';
 import { knownDeviceFor, markKnownDevice } from './known-devices.ts';
 import { field } from './forms.ts';
 
@@ -16,6 +16,7 @@ const SOLUTION_FIELD = 'altcha';
 
 export interface SignInDeps {
   db: Db;
+  passwords: PasswordHashing;
   limits: SignInLimits;
   metrics: Metrics;
 }
@@ -30,7 +31,7 @@ export async function formChallenge(ctx: Context, limits: SignInLimits): Promise
 }
 
 /** The user whose email and password the form carries, or why not (status set on ctx). */
-export async function checkSignIn(ctx: Context, { db, limits, metrics }: SignInDeps, email: string, password: string): Promise<User | Refusal> {
+export async function checkSignIn(ctx: Context, { db, passwords, limits, metrics }: SignInDeps, email: string, password: string): Promise<User | Refusal> {
   const device = knownDeviceFor(ctx, email);
   const work = await limits.workFor(email, ctx.ip, device);
   // Past the limits the password is not even looked at without the work: no free guesses.
@@ -40,7 +41,7 @@ export async function checkSignIn(ctx: Context, { db, limits, metrics }: SignInD
   }
   let user: User | undefined;
   try {
-    user = email ? await authenticateUser(db, email, password) : undefined;
+    user = email ? await authenticateUser({ db, passwords }, email, password) : undefined;
   } catch (err) {
     if (!(err instanceof PasswordHashingBusy)) throw err;
     // Nothing was checked: not a failure of this account, only a moment of too many checks.

@@ -17,37 +17,44 @@ export interface DeliveryJob {
   body: string;
 }
 
-// The queue of each database: the server's (started with its worker) or the operator scripts'
-// (started on first need). Keyed by the knex instance the service functions are given.
-const queues = new WeakMap<Db, () => Promise<WebhookQueue>>();
+/** Where the changes of a database write their webhook events (built in system.ts, and by the operator scripts' context). */
+export interface WebhookOutbox {
+  /**
+   * Before a change's transaction: starts the queue if the client has a webhook URL. On the
+   * embedded PGlite (one connection) the queue cannot start while a transaction holds that connection.
+   */
+  prepare(clientId: string): Promise<void>;
+  /** Writes the events as delivery jobs in `trx`; nothing when the client has no webhook URL. */
+  enqueue(trx: Knex.Transaction, clientId: string, events: WebhookEvent[]): Promise<void>;
+  /** From now on nothing is queued here (shutdown): a change of a client with a webhook URL fails. */
+  close(): void;
+}
 
-/** Makes a queue available to the service functions that change clients on this database. */
-export function attachWebhookQueue(db: Db, queue: () => Promise<WebhookQueue>): void {
+/**
+ * The outbox of `db`, with its queue: the server's (started with its worker) or the operator
+ * scripts' (started on first need). Without a queue, a change of a client with a webhook URL fails.
+ */
+export function webhookOutbox(db: Db, queue?: () => Promise<WebhookQueue>): WebhookOutbox {
+  let open = queue !== undefined;
   let started: Promise<WebhookQueue> | undefined;
-  queues.set(db, () => (started ??= queue().catch((err) => ((started = undefined), Promise.reject(err)))));
-}
-
-export function detachWebhookQueue(db: Db): void {
-  queues.delete(db);
-}
-
-async function queueOf(db: Db): Promise<WebhookQueue> {
-  const queue = queues.get(db);
-  if (!queue) throw new Error('webhooks: no delivery queue is attached to this database (see attachWebhookQueue)');
-  return queue();
+  const queueOf = (): Promise<WebhookQueue> => {
+    if (!open || !queue) return Promise.reject(new Error('webhooks: this database has no delivery queue (see webhookOutbox)'));
+    return (started ??= queue().catch((err) => ((started = undefined), Promise.reject(err))));
+  };
+  return {
+    async prepare(clientId) {
+      if (open && (await webhookUrlOf(db, clientId))) await queueOf();
+    },
+    enqueue: (trx, clientId, events) => enqueueWebhookEvents(queueOf, trx, clientId, events),
+    close() {
+      open = false;
+    },
+  };
 }
 
 export async function webhookUrlOf(q: Db | Knex.Transaction, clientId: string): Promise<string | null> {
   const row: { webhook_url: string | null } | undefined = await q('oauth_clients').where('id', clientId).first('webhook_url');
   return row?.webhook_url ?? null;
-}
-
-/**
- * Before a change's transaction: starts the queue if the client has a webhook URL. On the embedded
- * PGlite (one connection) the queue cannot start while a transaction holds that connection.
- */
-export async function prepareWebhookOutbox(db: Db, clientId: string): Promise<void> {
-  if (queues.has(db) && (await webhookUrlOf(db, clientId))) await queueOf(db);
 }
 
 // The queue orders one client's jobs by (created_on, id), and created_on is the transaction's
@@ -71,13 +78,12 @@ function orderedJobId(): string {
 /** Whose deliveries share the owner's slots (delivery.ts OWNER_CONCURRENCY): the owner's, or a client without one its own. */
 const deliveryGroup = (clientId: string, ownerUserId: number | null) => (ownerUserId === null ? `client:${clientId}` : `owner:${ownerUserId}`);
 
-/** Writes the events as delivery jobs in `trx`; nothing when the client has no webhook URL. */
-export async function enqueueWebhookEvents(db: Db, trx: Knex.Transaction, clientId: string, events: WebhookEvent[]): Promise<void> {
+async function enqueueWebhookEvents(queueOf: () => Promise<WebhookQueue>, trx: Knex.Transaction, clientId: string, events: WebhookEvent[]): Promise<void> {
   if (events.length === 0) return;
   const row: { webhook_url: string | null; owner_user_id: number | null } | undefined = await trx('oauth_clients').where('id', clientId).first('webhook_url', 'owner_user_id');
   if (!row?.webhook_url) return;
   const group = { id: deliveryGroup(clientId, row.owner_user_id) };
-  const queue = await queueOf(db);
+  const queue = await queueOf();
   for (const event of events) {
     const job: DeliveryJob = { clientId, eventId: event.id, type: event.type, occurredAt: Date.parse(event.timestamp), body: JSON.stringify(event) };
     // singletonKey: the queue's key_strict_fifo policy delivers one client's events in order.

@@ -5,7 +5,7 @@
 import type { Db } from '../storage/db.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import type { Actor } from '../clients/model.ts';
-import { changeClient } from '../clients/service.ts';
+import { changeClient, type ChangeDeps } from '../clients/service.ts';
 import { InputError, LimitError } from '../errors.ts';
 import { checkWebhookUrl, type AddressPolicy } from './address-policy.ts';
 import { webhookEvent } from './events.ts';
@@ -19,8 +19,7 @@ export const TEST_EVENTS_PER_HOUR = 10;
 
 const auditedUrl = (url: URL) => `${url.origin}${url.pathname}${url.search ? '?…' : ''}`;
 
-export interface WebhookSettingsDeps {
-  db: Db;
+export interface WebhookSettingsDeps extends ChangeDeps {
   cipher: DataCipher;
   policy: AddressPolicy;
 }
@@ -32,9 +31,10 @@ export interface WebhookSetting {
 }
 
 /** Sets (or with null, clears) the client's webhook URL, after the address rule; the first URL also gets a signing secret. */
-export async function setWebhookUrl({ db, cipher, policy }: WebhookSettingsDeps, clientId: string, value: string | null, by: Actor): Promise<WebhookSetting> {
+export async function setWebhookUrl(deps: WebhookSettingsDeps, clientId: string, value: string | null, by: Actor): Promise<WebhookSetting> {
+  const { cipher, policy } = deps;
   const url = value === null ? null : await checkWebhookUrl(value, policy);
-  return changeClient(db, clientId, by, async (trx, current) => {
+  return changeClient(deps, clientId, by, async (trx, current) => {
     const before = await webhookUrlOf(trx, clientId);
     await trx('oauth_clients').where('id', current.clientId).update({ webhook_url: url?.href ?? null, updated_at: trx.fn.now() });
     const secret = url && !(await hasWebhookSecret(trx, clientId)) ? (await replaceWebhookSecret(trx, clientId, cipher)).value : undefined;
@@ -44,8 +44,9 @@ export async function setWebhookUrl({ db, cipher, policy }: WebhookSettingsDeps,
 }
 
 /** A new signing secret for the client; the one it replaces keeps signing for the overlap (secrets.ts). */
-export async function regenerateWebhookSecret({ db, cipher }: Pick<WebhookSettingsDeps, 'db' | 'cipher'>, clientId: string, by: Actor): Promise<string> {
-  return changeClient(db, clientId, by, async (trx) => {
+export async function regenerateWebhookSecret(deps: Pick<WebhookSettingsDeps, 'db' | 'outbox' | 'records' | 'cipher'>, clientId: string, by: Actor): Promise<string> {
+  const { cipher } = deps;
+  return changeClient(deps, clientId, by, async (trx) => {
     if (!(await webhookUrlOf(trx, clientId))) throw new InputError('set a webhook URL first');
     const { value, replaced } = await replaceWebhookSecret(trx, clientId, cipher);
     return { result: value, action: 'client.webhook_secret_generated', details: { replaced } };
@@ -53,9 +54,9 @@ export async function regenerateWebhookSecret({ db, cipher }: Pick<WebhookSettin
 }
 
 /** Queues a webhook.test event for the client (refused without a webhook URL, or past TEST_EVENTS_PER_HOUR). */
-export async function sendTestEvent(db: Db, clientId: string, by: Actor): Promise<string> {
+export async function sendTestEvent(deps: ChangeDeps, clientId: string, by: Actor): Promise<string> {
   const event = webhookEvent(clientId, 'webhook.test', { message: 'A test event from the developer settings.' });
-  return changeClient(db, clientId, by, async (trx) => {
+  return changeClient(deps, clientId, by, async (trx) => {
     if (!(await webhookUrlOf(trx, clientId))) throw new InputError('set a webhook URL first');
     // Counted in the audit trail, under the client's row lock: parallel requests cannot all pass.
     const [{ sent } = { sent: 0 }] = await trx('audit_events').where({ client_id: clientId, action: 'client.webhook_test_sent' }).where('at', '>', trx.raw("now() - interval '1 hour'")).count({ sent: '*' });

@@ -19,7 +19,7 @@ describe.runIf(browserTestsEnabled('admin and apps pages'))('admin review and ap
     const [admin, dev] = await Promise.all([newUser(session.server, 'Ari Admin'), newUser(session.server, 'Dana Developer')]);
     await usersSetAdmin(operator(session.server), admin.email);
     const pending = async (name: string, redirectUris = [REDIRECT]) =>
-      (await createClient(session.server.system.db, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris, ownerUserId: dev.id }, { actor: 'test' })).client.clientId;
+      (await createClient(session.server.system, { name, kind: 'confidential', legacy: false, scopes: ['PROFILE_READ', 'BOOKING_READ'], redirectUris, ownerUserId: dev.id }, { actor: 'test' })).client.clientId;
     const changing = await pending('Meeting Notes Helper');
     await pending('Room Booker', [REDIRECT, 'https://rooms.example.com/oauth/callback']);
     await approvedClient(session.server, ['PROFILE_READ', 'SCHEDULE_READ'], 'Team Planner');
@@ -41,7 +41,7 @@ describe.runIf(browserTestsEnabled('admin and apps pages'))('admin review and ap
 
     // The owner changes a client while the administrator looks at it: Approve is refused on that item.
     await page.locator('.tabs').getByRole('link', { name: /Pending/ }).click();
-    await addRedirectUri(session.server.system.db, changing, 'https://notes.example.com/elsewhere', { actor: 'test' });
+    await addRedirectUri(session.server.system, changing, 'https://notes.example.com/elsewhere', { actor: 'test' });
     await page.locator('tr.item', { hasText: 'Meeting Notes Helper' }).getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(`${session.server.url}/admin/oauth-clients`);
     const refusal = page.locator('tr.item.refused', { hasText: 'Meeting Notes Helper' }).locator('.alert');

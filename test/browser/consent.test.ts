@@ -36,7 +36,7 @@ describe.runIf(browserTestsEnabled('consent page in a browser'))('the consent pa
   }
 
   it('a plain request from a developer’s app, with its policies', async () => {
-    const dev = await usersCreate(session.server.system.db, { email: 'dana.developer.with.a.long.address@calendar-sync-pro.example', password: 'a long password', name: 'Dana Developer' });
+    const dev = await usersCreate(session.server.system, { email: 'dana.developer.with.a.long.address@calendar-sync-pro.example', password: 'a long password', name: 'Dana Developer' });
     const created = await clientsCreate(operator(session.server), {
       name: 'Calendar Sync Pro',
       redirectUri: [REDIRECT],

@@ -77,7 +77,7 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
   });
 
   it('ends the demo on its callback page', async () => {
-    const output = await seedDemo({ db: session.server.system.db, artifacts: session.server.system.artifacts }, loadConfig({ NODE_ENV: 'test', APP_URL: session.server.url, DATABASE_URL: session.server.pg.url }));
+    const output = await seedDemo(session.server.system, loadConfig({ NODE_ENV: 'test', APP_URL: session.server.url, DATABASE_URL: session.server.pg.url }));
     const pick = (re: RegExp) => re.exec(output)![1]!;
     const { context, page } = await person(session.browser);
     await page.goto(pick(/1\. open\s+(\S+)/));

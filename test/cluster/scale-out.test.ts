@@ -6,6 +6,8 @@ import { connectDb, migrateLatest } from '../../src/storage/db.ts';
 import { migrationSource } from '../../migrations/index.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../../src/admin/commands.ts';
 import { clientArtifacts } from '../../src/storage/client-artifacts.ts';
+import { webhookOutbox } from '../../src/webhooks/outbox.ts';
+import { uncachedRecords } from '../../src/storage/record-cache.ts';
 import { connectRedis, type RedisClient } from '../../src/storage/redis.ts';
 import { createTestDatabase, type TestDatabase } from '../support/services.ts';
 import { Browser, type Page } from '../support/browser.ts';
@@ -43,8 +45,8 @@ beforeAll(async () => {
   instances = [first, await startClusterInstance(first.url), await startClusterInstance(first.url)];
   // The operator scripts' own connection to the cluster, as src/admin/program.ts makes it.
   opsRedis = connectRedis({ mode: 'cluster', nodes: cluster.env.split(',').map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })) });
-  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, opsRedis), by: { actor: 'operator:test' } };
-  await usersCreate(pg.db, user);
+  ops = { db: pg.db, artifacts: clientArtifacts(pg.db, opsRedis), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
+  await usersCreate({ db: pg.db, passwords: first.system.passwords }, user);
   const created = await clientsCreate(ops, { name: 'Scaled App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
   await clientsSetStatus(ops, created.client_id, 'approved');
   client = { client_id: created.client_id, client_secret: created.client_secret! };

@@ -10,7 +10,7 @@ export const REDIRECT = 'https://app.example.com/callback';
 
 /** The operator scripts' context for a test server. */
 export function operator(server: TestServer): AdminContext {
-  return { db: server.system.db, artifacts: server.system.artifacts, by: { actor: 'operator:test' } };
+  return { db: server.system.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' } };
 }
 
 export interface TestClient {
@@ -21,7 +21,7 @@ export interface TestClient {
 export async function newUser(server: TestServer, name = 'Test User'): Promise<TestUser & { id: number }> {
   const email = `user-${randomBytes(4).toString('hex')}@example.com`;
   const password = randomBytes(12).toString('base64url');
-  const user = await usersCreate(server.system.db, { email, password, name });
+  const user = await usersCreate(server.system, { email, password, name });
   return { email, password, id: user.id };
 }
 

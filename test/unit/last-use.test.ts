@@ -7,14 +7,14 @@ import type { Db } from '../../src/storage/db.ts';
 describe('last use', () => {
   it('writes each key once a minute, in batches, with 20,000 distinct keys', async () => {
     const written: string[] = [];
-    const recorder = lastUseRecorder<number>(async (_db, uses) => void written.push(...uses.keys()));
-    const db = {} as Db; // only a key here: the write function above never touches it
+    const db = {} as Db; // handed to the write function below, which never touches it
+    const recorder = lastUseRecorder<number>(db, async (_db, uses) => void written.push(...uses.keys()));
     const keys = Array.from({ length: 20_000 }, (_, i) => `grant-${i}`);
-    for (const key of keys) void recorder.record(db, key, 1);
-    await recorder.flush(db);
+    for (const key of keys) void recorder.record(key, 1);
+    await recorder.flush();
     expect(written).toHaveLength(20_000);
-    for (const key of keys) void recorder.record(db, key, 2); // within the minute: nothing to write
-    await recorder.flush(db);
+    for (const key of keys) void recorder.record(key, 2); // within the minute: nothing to write
+    await recorder.flush();
     expect(written).toHaveLength(20_000);
   });
 });

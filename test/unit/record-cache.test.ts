@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import knex from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cachedRead, startChangeFeed, type ChangeFeed } from '../../src/storage/record-cache.ts';
+import { startRecordCache, type RecordCache } from '../../src/storage/record-cache.ts';
 import type { Db } from '../../src/storage/db.ts';
 
 setFlagsFromString('--expose-gc');
@@ -14,12 +14,12 @@ const gc = runInNewContext('gc') as () => void;
 
 // Never connects: the reads here are the test's own. Without a database URL the feed is live at once.
 const db = knex({ client: 'pg' }) as unknown as Db;
-let feed: ChangeFeed;
+let records: RecordCache;
 beforeAll(async () => {
-  feed = await startChangeFeed(db, undefined);
+  records = await startRecordCache(db, undefined);
 });
 afterAll(async () => {
-  await feed.close();
+  await records.close();
   await db.destroy();
 });
 
@@ -28,7 +28,7 @@ const requests = new AsyncLocalStorage<object>();
 /** Reads `id` inside a request of its own; a weak reference to that request. */
 async function readInRequest(id: string, record: object): Promise<{ request: WeakRef<object>; read: unknown }> {
   const request = { body: Buffer.alloc(1 << 20) };
-  const read = await requests.run(request, () => cachedRead(db, 'client', id, async () => record));
+  const read = await requests.run(request, () => records.read('client', id, async () => record));
   return { request: new WeakRef(request), read };
 }
 
@@ -45,7 +45,7 @@ describe('the record cache', () => {
     expect(read).toBe(record);
     expect(await collected(request)).toBe(true);
     // Still cached: the same object, without a read.
-    expect(await cachedRead(db, 'client', 'c1', async () => ({ clientId: 'read again' }))).toBe(record);
+    expect(await records.read('client', 'c1', async () => ({ clientId: 'read again' }))).toBe(record);
   });
 
   it('shares a read on its way with the callers that come meanwhile, then serves the record', async () => {
@@ -55,14 +55,14 @@ describe('the record cache', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       return { clientId: 'c2' };
     };
-    const [first, second] = await Promise.all([cachedRead(db, 'client', 'c2', load), cachedRead(db, 'client', 'c2', load)]);
+    const [first, second] = await Promise.all([records.read('client', 'c2', load), records.read('client', 'c2', load)]);
     expect(second).toBe(first);
-    expect(await cachedRead(db, 'client', 'c2', load)).toBe(first);
+    expect(await records.read('client', 'c2', load)).toBe(first);
     expect(reads).toBe(1);
   });
 
   it('does not keep a failed read', async () => {
-    await expect(cachedRead(db, 'client', 'c3', async () => Promise.reject(new Error('down')))).rejects.toThrow('down');
-    expect(await cachedRead(db, 'client', 'c3', async () => ({ clientId: 'c3' }))).toEqual({ clientId: 'c3' });
+    await expect(records.read('client', 'c3', async () => Promise.reject(new Error('down')))).rejects.toThrow('down');
+    expect(await records.read('client', 'c3', async () => ({ clientId: 'c3' }))).toEqual({ clientId: 'c3' });
   });
 });
