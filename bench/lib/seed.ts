@@ -95,14 +95,14 @@ export class Seeder {
   }
 
   private get admin(): AdminContext {
-    return { db: this.system.db, artifacts: this.system.artifacts, by: { actor: 'bench' } };
+    return { db: this.system.db, artifacts: this.system.artifacts, outbox: this.system.outbox, records: this.system.records, by: { actor: 'bench' } };
   }
 
   async users(n: number): Promise<string[]> {
     const users = [];
     for (let i = 0; i < n; i++) {
       const email = `bench-${i}-${randomBytes(3).toString('hex')}@example.com`;
-      users.push(String((await usersCreate(this.system.db, { email, password: randomBytes(12).toString('base64url'), name: `Bench ${i}` })).id));
+      users.push(String((await usersCreate(this.system, { email, password: randomBytes(12).toString('base64url'), name: `Bench ${i}` })).id));
     }
     return users;
   }
