@@ -3,7 +3,7 @@
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { requestMetrics } from './request-metrics.ts';
+import { registerPlainMetric, requestMetrics, type Series } from './request-metrics.ts';
 import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).
@@ -73,19 +73,20 @@ export function createMetrics() {
 
   // How each request the fast path took ended (src/fast/dispatch.ts): served there, handed over
   // to the app and the provider (with why), or failed there (logged; then handed over too).
-  const fastPathRequests = new Counter({
-    name: 'oauth_fast_path_requests_total',
-    help: 'Requests the fast path took, by route and outcome (served, handed_over with its reason, failed)',
-    labelNames: ['route', 'outcome', 'reason'] as const,
-    registers: [registry],
-  });
-  const fastPathChildren = new Map<string, { inc(): void }>();
-  /** Counts one fast-path outcome (label children made once per combination: no per-request allocation after that). */
+  // Counted in plain maps like the request series (request-metrics.ts): it is on every hot request,
+  // and prom-client's Counter hashes and validates its labels on every inc.
+  const fastPathCounts = new Map<string, Map<string, Series>>(); // route → outcome[ reason] → series
+  registerPlainMetric(registry, 'oauth_fast_path_requests_total', 'Requests the fast path took, by route and outcome (served, handed_over with its reason, failed)', 'counter', () =>
+    [...fastPathCounts.values()].flatMap((byOutcome) => [...byOutcome.values()]),
+  );
+  /** Counts one fast-path outcome; no allocation once the route and outcome were seen. */
   function fastPathOutcome(route: string, outcome: 'served' | 'handed_over' | 'failed', reason = ''): void {
-    const key = `${route} ${outcome} ${reason}`;
-    let child = fastPathChildren.get(key);
-    if (!child) fastPathChildren.set(key, (child = fastPathRequests.labels(route, outcome, reason)));
-    child.inc();
+    let byOutcome = fastPathCounts.get(route);
+    if (!byOutcome) fastPathCounts.set(route, (byOutcome = new Map()));
+    const key = reason ? `${outcome} ${reason}` : outcome;
+    const series = byOutcome.get(key);
+    if (series) series.value += 1;
+    else byOutcome.set(key, { labels: { route, outcome, reason }, value: 1 });
   }
 
   /** Counts and times one answered request (the envelope, src/http/envelope.ts, for both transports). */

@@ -7,7 +7,7 @@ import type { Metric, Registry } from 'prom-client';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-interface Series {
+export interface Series {
   metricName?: string;
   labels: Record<string, string | number>;
   value: number;
@@ -21,7 +21,7 @@ interface Latency {
 }
 
 /** A metric the registry writes like its own: name, help, type and what get() returns. */
-function register(registry: Registry, name: string, help: string, type: 'counter' | 'histogram', values: () => Series[]): void {
+export function registerPlainMetric(registry: Registry, name: string, help: string, type: 'counter' | 'histogram', values: () => Series[]): void {
   const metric = {
     name,
     help,
@@ -37,8 +37,8 @@ export function requestMetrics(registry: Registry) {
   const counts = new Map<string, Series>();
   const latencies = new Map<string, Latency>();
 
-  register(registry, 'http_requests_total', 'HTTP requests by endpoint and status', 'counter', () => [...counts.values()]);
-  register(registry, 'http_request_duration_seconds', 'HTTP request latency by endpoint', 'histogram', () =>
+  registerPlainMetric(registry, 'http_requests_total', 'HTTP requests by endpoint and status', 'counter', () => [...counts.values()]);
+  registerPlainMetric(registry, 'http_request_duration_seconds', 'HTTP request latency by endpoint', 'histogram', () =>
     [...latencies].flatMap(([route, { buckets, sum, count }]) => {
       let cumulative = 0;
       const series: Series[] = buckets.map((n, i) => ({
