@@ -267,6 +267,19 @@ describe('organization store', () => {
     expect(await store.removeOrgMember(db(), org.id, member.id)).toBe(false);
   });
 
+  it('the database keeps the team rule for rows a sync writes straight into the tables', async () => {
+    const org = await store.createOrg(db(), { name: 'Synced' });
+    const team = await store.createTeam(db(), { name: 'T', orgId: org.id });
+    const loose = await store.createTeam(db(), { name: 'No org' });
+    const user = await newUser(db());
+    await expect(db()('team_memberships').insert({ team_id: team.id, user_id: user.id, role: 'member' })).rejects.toMatchObject({ code: '23514' });
+    await db()('team_memberships').insert({ team_id: loose.id, user_id: user.id, role: 'member' });
+    await db()('org_memberships').insert({ org_id: org.id, user_id: user.id, role: 'member' });
+    await db()('team_memberships').insert({ team_id: team.id, user_id: user.id, role: 'admin' });
+    await db()('org_memberships').where({ org_id: org.id, user_id: user.id }).delete();
+    expect((await store.teamsOfUser(db(), user.id)).map((m) => m.team.id)).toEqual([loose.id]);
+  });
+
   it('one active installation per app and organization; requests idempotent while pending', async () => {
     const org = await store.createOrg(db(), { name: 'Inst' });
     const user = await newUser(db());
@@ -274,7 +287,12 @@ describe('organization store', () => {
     const input = { clientId: 'store-app', orgId: org.id, allTeams: false, teamIds: [3, 1, 3], scopes: ['TEAM_BOOKING_READ'], installedBy: user.id };
     const [x, y] = await Promise.all([store.saveInstallation(db(), input), store.saveInstallation(db(), { ...input, teamIds: [2], installedBy: null })]);
     expect(x.id).toBe(y.id);
-    expect((await store.activeInstallation(db(), 'store-app', org.id))!.installedBy).toBe(user.id);
+    // Whichever came first installed it; the other changed its teams and kept who installed it.
+    const active = (await store.activeInstallation(db(), 'store-app', org.id))!;
+    expect(active.installedBy).toBe(x.installedBy);
+    expect(x.installedBy).toBe(y.installedBy);
+    const byOperator = await store.saveInstallation(db(), { ...input, installedBy: null });
+    expect(byOperator).toMatchObject({ id: x.id, installedBy: active.installedBy, teamIds: [1, 3] });
     expect(await store.markInstallationRemoved(db(), x.id)).toMatchObject({ status: 'removed' });
     expect(await store.markInstallationRemoved(db(), x.id)).toBeUndefined();
     const again = await store.saveInstallation(db(), input);
