@@ -22,14 +22,13 @@ import {
 import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
-import { InputError } from '../errors.ts';
+import { InputError, NotFoundError } from '../errors.ts';
 import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts';
 import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
-import { NotFoundError } from '../errors.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
 import { APP_POLICIES, ORG_ROLES, TEAM_ROLES, type AppPolicy, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
