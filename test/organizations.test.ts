@@ -162,6 +162,10 @@ describe('organization scripts (PostgreSQL)', () => {
       ],
     });
     refused(await admin('orgs', 'show', 'nope'), /no organization "nope"/);
+    const listed = ok(await admin('orgs', 'list')).organizations.find((o: { id: number }) => o.id === org.id);
+    expect(listed).toEqual({ id: org.id, name: 'Shown Org', app_policy: 'allow', members: 2, teams: 2 });
+    const table = await runAdmin(['orgs', 'list'], cli.env);
+    expect(table.stdout).toMatch(new RegExp(`^ID\\s+POLICY\\s+MEMBERS\\s+TEAMS\\s+NAME\\n(.*\\n)*${org.id}\\s+allow\\s+2\\s+2\\s+Shown Org$`, 'm'));
     const text = await runAdmin(['orgs', 'show', String(org.id)], cli.env);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/app_policy: allow/);
@@ -195,7 +199,7 @@ describe('organization scripts (PostgreSQL)', () => {
   });
 
   it('has --help for every organization command', async () => {
-    const commands = [['orgs', 'create'], ['orgs', 'add-member'], ['orgs', 'set-app-policy'], ['orgs', 'show'], ['teams', 'create'], ['teams', 'add-member'], ['installations', 'list']];
+    const commands = [['orgs', 'create'], ['orgs', 'list'], ['orgs', 'add-member'], ['orgs', 'set-app-policy'], ['orgs', 'show'], ['teams', 'create'], ['teams', 'add-member'], ['installations', 'list']];
     for (const c of commands) {
       const res = await runAdmin([...c, '--help'], cli.env);
       expect(res.code, c.join(' ')).toBe(0);

@@ -347,6 +347,14 @@ export async function orgsSetAppPolicy(ctx: AdminContext, orgRef: string, policy
   return orgJson(updated);
 }
 
+/** Every organization, with how many members and teams it has (for finding an id). */
+export async function orgsList({ db }: AdminContext) {
+  const rows = await db('organizations as o')
+    .orderBy('o.id')
+    .select('o.*', db.raw('(select count(*)::int from org_memberships m where m.org_id = o.id) as member_count'), db.raw('(select count(*)::int from teams t where t.org_id = o.id) as team_count'));
+  return { organizations: rows.map((r) => ({ ...orgJson({ id: r.id, name: r.name, appPolicy: r.app_policy, logoUrl: r.logo_url }), members: r.member_count, teams: r.team_count })) };
+}
+
 export async function orgsShow({ db }: AdminContext, orgRef: string) {
   const org = await resolveOrg(db, orgRef);
   const members = await db('org_memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.org_id', org.id).orderBy('u.id').select('u.id', 'u.email', 'u.name', 'm.role');
