@@ -335,6 +335,8 @@ describe('organization scripts on the embedded database (PGlite)', () => {
     const shown = ok(await admin('orgs', 'show', String(org.id)));
     expect(shown.teams).toEqual([{ id: team.id, name: 'Crew', org_id: org.id, members: [{ user_id: alice.id, role: 'admin' }] }]);
     expect(ok(await admin('installations', 'list', '--org', String(org.id)))).toEqual({ installations: [] });
+    const app = ok(await admin('clients', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ'));
+    expect(ok(await admin('clients', 'set-scopes', app.client_id, 'PROFILE_READ', 'BOOKING_READ', '--optional', 'BOOKING_READ')).optional_scopes).toEqual(['BOOKING_READ']);
 
     // The store's counts on PGlite (knex resolves delete/update to an object there).
     const db = connectDb({ databaseUrl: undefined, dataDir });
@@ -342,6 +344,9 @@ describe('organization scripts on the embedded database (PGlite)', () => {
       expect(await store.removeOrgMember(db, org.id, alice.id)).toBe(true);
       expect(await store.teamsOfUser(db, alice.id)).toEqual([]);
       expect(await store.removeTeamMember(db, team.id, alice.id)).toBe(false);
+      // A change of scopes by another path keeps the optional ones that remain (the jsonb filter on PGlite).
+      await db.transaction((trx) => updateClient(trx, app.client_id, { scopes: ['BOOKING_READ', 'SCHEDULE_READ'] }));
+      expect(await db('oauth_clients').where('id', app.client_id).first('optional_scopes')).toEqual({ optional_scopes: ['BOOKING_READ'] });
     } finally {
       await db.destroy();
     }
