@@ -19,6 +19,7 @@ import * as m015 from './015_change_review_links.ts';
 import * as m017 from './017_client_refresh_grace.ts';
 import * as m019 from './019_artifact_store.ts';
 import * as m020 from './020_webhook_secrets.ts';
+import * as m023 from './023_secret_expiry.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '017_client_refresh_grace': m017,
   '019_artifact_store': m019,
   '020_webhook_secrets': m020,
+  '023_secret_expiry': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
