@@ -1,4 +1,4 @@
-// Durations as operators and developers write them (CONTRACT 10): a whole number and a unit, `s`,
+// Durations as operators and developers write them: a whole number and a unit, `s`,
 // `m`, `h` or `d` — `90s`, `1h`, `7d`. One parser for the scripts, the pages and the configuration.
 import { InputError } from './errors.ts';
 

@@ -9,7 +9,6 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
-import { tokenRequest } from './support/oauth.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import type { CliResult } from './support/processes.ts';
 import { clientsSetWebhook, secretsGenerate, secretsList, secretsRevoke, secretsRotate, type AdminContext } from '../src/admin/commands.ts';
