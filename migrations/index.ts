@@ -21,6 +21,7 @@ import * as m019 from './019_artifact_store.ts';
 import * as m020 from './020_webhook_secrets.ts';
 import * as m021 from './021_organizations.ts';
 import * as m022 from './022_grant_bindings.ts';
+import * as m023 from './023_secret_expiry.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '020_webhook_secrets': m020,
   '021_organizations': m021,
   '022_grant_bindings': m022,
+  '023_secret_expiry': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

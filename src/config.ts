@@ -44,6 +44,8 @@ export interface Config {
   platformName: string;
   /** The first wait before a failed webhook is tried again, in seconds; it doubles each time (src/webhooks/queue.ts). */
   webhookRetryBaseSeconds: number;
+  /** How long before a client secret expires the app is told (secret.expiring), in seconds (SECRET_EXPIRY_NOTICE_DAYS). */
+  secretExpiryNoticeSeconds: number;
   /** WEBHOOK_ALLOW_LOOPBACK=true (development only): webhooks may also go to this machine's loopback addresses. */
   webhookAllowLoopback: boolean;
   /** FAST_PATHS=off: every request through the Koa app and the provider, none answered on the fast path (src/fast/). */
@@ -166,6 +168,13 @@ function readRetryBaseSeconds(value: string | undefined): number {
   const n = Number(value);
   if (!/^[0-9]+$/.test(value) || n < 1 || n > 3600) throw new ConfigError(`WEBHOOK_RETRY_BASE_SECONDS must be a whole number of seconds from 1 to 3600, got "${value}"`);
   return n;
+}
+
+function readNoticeDays(value: string | undefined): number {
+  if (value === undefined || value === '') return 14 * 86_400;
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n < 1 || n > 90) throw new ConfigError(`SECRET_EXPIRY_NOTICE_DAYS must be a whole number of days from 1 to 90, got "${value}"`);
+  return n * 86_400;
 }
 
 const DEFAULT_PLATFORM_NAME = 'Scheduling Platform';
@@ -298,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     platformName: readPlatformName(env.PLATFORM_NAME),
     webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
     webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
+    secretExpiryNoticeSeconds: readNoticeDays(env.SECRET_EXPIRY_NOTICE_DAYS),
     fastPaths: readFastPaths(env.FAST_PATHS),
   };
 }

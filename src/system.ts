@@ -30,6 +30,7 @@ import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
+import { sweepSecretExpiry } from './clients/secret-expiry.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -59,6 +60,8 @@ export interface System {
   cipher: DataCipher;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
+  /** Sends the due secret.expiring and secret.expired notices (run every minute; tests call it). */
+  sweepSecretExpiry(): Promise<{ expiring: number; expired: number }>;
   close(): Promise<void>;
 }
 
@@ -72,6 +75,8 @@ export interface SystemOverrides {
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
+// Notices within a minute of being due: an expired secret is refused at its second, this only tells.
+const SECRET_EXPIRY_SWEEP_MS = 60_000;
 const STORE_RECORD_INTERVAL_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
@@ -151,6 +156,11 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     fastPaths,
   });
 
+  // Secrets expiring or expired: the app is told, once (src/clients/secret-expiry.ts).
+  const sweepExpiry = () => sweepSecretExpiry({ db, outbox }, config.secretExpiryNoticeSeconds);
+  const expirySweep = setInterval(() => sweepExpiry().catch((err) => log.warn({ message: (err as Error).message }, 'secret expiry sweep failed')), SECRET_EXPIRY_SWEEP_MS);
+  expirySweep.unref();
+
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
   const purge = redis
     ? undefined
@@ -175,7 +185,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     metrics,
     cipher,
     migrationsApplied,
+    sweepSecretExpiry: sweepExpiry,
     async close() {
+      clearInterval(expirySweep);
       if (purge) clearInterval(purge);
       clearInterval(storeRecord);
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.

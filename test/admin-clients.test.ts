@@ -64,7 +64,7 @@ describe('client lifecycle scripts', () => {
   it('generates, lists and revokes secrets, at most 2 active, shown once and stored hashed', async () => {
     const c = await createClient();
     const second = ok(await admin('secrets', 'generate', c.client_id));
-    expect(second).toEqual({ secret_id: expect.any(Number), client_secret: expect.any(String) });
+    expect(second).toEqual({ secret_id: expect.any(Number), client_secret: expect.any(String), expires_at: null });
     expect(Buffer.from(second.client_secret, 'base64url')).toHaveLength(32);
     refused(await admin('secrets', 'generate', c.client_id), /already has 2 active secrets/);
 

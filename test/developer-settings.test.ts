@@ -172,6 +172,61 @@ describe('secrets', () => {
     expect(await activeSecretIds(id)).toHaveLength(1);
   });
 
+  it('generates a secret with a chosen lifetime and shows when each expires; refuses a lifetime it does not offer', async () => {
+    const browser = await signIn(dev);
+    const { id } = await register(browser, 'Lifetime');
+    const made = await post(browser, `${BASE}/${id}/secrets`, { lifetime: '90d' });
+    expect(made.status).toBe(200);
+    const [, second] = await activeSecretIds(id);
+    const expiresAt = (await db()('oauth_client_secrets').where('id', second).first()).expires_at as Date;
+    expect(Math.round((expiresAt.getTime() - Date.now()) / 86_400_000)).toBe(90);
+    expect(made.$('time').attr('datetime')).toBe(expiresAt.toISOString());
+    const page = await browser.get(url(`${BASE}/${id}`));
+    expect(page.$('td[data-label="Expires"]').map((_, td) => page.$(td).text().trim()).get()).toEqual(['never', expect.stringMatching(/UTC$/)]);
+    await post(browser, `${BASE}/${id}/secrets/${second}/revoke`, {});
+    const bad = await follow(browser, await post(browser, `${BASE}/${id}/secrets`, { lifetime: '9999d' }));
+    expect(bad.$('.alert').text()).toMatch(/choose one of the offered values/i);
+    expect(await activeSecretIds(id)).toHaveLength(1);
+  });
+
+  it('rotates with overlap: the new secret once, and when the current one stops working', async () => {
+    const browser = await signIn(dev);
+    const { id } = await register(browser, 'Rotate');
+    const [old] = await activeSecretIds(id);
+    const shown = await post(browser, `${BASE}/${id}/secrets/rotate`, { overlap: '1d' });
+    expect(shown.status).toBe(200);
+    expect(shown.$('input#secret').val()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(shown.$('main').text()).toContain(`current secret (id ${old}) keeps working until`);
+    const oldExpiry = (await db()('oauth_client_secrets').where('id', old).first()).expires_at as Date;
+    expect(Math.round((oldExpiry.getTime() - Date.now()) / 3_600_000)).toBe(24);
+    expect(await activeSecretIds(id)).toHaveLength(2);
+    // Two active: the rotate form is gone, and a posted one is refused.
+    expect((await browser.get(url(`${BASE}/${id}`))).$(`form[action$="/secrets/rotate"]`)).toHaveLength(0);
+    const refused = await follow(browser, await post(browser, `${BASE}/${id}/secrets/rotate`, { overlap: '1d' }));
+    expect(refused.$('.alert').text()).toMatch(/already has 2 active secrets/);
+  });
+
+  it('asks for a confirmation before revoking a secret the app used in the last 10 minutes', async () => {
+    const browser = await signIn(dev);
+    const { id, secret } = await register(browser, 'Recently Used');
+    await clientsSetStatus(operator(server), id, 'approved');
+    // Any authenticated request uses the secret (this token is unknown: the answer is inactive).
+    const res = await fetch(url('/v2/auth/oauth2/introspect'), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: 'unknown', client_id: id, client_secret: secret! }).toString() });
+    expect(res.status).toBe(200);
+    await server.system.secretUses.flush();
+    const [used] = await activeSecretIds(id);
+    await post(browser, `${BASE}/${id}/secrets`, {});
+    const confirm = await browser.get(url(`${BASE}/${id}/secrets/${used}/revoke`));
+    expect(confirm.$('.alert').text()).toMatch(/was used (less than a minute|\d+ minutes?) ago/);
+    const unconfirmed = await post(browser, `${BASE}/${id}/secrets/${used}/revoke`, {});
+    expect(unconfirmed.status).toBe(409);
+    expect(unconfirmed.$('.alert').text()).toMatch(/Tick the box to confirm/);
+    expect(await activeSecretIds(id)).toContain(used);
+    const done = await follow(browser, await post(browser, `${BASE}/${id}/secrets/${used}/revoke`, { confirm_recent: 'yes' }));
+    expect(done.$('.notice').text()).toContain('Secret revoked');
+    expect(await activeSecretIds(id)).not.toContain(used);
+  });
+
   it('leaves the operator script free to revoke the last secret', async () => {
     const browser = await signIn(dev);
     const { id } = await register(browser, 'Operator Revokes');

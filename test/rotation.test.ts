@@ -44,8 +44,10 @@ describe('client secret rotation', () => {
     const usedAt = async () => (await clientsShow(operator(server), client.client_id)).secrets.map((s) => s.last_used_at);
     await expect.poll(usedAt).toEqual([expect.any(String), expect.any(String)]);
 
-    // 2. Revoke the old one: refused at once on both instances; the new one keeps working.
-    await secretsRevoke(operator(server), client.client_id, String(oldSecretId));
+    // 2. Revoke the old one — used seconds ago, so only when confirmed (--force) — refused at once
+    // on both instances; the new one keeps working.
+    await expect(secretsRevoke(operator(server), client.client_id, String(oldSecretId))).rejects.toThrow(/last used .*--force/);
+    await secretsRevoke(operator(server), client.client_id, String(oldSecretId), { force: true });
     for (const base of [server.url, other.url]) {
       const refused = await exchange(base, await codeFor(server, withNew, user, 'PROFILE_READ'), client);
       expect(refused.status).toBe(401);

@@ -12,6 +12,9 @@ import {
   removeRedirectUri,
   renameClient,
   revokeSecret,
+  rotateSecret,
+  MAX_ROTATION_OVERLAP_SECONDS,
+  MAX_SECRET_LIFETIME_SECONDS,
   setClientScopes,
   setClientRateLimit,
   setClientRefreshGrace,
@@ -23,6 +26,7 @@ import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type C
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError, NotFoundError } from '../errors.ts';
+import { parseDuration } from '../durations.ts';
 import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts';
@@ -163,7 +167,7 @@ export async function clientsRename(ctx: AdminContext, clientId: string, name: s
 
 async function secretsJson(db: Db, clientId: string) {
   const secrets = await listActiveSecrets(db, clientId);
-  return secrets.map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: s.lastUsedAt?.toISOString() ?? null }));
+  return secrets.map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: s.lastUsedAt?.toISOString() ?? null, expires_at: s.expiresAt?.toISOString() ?? null }));
 }
 
 export async function clientsShow({ db }: AdminContext, clientId: string) {
@@ -236,9 +240,26 @@ export async function keysReencrypt(ctx: AdminContext) {
   return { reencrypted: { signing_keys: signingKeys, webhook_secrets: webhookSecrets } };
 }
 
-export async function secretsGenerate(ctx: AdminContext, clientId: string) {
-  const secret = await generateSecret(ctx, clientId, ctx.by);
-  return { secret_id: secret.id, client_secret: secret.value };
+const isoOrNull = (date: Date | null) => date?.toISOString() ?? null;
+
+export async function secretsGenerate(ctx: AdminContext, clientId: string, opts: { expiresIn?: string } = {}) {
+  const expiresInSeconds = opts.expiresIn === undefined ? undefined : parseDuration(opts.expiresIn, '--expires-in', { min: 1, max: MAX_SECRET_LIFETIME_SECONDS });
+  const secret = await generateSecret(ctx, clientId, ctx.by, { expiresInSeconds });
+  return { secret_id: secret.id, client_secret: secret.value, expires_at: isoOrNull(secret.expiresAt) };
+}
+
+/** `secrets rotate ID --overlap D`: a new secret now; the current one expires after the overlap. */
+export async function secretsRotate(ctx: AdminContext, clientId: string, opts: { overlap: string; expiresIn?: string }) {
+  const overlapSeconds = parseDuration(opts.overlap, '--overlap', { min: 0, max: MAX_ROTATION_OVERLAP_SECONDS });
+  const expiresInSeconds = opts.expiresIn === undefined ? undefined : parseDuration(opts.expiresIn, '--expires-in', { min: 1, max: MAX_SECRET_LIFETIME_SECONDS });
+  await ctx.assertStoresReachable?.();
+  const secret = await rotateSecret(ctx, clientId, ctx.by, { overlapSeconds, expiresInSeconds });
+  return {
+    secret_id: secret.id,
+    client_secret: secret.value,
+    expires_at: isoOrNull(secret.expiresAt),
+    previous_secret: { secret_id: secret.previous.id, expires_at: secret.previous.expiresAt.toISOString() },
+  };
 }
 
 function secretIdOf(value: string): number {
@@ -247,10 +268,10 @@ function secretIdOf(value: string): number {
   return id;
 }
 
-export async function secretsRevoke(ctx: AdminContext, clientId: string, secretId: string) {
+export async function secretsRevoke(ctx: AdminContext, clientId: string, secretId: string, opts: { force?: boolean } = {}) {
   const id = secretIdOf(secretId);
   await ctx.assertStoresReachable?.();
-  await revokeSecret(ctx, clientId, id, ctx.by);
+  await revokeSecret(ctx, clientId, id, ctx.by, { force: opts.force === true });
   return { secret_id: id, revoked: true };
 }
 

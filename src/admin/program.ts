@@ -332,14 +332,22 @@ function buildProgram(io: AdminIo): Command {
   secrets
     .command('generate <id>')
     .description('generate a new secret, shown once; refused while 2 are active')
-    .action(action((ctx, id: string) => commands.secretsGenerate(ctx, id), withSecretNote));
+    .option('--expires-in <duration>', 'its lifetime (90s, 12h, 90d; at most 730d); by default it lasts until revoked')
+    .action(action((ctx, id: string, opts: { expiresIn?: string }) => commands.secretsGenerate(ctx, id, opts), withSecretNote));
+  secrets
+    .command('rotate <id>')
+    .description('rotate with overlap: a new secret now, shown once; the current one expires by itself after the overlap (refused while 2 are active)')
+    .requiredOption('--overlap <duration>', 'how long the current secret keeps working (0s to 7d; 0s revokes it at once)')
+    .option('--expires-in <duration>', "the new secret's lifetime (at most 730d); by default it lasts until revoked or rotated")
+    .action(action((ctx, id: string, opts: { overlap: string; expiresIn?: string }) => commands.secretsRotate(ctx, id, opts), withSecretNote));
   secrets
     .command('revoke <id> <secret-id>')
-    .description('revoke a secret; requests with it are refused from now on')
-    .action(action((ctx, id: string, secretId: string) => commands.secretsRevoke(ctx, id, secretId)));
+    .description('revoke a secret; requests with it are refused from now on (one used in the last 10 minutes needs --force)')
+    .option('--force', 'revoke even if the app used the secret in the last 10 minutes')
+    .action(action((ctx, id: string, secretId: string, opts: { force?: boolean }) => commands.secretsRevoke(ctx, id, secretId, opts)));
   secrets
     .command('list <id>')
-    .description('list active secrets (ids and dates, never the secrets)')
+    .description('list active secrets (ids, dates and expiry, never the secrets)')
     .action(action((ctx, id: string) => commands.secretsList(ctx, id)));
 
   return program;

@@ -82,6 +82,8 @@ export interface SecretInfo {
   id: number;
   createdAt: Date;
   lastUsedAt: Date | null;
+  /** When it expires by itself (a lifetime, or a rotation's overlap); null: never. */
+  expiresAt: Date | null;
 }
 
 /** The links a pending change sets when approved (null: that link removed). */

@@ -157,14 +157,30 @@ export async function replaceRedirectUris(trx: Knex.Transaction, clientId: strin
   if (uris.length) await trx('oauth_client_redirect_uris').insert(uris.map((uri, position) => ({ client_id: clientId, uri, position })));
 }
 
+/** Neither revoked nor expired (docs/secret-rotation.md). */
+const isActiveSecret = (q: Knex.QueryBuilder, now: Knex.Raw) => q.whereNull('revoked_at').where((e) => e.whereNull('expires_at').orWhere('expires_at', '>', now));
+
 export async function activeSecrets(q: Q, clientId: string): Promise<SecretInfo[]> {
-  const rows = await q('oauth_client_secrets').where('client_id', clientId).whereNull('revoked_at').orderBy('id').select('id', 'created_at', 'last_used_at');
-  return rows.map((r) => ({ id: r.id, createdAt: r.created_at, lastUsedAt: r.last_used_at }));
+  const rows: Array<{ id: number; created_at: Date; last_used_at: Date | null; expires_at: Date | null }> = await isActiveSecret(q('oauth_client_secrets').where('client_id', clientId), q.raw('now()')).orderBy('id').select('id', 'created_at', 'last_used_at', 'expires_at');
+  return rows.map((r) => ({ id: r.id, createdAt: r.created_at, lastUsedAt: r.last_used_at, expiresAt: r.expires_at }));
 }
 
-export async function insertSecret(trx: Knex.Transaction, clientId: string, hash: string): Promise<number> {
-  const [row] = await trx('oauth_client_secrets').insert({ client_id: clientId, secret_hash: hash }).returning('id');
-  return row.id as number;
+/** A new secret's row; `expiresInSeconds`: its lifetime (none: it never expires). The row with its id and expiry. */
+export async function insertSecret(trx: Knex.Transaction, clientId: string, hash: string, expiresInSeconds?: number): Promise<{ id: number; expiresAt: Date | null }> {
+  const expires_at = expiresInSeconds === undefined ? null : trx.raw(`now() + make_interval(secs => ?)`, [expiresInSeconds]);
+  const [row] = await trx('oauth_client_secrets').insert({ client_id: clientId, secret_hash: hash, expires_at }).returning(['id', 'expires_at']);
+  return { id: row.id as number, expiresAt: row.expires_at as Date | null };
+}
+
+/** Makes an active secret expire within `seconds` (never later than it would have); its new expiry. */
+export async function shortenSecretLife(trx: Knex.Transaction, clientId: string, secretId: number, seconds: number): Promise<Date> {
+  const deadline = trx.raw(`now() + make_interval(secs => ?)`, [seconds]);
+  const [row] = await trx('oauth_client_secrets')
+    .where({ id: secretId, client_id: clientId })
+    // The rotation's own secret.expiring event is its notice: the sweep does not send another.
+    .update({ expires_at: trx.raw(`least(coalesce(expires_at, 'infinity'), ?)`, [deadline]), expiring_notified_at: trx.fn.now() })
+    .returning('expires_at');
+  return row.expires_at as Date;
 }
 
 /** Marks an active secret revoked; false when the client has no such active secret. */
@@ -182,7 +198,7 @@ export async function markSecretsUsed(db: Db, secretIds: number[]): Promise<void
 }
 
 const activeSecretById = preparedRead<{ id: number }, [string]>('active_secret_by_id', (db, secretId) =>
-  db('oauth_client_secrets').where('id', secretId).whereNull('revoked_at').select('id'),
+  isActiveSecret(db('oauth_client_secrets').where('id', secretId), db.raw('now()')).select('id'),
 );
 
 /**
@@ -211,8 +227,8 @@ const usableClientById = preparedRead<ClientRow & { redirect_uris: string[]; sec
       ...CLIENT_COLUMNS.map((column) => `c.${column}`),
       db.raw(`coalesce((select json_agg(u.uri order by u.position) from oauth_client_redirect_uris u where u.client_id = c.id), '[]') as redirect_uris`),
       db.raw(
-        `coalesce((select json_agg(json_build_object('id', s.id, 'hash', s.secret_hash) order by s.id)
-           from oauth_client_secrets s where s.client_id = c.id and s.revoked_at is null), '[]') as secrets`,
+        `coalesce((select json_agg(json_build_object('id', s.id, 'hash', s.secret_hash, 'expires', floor(extract(epoch from s.expires_at) * 1000)) order by s.id)
+           from oauth_client_secrets s where s.client_id = c.id and s.revoked_at is null and (s.expires_at is null or s.expires_at > now())), '[]') as secrets`,
       ),
     ),
 );
@@ -365,4 +381,43 @@ export async function reviewListing(q: Q, filter: ReviewFilter): Promise<ReviewL
     })),
     counts,
   };
+}
+
+export interface ExpiryNotice {
+  id: number;
+  client_id: string;
+  expires_at: Date;
+}
+
+/** The clients with a secret whose expiry notice (within `noticeSeconds`) or expiry is due and not yet told. */
+export async function clientsWithExpiryDue(db: Db, noticeSeconds: number): Promise<string[]> {
+  return db('oauth_client_secrets')
+    .whereNull('revoked_at')
+    .whereNotNull('expires_at')
+    .where((q) =>
+      q
+        .where((n) => n.whereNull('expiring_notified_at').where('expires_at', '<=', db.raw(`now() + make_interval(secs => ?)`, [noticeSeconds])))
+        .orWhere((e) => e.whereNull('expired_notified_at').where('expires_at', '<=', db.raw('now()'))),
+    )
+    .distinct('client_id')
+    .pluck('client_id');
+}
+
+/**
+ * Claims the due notices, each once whichever instance sweeps (the update locks the rows; a second
+ * sweep finds them told): secrets expiring within `noticeSeconds`, and secrets that expired.
+ */
+export async function claimExpiryNotices(trx: Knex.Transaction, noticeSeconds: number): Promise<{ expiring: ExpiryNotice[]; expired: ExpiryNotice[] }> {
+  const due = () => trx('oauth_client_secrets').whereNull('revoked_at').whereNotNull('expires_at');
+  const expired: ExpiryNotice[] = await due()
+    .whereNull('expired_notified_at')
+    .where('expires_at', '<=', trx.raw('now()'))
+    .update({ expired_notified_at: trx.fn.now(), expiring_notified_at: trx.raw('coalesce(expiring_notified_at, now())') })
+    .returning(['id', 'client_id', 'expires_at']);
+  const expiring: ExpiryNotice[] = await due()
+    .whereNull('expiring_notified_at')
+    .where('expires_at', '<=', trx.raw(`now() + make_interval(secs => ?)`, [noticeSeconds]))
+    .update({ expiring_notified_at: trx.fn.now() })
+    .returning(['id', 'client_id', 'expires_at']);
+  return { expiring, expired };
 }

@@ -27,16 +27,23 @@ export function hashClientSecret(secret: string): string {
 export interface StoredSecret {
   id: number;
   hash: string;
+  /** When it expires (ms since the epoch); null or absent: never. */
+  expires?: number | null;
 }
 
-/** The id of the stored secret that matches, comparing every one in constant time. */
-export function matchClientSecret(presented: string, secrets: readonly StoredSecret[]): number | undefined {
+/**
+ * The id of the stored secret that matches, comparing every one in constant time; an expired one
+ * matches nothing. Its expiry is read from the record (cached), so refusing it costs no store read.
+ */
+export function matchClientSecret(presented: string, secrets: readonly StoredSecret[], now = Date.now()): number | undefined {
   const digest = createHash('sha256').update(presented, 'utf8').digest();
-  let match: number | undefined;
+  let match: StoredSecret | undefined;
   for (const secret of secrets) {
     const stored = Buffer.from(secret.hash, 'hex');
     // No early exit: the time taken does not depend on which secret matched.
-    if (stored.length === digest.length && timingSafeEqual(stored, digest)) match = secret.id;
+    if (stored.length === digest.length && timingSafeEqual(stored, digest)) match = secret;
   }
-  return match;
+  return match && !isExpired(match.expires, now) ? match.id : undefined;
 }
+
+export const isExpired = (expires: number | null | undefined, now = Date.now()): boolean => typeof expires === 'number' && expires <= now;

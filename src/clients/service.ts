@@ -103,7 +103,7 @@ export async function createClient({ db, records }: CachedDb, input: NewClient, 
   return db.transaction(async (trx) => {
     const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links };
     const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
-    const secret = secretValue ? { id: await repo.insertSecret(trx, clientId, hashClientSecret(secretValue)), value: secretValue } : undefined;
+    const secret = secretValue ? { id: (await repo.insertSecret(trx, clientId, hashClientSecret(secretValue))).id, value: secretValue } : undefined;
     await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links) }) });
     return { client, ...(secret ? { secret } : {}) };
   });
@@ -229,34 +229,106 @@ export async function removeRedirectUri(deps: ChangeDeps, clientId: string, uri:
   });
 }
 
+/** A new secret: shown once, with when it expires (null: never). */
+export interface NewSecret {
+  id: number;
+  value: string;
+  expiresAt: Date | null;
+}
+
+/** The longest lifetime a secret may be given, and the longest overlap of a rotation (docs/secret-rotation.md). */
+export const MAX_SECRET_LIFETIME_SECONDS = 730 * 86_400;
+export const MAX_ROTATION_OVERLAP_SECONDS = 7 * 86_400;
+/** A secret used this recently may be in use by the app right now: revoking it needs a confirmation. */
+export const RECENT_USE_SECONDS = 10 * 60;
+
+function assertLifetime(expiresInSeconds: number | undefined): void {
+  if (expiresInSeconds !== undefined && (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_SECRET_LIFETIME_SECONDS)) {
+    throw new InputError(`a secret's lifetime must be from 1 second to ${MAX_SECRET_LIFETIME_SECONDS / 86_400} days`);
+  }
+}
+
 /**
  * A new secret for a confidential client, refused while it has MAX_ACTIVE_SECRETS active. The
  * client row lock makes concurrent calls take turns, so they can never exceed the limit.
+ * `expiresInSeconds`: its lifetime; none, it lasts until revoked.
  */
-export async function generateSecret(deps: ChangeDeps, clientId: string, by: Actor): Promise<{ id: number; value: string }> {
+export async function generateSecret(deps: ChangeDeps, clientId: string, by: Actor, { expiresInSeconds }: { expiresInSeconds?: number } = {}): Promise<NewSecret> {
+  assertLifetime(expiresInSeconds);
   const value = generateClientSecret();
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
     if ((await repo.activeSecrets(trx, clientId)).length >= MAX_ACTIVE_SECRETS) {
       throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
     }
-    const id = await repo.insertSecret(trx, clientId, hashClientSecret(value));
-    return { result: { id, value }, action: 'secret.generated', details: { secret_id: id }, events: [webhookEvent(clientId, 'secret.generated', { secret_id: id })] };
+    const { id, expiresAt } = await repo.insertSecret(trx, clientId, hashClientSecret(value), expiresInSeconds);
+    const details = { secret_id: id, ...(expiresAt ? { expires_at: expiresAt.toISOString() } : {}) };
+    return { result: { id, value, expiresAt }, action: 'secret.generated', details, events: [webhookEvent(clientId, 'secret.generated', details)] };
   });
+}
+
+/**
+ * Rotation with overlap: a new secret now, and the current one expires by itself after
+ * `overlapSeconds` (0 to 7 days), so the last step of a rotation needs no one to remember it.
+ * Refused unless exactly one secret is active (with two, which one to retire is the operator's
+ * choice: revoke one first). With an overlap of 0 the old secret is revoked at once, as a revocation is.
+ */
+export async function rotateSecret(
+  deps: ClientDeps,
+  clientId: string,
+  by: Actor,
+  { overlapSeconds, expiresInSeconds }: { overlapSeconds: number; expiresInSeconds?: number },
+): Promise<NewSecret & { previous: { id: number; expiresAt: Date } }> {
+  if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_ROTATION_OVERLAP_SECONDS) {
+    throw new InputError(`the overlap must be from 0 to ${MAX_ROTATION_OVERLAP_SECONDS / 86_400} days`);
+  }
+  assertLifetime(expiresInSeconds);
+  const value = generateClientSecret();
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
+    const active = await repo.activeSecrets(trx, clientId);
+    if (active.length === 0) throw new InputError('the client has no active secret to rotate; generate one instead');
+    if (active.length >= MAX_ACTIVE_SECRETS) {
+      throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets: revoke the one it no longer uses (secrets list shows when each was last used), then rotate`);
+    }
+    const old = active[0]!;
+    const { id, expiresAt } = await repo.insertSecret(trx, clientId, hashClientSecret(value), expiresInSeconds);
+    let oldExpiresAt: Date;
+    if (overlapSeconds === 0) {
+      // At once, on every instance: as a revocation (the mark is set before this commits).
+      await repo.revokeSecretRow(trx, clientId, old.id);
+      await deps.artifacts.markSecretRevoked(old.id);
+      oldExpiresAt = new Date();
+    } else oldExpiresAt = await repo.shortenSecretLife(trx, clientId, old.id, overlapSeconds);
+    const details = { secret_id: id, ...(expiresAt ? { expires_at: expiresAt.toISOString() } : {}), previous_secret_id: old.id, previous_expires_at: oldExpiresAt.toISOString() };
+    const events = [
+      webhookEvent(clientId, 'secret.generated', { secret_id: id, ...(expiresAt ? { expires_at: expiresAt.toISOString() } : {}) }),
+      overlapSeconds === 0 ? webhookEvent(clientId, 'secret.revoked', { secret_id: old.id }) : webhookEvent(clientId, 'secret.expiring', { secret_id: old.id, expires_at: oldExpiresAt.toISOString() }),
+    ];
+    return { result: { id, value, expiresAt, previous: { id: old.id, expiresAt: oldExpiresAt } }, action: 'secret.rotated', details, events };
+  });
+}
+
+/** Refused with this when the secret was used within RECENT_USE_SECONDS and the revocation is not confirmed. */
+export class RecentlyUsedSecretError extends ConflictError {
+  constructor(readonly secretId: number, readonly lastUsedAt: Date) {
+    super(`secret ${secretId} was last used ${lastUsedAt.toISOString()}, less than ${RECENT_USE_SECONDS / 60} minutes ago: the app may still be sending it. Confirm to revoke it anyway (--force)`);
+  }
 }
 
 /**
  * Revokes a secret; the next token request with it is refused, on every instance (the mark is set
  * before the revocation commits: if it cannot be set, nothing is revoked). With `keepOne` (the
- * pages), the only active secret is kept: the app would be locked out.
+ * pages), the only active secret is kept: the app would be locked out. A secret used in the last
+ * RECENT_USE_SECONDS is revoked only with `force` (the app may still send it).
  */
-export async function revokeSecret(deps: ClientDeps, clientId: string, secretId: number, by: Actor, { keepOne = false } = {}): Promise<void> {
+export async function revokeSecret(deps: ClientDeps, clientId: string, secretId: number, by: Actor, { keepOne = false, force = false } = {}): Promise<void> {
   const { artifacts } = deps;
   await changeClient(deps, clientId, by, async (trx) => {
-    if (keepOne) {
-      const active = await repo.activeSecrets(trx, clientId);
-      if (active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
-    }
+    const active = await repo.activeSecrets(trx, clientId);
+    if (keepOne && active.length === 1 && active[0]!.id === secretId) throw new InputError('this is the only active secret: generate a new one and switch your app to it before revoking this one');
+    const lastUsedAt = active.find((s) => s.id === secretId)?.lastUsedAt;
+    if (!force && lastUsedAt && Date.now() - lastUsedAt.getTime() < RECENT_USE_SECONDS * 1000) throw new RecentlyUsedSecretError(secretId, lastUsedAt);
     if (!(await repo.revokeSecretRow(trx, clientId, secretId))) throw new NotFoundError(`the client has no active secret with id ${secretId}`);
     await artifacts.markSecretRevoked(secretId);
     return { result: undefined, action: 'secret.revoked', details: { secret_id: secretId }, events: [webhookEvent(clientId, 'secret.revoked', { secret_id: secretId })] };

@@ -28,7 +28,20 @@ export function connectDb({ databaseUrl, dataDir, poolMax = 10, onWarning = () =
   }
   fs.mkdirSync(dataDir, { recursive: true });
   // PGlite is single-connection: knex-pglite pins the pool to one connection.
-  return knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: { filename: dataDir }, log } as Knex.Config);
+  return knexFactory({ client: EmbeddedClient, dialect: 'postgres', connection: { filename: dataDir }, log } as unknown as Knex.Config);
+}
+
+/**
+ * knex-pglite names a query's command after knex's method, and knex's PostgreSQL dialect reads
+ * only UPDATE and DELETE as "answer the number of rows": `delete()` (method `del`) and
+ * `increment()` (method `counter`) resolved to the driver's result object instead, so every
+ * `deleted > 0` was false on the embedded database. Named as PostgreSQL names them here.
+ */
+class EmbeddedClient extends (ClientPgLite as unknown as new (config: Knex.Config) => { processResponse(obj: { method?: string }, runner: unknown): unknown }) {
+  override processResponse(obj: { method?: string }, runner: unknown): unknown {
+    const method = obj.method === 'del' ? 'delete' : obj.method === 'counter' ? 'update' : obj.method;
+    return super.processResponse({ ...obj, method }, runner);
+  }
 }
 
 // Several instances may start at once on a fresh database, and knex's own migration lock is not

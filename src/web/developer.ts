@@ -5,7 +5,8 @@ import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret, setOptionalScopes } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { DAY_SECONDS } from '../durations.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
 import { migrationStatus } from '../clients/legacy.ts';
@@ -54,6 +55,37 @@ function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRe
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 
+// The lifetimes and overlaps the page offers (the scripts take any duration within the bounds).
+type Choice = readonly [value: string, seconds: number | undefined, text: string];
+const SECRET_LIFETIMES: Choice[] = [
+  ['', undefined, 'Until revoked'],
+  ['30d', 30 * DAY_SECONDS, '30 days'],
+  ['90d', 90 * DAY_SECONDS, '90 days'],
+  ['180d', 180 * DAY_SECONDS, '180 days'],
+  ['365d', 365 * DAY_SECONDS, '1 year'],
+];
+const ROTATION_OVERLAPS: Choice[] = [
+  ['1h', 3600, '1 hour'],
+  ['1d', DAY_SECONDS, '1 day'],
+  ['7d', 7 * DAY_SECONDS, '7 days'],
+];
+
+/** The seconds of the chosen option; anything not offered is refused. */
+function choice(choices: Choice[], value: string, what: string): number | undefined {
+  const chosen = choices.find(([v]) => v === value);
+  if (!chosen) throw new InputError(`choose one of the offered values for the ${what}`);
+  return chosen[1];
+}
+
+/** "3 minutes ago" when the secret was used within RECENT_USE_SECONDS; undefined otherwise. */
+function recentUse(lastUsedAt: Date | null): string | undefined {
+  if (!lastUsedAt) return undefined;
+  const ago = Date.now() - lastUsedAt.getTime();
+  if (ago >= RECENT_USE_SECONDS * 1000) return undefined;
+  const minutes = Math.floor(ago / 60_000);
+  return minutes < 1 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
+}
+
 export function developerRoutes({ db, artifacts, outbox, records, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; outbox: WebhookOutbox; records: RecordCache; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
   const clients = { db, artifacts, outbox, records };
   const router = newRouter();
@@ -81,6 +113,8 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
       grid: GRID,
       secrets: hasSecrets(client.kind) ? await listActiveSecrets(db, client.clientId) : [],
       maxSecrets: MAX_ACTIVE_SECRETS,
+      secretLifetimes: SECRET_LIFETIMES.map(([value, , text]) => [value, text]),
+      rotationOverlaps: ROTATION_OVERLAPS.map(([value, , text]) => [value, text]),
       pending: await pendingChangeOf(db, client.clientId),
       migration: await migrationStatus(db, client),
       maxRedirectUris: MAX_REDIRECT_URIS,
@@ -111,7 +145,7 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
     return show();
   }
 
-  const showSecret = (ctx: Context, client: ClientRecord, secret: { id: number; value: string }) =>
+  const showSecret = (ctx: Context, client: ClientRecord, secret: Pick<NewSecret, 'id' | 'value'> & { expiresAt?: Date | null; previous?: { id: number; expiresAt: Date } }) =>
     page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
 
   const showWebhookSecret = (ctx: Context, client: ClientRecord, secret: string, replaced: boolean) =>
@@ -221,7 +255,20 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
   router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     try {
-      return showSecret(ctx, client, await generateSecret(clients, client.clientId, actor(ctx)));
+      const expiresInSeconds = choice(SECRET_LIFETIMES, field(ctx, 'lifetime'), 'lifetime');
+      return showSecret(ctx, client, await generateSecret(clients, client.clientId, actor(ctx), { expiresInSeconds }));
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
+    }
+  });
+
+  router.post(`${BASE}/:id/secrets/rotate`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    try {
+      const overlapSeconds = choice(ROTATION_OVERLAPS, field(ctx, 'overlap'), 'overlap');
+      if (overlapSeconds === undefined) throw new InputError('choose how long the current secret keeps working');
+      return showSecret(ctx, client, await rotateSecret(clients, client.clientId, actor(ctx), { overlapSeconds }));
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
@@ -281,15 +328,21 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
     const secret = active.find((s) => s.id === secretId);
     if (!secret) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });
     if (active.length === 1) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
-    return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret });
+    return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret, recentlyUsed: recentUse(secret.lastUsedAt) });
   });
 
   router.post(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
     try {
-      await revokeSecret(clients, client.clientId, secretId, actor(ctx), { keepOne: true });
+      await revokeSecret(clients, client.clientId, secretId, actor(ctx), { keepOne: true, force: field(ctx, 'confirm_recent') === 'yes' });
     } catch (err) {
+      if (err instanceof RecentlyUsedSecretError) {
+        const secret = (await listActiveSecrets(db, client.clientId)).find((s) => s.id === secretId)!;
+        const error = 'Tick the box to confirm: this secret was used in the last 10 minutes.';
+        ctx.status = err.status; // 409: the revocation waits for a confirmation
+        return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret, recentlyUsed: recentUse(err.lastUsedAt), error });
+      }
       if (err instanceof InputError) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
       if (!(err instanceof NotFoundError)) throw err;
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });

@@ -21,14 +21,19 @@ export interface WebhookEventData {
     set_links?: { policy_uri: string | null; tos_uri: string | null };
     reason?: string;
   };
-  'secret.generated': { secret_id: number };
+  /** A new secret; `expires_at` when it was given a lifetime. */
+  'secret.generated': { secret_id: number; expires_at?: string };
   'secret.revoked': { secret_id: number };
+  /** The secret expires by itself at `expires_at` (a rotation's overlap, or its lifetime ends within the notice period). */
+  'secret.expiring': { secret_id: number; expires_at: string };
+  /** The secret expired: it is refused from now on. */
+  'secret.expired': { secret_id: number; expired_at: string };
   /** Sent from the developer page's "Send test event". */
   'webhook.test': { message: string };
 }
 
 export type WebhookEventType = keyof WebhookEventData;
-export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'webhook.test'] as const satisfies readonly WebhookEventType[];
+export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'secret.expiring', 'secret.expired', 'webhook.test'] as const satisfies readonly WebhookEventType[];
 
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   id: string;
