@@ -8,7 +8,7 @@ import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
-import { validateClientLinks, validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
+import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
 import {
   canMove,
   hasSecrets,
@@ -191,12 +191,20 @@ export async function deleteClient(deps: ClientDeps, clientId: string, by: Actor
  * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
  * migration step 2 of docs/legacy-migration.md, refused by the order guard unless forced.
  */
-export async function setClientScopes(deps: ChangeDeps, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
+export async function setClientScopes(
+  deps: ChangeDeps,
+  clientId: string,
+  scopes: string[],
+  by: Actor,
+  { force = false, optional = [] as string[] } = {},
+): Promise<ClientRecord> {
   const valid = validateClientScopes(scopes, false);
+  const optionalScopes = validateOptionalScopes(optional, valid);
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!force) await assertSafeToSetScopes(trx, current);
-    await repo.updateClient(trx, clientId, { scopes: valid });
-    return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...(force ? { forced: true } : {}) } };
+    await repo.updateClient(trx, clientId, { scopes: valid, optionalScopes });
+    const optionalChange = optionalScopes.length || current.optionalScopes.length ? { optional_from: current.optionalScopes, optional_to: optionalScopes } : {};
+    return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...optionalChange, ...(force ? { forced: true } : {}) } };
   });
 }
 
