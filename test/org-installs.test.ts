@@ -21,6 +21,7 @@ import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
+import { createBoundGrant } from '../src/orgs/bindings.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
@@ -270,37 +271,98 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);
   });
 
-  it('concurrent install and uninstall: no grant outlives a removed installation', async () => {
+  it('concurrent install, authorization and uninstall: no grant outlives a removed installation', async () => {
     const { org, a, inA } = await orgWithTeams();
     const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
-    for (let round = 0; round < 5; round++) {
+    const { provider, db } = server.system;
+    for (let round = 0; round < 4; round++) {
       const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
-      const tokens = await tokensFor(server, client, inA, SCOPE);
-      const { grant_id: grantId } = await server.system.db('user_grants').where({ account_id: String(inA.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
-      // The consent page's side (H4 notes in the design): bind under the installation's lock, then check again.
-      const binding = (async () => {
+      // The consent page's side, in the order the design notes give: bind under the installation's
+      // lock, save the grant after that commits, then check again.
+      const grant = createBoundGrant(provider, { accountId: String(inA.id), clientId: client.client_id });
+      grant.addOIDCScope(SCOPE);
+      const authorize = async () => {
+        await new Promise((r) => setTimeout(r, round % 4));
         try {
-          await server.system.db.transaction(async (trx) => {
+          await db.transaction(async (trx) => {
             await lockInstallationForBinding(trx, installation.id);
-            await trx('grant_bindings').insert({ grant_id: grantId, account_id: String(inA.id), client_id: client.client_id, org_id: org.id, team_ids: JSON.stringify([a.id]), installation_id: installation.id });
+            await server.system.bindings.bind(trx, grant.jti!, { accountId: String(inA.id), clientId: client.client_id, orgId: org.id, teamIds: [a.id], installationId: installation.id });
           });
         } catch {
-          await server.system.artifacts.revokeGrant(grantId);
-          return false;
+          return false; // refused before any grant was saved
         }
-        return grantStillCovered(deps, installation.id, { grantId, teamIds: [a.id], scopes: SCOPE.split(' ') });
-      })();
-      const [bound, removed] = await Promise.all([binding, uninstallApp(deps, installation.id, null), installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id], by: null }).catch((err) => err)]);
+        await grant.save();
+        return grantStillCovered(deps, installation.id, { grantId: grant.jti!, teamIds: [a.id], scopes: SCOPE.split(' ') });
+      };
+      const uninstall = async () => {
+        await new Promise((r) => setTimeout(r, (round + 2) % 4));
+        return uninstallApp(deps, installation.id, null);
+      };
+      const reinstall = installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id], by: null }).catch((err: Error) => err);
+      const [, removed] = await Promise.all([authorize(), uninstall(), reinstall]);
       expect(removed.changed).toBe(true);
-      expect(bound).toBe(false);
-      expect(await check(other.url, tokens.access_token)).toBe(401);
+      // However they interleaved, the grant bound to the removed installation is gone.
+      expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
       // Whatever is active now is a later installation, never the removed one.
-      const active = await orgs.activeInstallation(server.system.db, client.client_id, org.id);
+      const active = await orgs.activeInstallation(db, client.client_id, org.id);
       if (active) {
         expect(active.id).not.toBe(installation.id);
         await uninstallApp(deps, active.id, null);
       }
     }
+  });
+
+  it('an authorization racing an uninstall, in each order: refused, or its grant revoked by the uninstall or by its own second check', async () => {
+    const { org, a, inA } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '), 'Ordered App');
+    const { provider, db, bindings } = server.system;
+    const install = async () => (await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null })).installation.id;
+    const newGrant = () => {
+      const grant = createBoundGrant(provider, { accountId: String(inA.id), clientId: client.client_id });
+      grant.addOIDCScope(SCOPE);
+      return grant;
+    };
+    const bindIn = (trx: Parameters<typeof lockInstallationForBinding>[0], grantId: string, installationId: number) =>
+      bindings.bind(trx, grantId, { accountId: String(inA.id), clientId: client.client_id, orgId: org.id, teamIds: [a.id], installationId });
+    const covered = (installationId: number, grantId: string) => grantStillCovered(deps, installationId, { grantId, teamIds: [a.id], scopes: SCOPE.split(' ') });
+
+    // 1. Uninstalled first: the binding is refused, no grant is saved.
+    let id = await install();
+    await uninstallApp(deps, id, null);
+    await expect(db.transaction((trx) => lockInstallationForBinding(trx, id))).rejects.toThrow(/uninstalled or changed/);
+
+    // 2. Bound first, the uninstall's sweep before the grant is saved: the second check revokes it.
+    id = await install();
+    let grant = newGrant();
+    await db.transaction(async (trx) => (await lockInstallationForBinding(trx, id), await bindIn(trx, grant.jti!, id)));
+    await uninstallApp(deps, id, null);
+    await grant.save();
+    expect(await covered(id, grant.jti!)).toBe(false);
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
+    // 3. The uninstall waits for the binding's lock; the grant saved at once after: one of the two ends it.
+    id = await install();
+    grant = newGrant();
+    let uninstalling: Promise<unknown> | undefined;
+    await db.transaction(async (trx) => {
+      await lockInstallationForBinding(trx, id);
+      uninstalling = uninstallApp(deps, id, null);
+      await bindIn(trx, grant.jti!, id);
+    });
+    await grant.save();
+    await covered(id, grant.jti!);
+    await uninstalling;
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
+    // 4. Bound, saved and checked before the uninstall: the uninstall revokes it.
+    id = await install();
+    grant = newGrant();
+    await db.transaction(async (trx) => (await lockInstallationForBinding(trx, id), await bindIn(trx, grant.jti!, id)));
+    await grant.save();
+    expect(await covered(id, grant.jti!)).toBe(true);
+    expect(await provider.Grant.find(grant.jti!)).toBeDefined();
+    await uninstallApp(deps, id, null);
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
   });
 
   describe('the apps page', () => {
