@@ -294,9 +294,16 @@ const audit = (ctx: AdminContext, action: string, details: Record<string, unknow
 export const orgJson = (org: Organization) => ({ id: org.id, name: org.name, app_policy: org.appPolicy, ...(org.logoUrl ? { logo_url: org.logoUrl } : {}) });
 export const teamJson = (team: Team) => ({ id: team.id, name: team.name, org_id: team.orgId });
 
-/** team_ids are the teams the installation reaches now: for all_teams, the organization's current ones. */
-export async function installationJson(db: Db, installation: Installation) {
-  const teamIds = installation.allTeams ? (await orgs.teamsOfOrg(db, installation.orgId)).map((t) => t.id) : installation.teamIds;
+/**
+ * team_ids are the teams the installation reaches now: for all_teams, the organization's current
+ * ones (`orgTeams` caches them across a list).
+ */
+export async function installationJson(db: Db, installation: Installation, orgTeams = new Map<number, Promise<number[]>>()) {
+  let teamIds = installation.teamIds;
+  if (installation.allTeams) {
+    if (!orgTeams.has(installation.orgId)) orgTeams.set(installation.orgId, orgs.teamsOfOrg(db, installation.orgId).then((teams) => teams.map((t) => t.id)));
+    teamIds = await orgTeams.get(installation.orgId)!;
+  }
   return {
     id: installation.id,
     client_id: installation.clientId,
@@ -376,7 +383,8 @@ export async function installationsList(ctx: AdminContext, options: { org?: stri
   const org = options.org === undefined ? undefined : await resolveOrg(db, options.org);
   if (options.client !== undefined) await getClient(db, options.client);
   const found = await orgs.listInstallations(db, { orgId: org?.id, clientId: options.client });
+  const orgTeams = new Map<number, Promise<number[]>>();
   const installations = [];
-  for (const installation of found) installations.push(await installationJson(db, installation));
+  for (const installation of found) installations.push(await installationJson(db, installation, orgTeams));
   return { installations };
 }

@@ -286,6 +286,18 @@ export async function setClientRefreshGrace(deps: ChangeDeps, clientId: string, 
 }
 
 /** Renames the client; the same rule as at registration (the name is shown on consent pages). */
+/**
+ * Which of the client's current scopes the user may untick on the consent page. Never widens what
+ * the app may do, so the owner sets it without review.
+ */
+export async function setOptionalScopes(deps: ChangeDeps, clientId: string, optional: string[], by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    const valid = validateOptionalScopes(optional, current.scopes);
+    await repo.updateClient(trx, clientId, { optionalScopes: valid });
+    return { result: await reread(trx, clientId), action: 'client.optional_scopes_set', details: { from: current.optionalScopes, to: valid } };
+  });
+}
+
 export async function renameClient(deps: ChangeDeps, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
   const valid = validateClientName(name);
   return changeClient(deps, clientId, by, async (trx, current) => {
