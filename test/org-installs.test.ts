@@ -359,6 +359,18 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     await uninstalling;
     expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
 
+    // 3b. The consent page's order: the grant saved first, then bound under the lock the uninstall waits for: the uninstall ends it.
+    id = await install();
+    grant = newGrant();
+    await grant.save();
+    await db.transaction(async (trx) => {
+      await lockInstallationForBinding(trx, id);
+      uninstalling = uninstallApp(deps, id, null);
+      await bindIn(trx, grant.jti!, id);
+    });
+    expect(await uninstalling).toMatchObject({ changed: true, revoked: 1 });
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
     // 4. Bound, saved and checked before the uninstall: the uninstall revokes it.
     id = await install();
     grant = newGrant();

@@ -9,11 +9,11 @@
 //
 // Ordering against a concurrent authorization (the consent page binding a new grant): the
 // binder locks the installation row and checks it is active in the binding's transaction
-// (lockInstallationForBinding), saves the grant after that commits, then checks again
-// (grantStillCovered); a change updates that row first and lists the bound grants only after
-// committing. So a binding either committed before the change (and its grant is revoked by the
-// change, or, if saved after the change's sweep, by the binder's second check) or sees the
-// change (and is refused). A crash between the commit and the revocation is healed by
+// (lockInstallationForBinding); a change updates that row first and lists the bound grants only
+// after committing. So a binding either committed before the change (and its grant is listed and
+// revoked — provided the grant was saved before the binding committed, as the consent page does;
+// a binder saving it later checks again with grantStillCovered) or sees the change (and is
+// refused). A crash between the commit and the revocation is healed by
 // repeating the change (uninstalling a removed installation sweeps its grants again).
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
@@ -272,7 +272,7 @@ export async function memberLeftTeam(deps: InstallationDeps, teamId: number, use
 
 /**
  * Revokes bound grants (each with its codes and tokens, on every instance), then, per app, removes
- * their user_grants rows with one grant.revoked per user in the same transaction. Revoking first,
+ * their user_grants and grant_bindings rows with one grant.revoked per user in the same transaction. Revoking first,
  * as revokeAppAccess does: a failure leaves the rows, and repeating the change finishes it.
  */
 async function revokeBound(deps: InstallationDeps, grants: BoundGrant[], reason: GrantRevokedReason, orgId: number | null): Promise<number> {
@@ -285,6 +285,8 @@ async function revokeBound(deps: InstallationDeps, grants: BoundGrant[], reason:
     await outbox.prepare(clientId);
     await db.transaction(async (trx) => {
       const removed: { account_id: string }[] = await trx('user_grants').where('client_id', clientId).whereIn('grant_id', grantIds).delete().returning('account_id');
+      // The bindings of grants that no longer exist: the next change need not list them again.
+      await trx('grant_bindings').whereIn('grant_id', grantIds).delete();
       const users = [...new Set(removed.map((r) => r.account_id))];
       const about = orgId === null ? {} : { org_id: String(orgId) };
       await outbox.enqueue(trx, clientId, users.map((userId) => webhookEvent(clientId, 'grant.revoked', { user_id: userId, reason, ...about })));
