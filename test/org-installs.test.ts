@@ -254,6 +254,21 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     expectRefusal(await cli('teams', 'remove-member', '999999', String(inB.id)), /no team/);
   });
 
+  it('an admin demoted to member (orgs add-member --role member) loses the grants bound to teams they are not in, keeps the others', async () => {
+    const { org, a, b } = await orgWithTeams();
+    const admin = await newUser(server, 'Admin');
+    await orgs.addOrgMember(server.system.db, org.id, admin.id, 'admin');
+    await orgs.addTeamMember(server.system.db, a.id, admin.id, 'member');
+    const client = await approvedClient(server, SCOPE.split(' '), 'Demotion App');
+    const inTeam = await boundTokens(client, admin, { orgId: org.id, teamIds: [a.id], installationId: null });
+    const outside = await boundTokens(client, admin, { orgId: org.id, teamIds: [b.id], installationId: null });
+    const since = Date.now();
+    const res = await cli('orgs', 'add-member', String(org.id), admin.email, '--role', 'member');
+    expect(res.code, res.stderr).toBe(0);
+    await expectEnded(client, outside, since, 2000);
+    await expectLive(inTeam);
+  });
+
   it('the block policy ends every installation and bound grant of the organization; approval ends those of apps not installed', async () => {
     const { org, a, b, inA, inB } = await orgWithTeams();
     const [installed, loose] = [await approvedClient(server, SCOPE.split(' '), 'Installed App'), await approvedClient(server, SCOPE.split(' '), 'Loose App')];

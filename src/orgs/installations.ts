@@ -271,6 +271,31 @@ export async function memberLeftTeam(deps: InstallationDeps, teamId: number, use
 }
 
 /**
+ * An org owner or admin became a member: they now reach only their own teams, and organization
+ * scopes only through an installation that has them. Their grants bound to the organization
+ * beyond that are revoked (membership_ended); nothing when they are still an admin.
+ */
+export async function memberDemoted(deps: InstallationDeps, orgId: number, userId: number): Promise<{ revoked: number }> {
+  const { db, bindings } = deps;
+  const role = await store.orgRole(db, orgId, userId);
+  if (!role || isOrgAdmin(role)) return { revoked: 0 };
+  const accountId = String(userId);
+  const reachable = new Set((await store.reachableTeams(db, orgId, userId)).map((t) => t.id));
+  const affected = new Map<string, BoundGrant>();
+  for (const team of await store.teamsOfOrg(db, orgId)) {
+    if (!reachable.has(team.id)) for (const g of await bindings.grantsBoundTo({ orgId, accountId, teamId: team.id })) affected.set(g.grantId, g);
+  }
+  const inOrg = await bindings.grantsBoundTo({ orgId, accountId });
+  if (inOrg.length) {
+    const installed = new Map((await store.listInstallations(db, { orgId, status: 'active' })).map((i) => [i.clientId, new Set(i.scopes)]));
+    const rows: { grant_id: string; client_id: string; scopes: string[] }[] = await db('user_grants').whereIn('grant_id', inOrg.map((g) => g.grantId)).select('grant_id', 'client_id', 'scopes');
+    const beyond = new Set(rows.filter((r) => r.scopes.some((s) => s.startsWith('ORG_') && !scopeSatisfies(installed.get(r.client_id) ?? new Set(), s))).map((r) => r.grant_id));
+    for (const g of inOrg) if (beyond.has(g.grantId)) affected.set(g.grantId, g);
+  }
+  return { revoked: await revokeBound(deps, [...affected.values()], 'membership_ended', orgId) };
+}
+
+/**
  * Revokes bound grants (each with its codes and tokens, on every instance), then, per app, removes
  * their user_grants and grant_bindings rows with one grant.revoked per user in the same transaction. Revoking first,
  * as revokeAppAccess does: a failure leaves the rows, and repeating the change finishes it.
