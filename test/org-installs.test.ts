@@ -270,22 +270,26 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
   });
 
   it('the block policy ends every installation and bound grant of the organization; approval ends those of apps not installed', async () => {
-    const { org, a, b, inA, inB } = await orgWithTeams();
+    const { org, a, b, owner, inA, inB } = await orgWithTeams();
     const [installed, loose] = [await approvedClient(server, SCOPE.split(' '), 'Installed App'), await approvedClient(server, SCOPE.split(' '), 'Loose App')];
     const { installation } = await installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
     const ti = await boundTokens(installed, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id });
     const tl = await boundTokens(loose, inB, { orgId: org.id, teamIds: [b.id], installationId: null });
+    // An owner may authorize an app for themselves without installing it, under approval too.
+    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null });
 
     let since = Date.now();
     expect((await setAppPolicy(deps, org.id, 'approval', null)).revoked).toBe(1);
     await expectEnded(loose, tl, since);
     await expectLive(ti);
+    await expectLive(to);
 
     since = Date.now();
     const set = await cli('orgs', 'set-app-policy', String(org.id), 'block');
     expect(set.code, set.stderr).toBe(0);
     expect(JSON.parse(set.stdout)).toMatchObject({ id: org.id, app_policy: 'block' });
     await expectEnded(installed, ti, since, 2000);
+    await expectEnded(loose, to, since, 2000);
     expect((await orgs.findInstallation(server.system.db, installation.id))!.status).toBe('removed');
     await expect(installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null })).rejects.toThrow(/blocks apps/);
     expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);

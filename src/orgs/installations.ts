@@ -222,7 +222,8 @@ export async function uninstallApp(deps: InstallationDeps, id: number, _by: numb
  * Sets the organization's app policy, with its effects:
  * - block: every active installation removed (installation.removed to each app), pending requests
  *   dismissed, and every grant bound to the organization revoked (org_policy);
- * - approval: grants bound to the organization of apps it has not installed revoked (org_policy);
+ * - approval: grants bound to the organization of apps it has not installed revoked (org_policy),
+ *   except its owners' and admins' own;
  * - allow: nothing else.
  */
 export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy: string, _by: number | null): Promise<{ org: Organization; revoked: number }> {
@@ -246,8 +247,12 @@ export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy
   });
   if (policy === 'allow') return { org, revoked: 0 };
   const bound = await bindings.grantsBoundTo({ orgId });
-  const stillInstalled = new Set(policy === 'block' ? [] : (await store.listInstallations(db, { orgId, status: 'active' })).map((i) => i.clientId));
-  return { org, revoked: await revokeBound(deps, bound.filter((g) => !stillInstalled.has(g.clientId)), 'org_policy', orgId) };
+  if (policy === 'block') return { org, revoked: await revokeBound(deps, bound, 'org_policy', orgId) };
+  // approval: apps reach the organization through an installation, or an org admin's own grant
+  // (the consent page lets an admin authorize without installing, src/orgs/consent-rules.ts).
+  const stillInstalled = new Set((await store.listInstallations(db, { orgId, status: 'active' })).map((i) => i.clientId));
+  const admins = new Set((await store.orgMembers(db, orgId)).filter((m) => isOrgAdmin(m.role)).map((m) => String(m.userId)));
+  return { org, revoked: await revokeBound(deps, bound.filter((g) => !stillInstalled.has(g.clientId) && !admins.has(g.accountId)), 'org_policy', orgId) };
 }
 
 /** The user left the organization (and so its teams): their grants bound to it are revoked (membership_ended). */
