@@ -96,11 +96,15 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
   }
 
   /** Tokens through the flow, their grant bound to the organization (and teams, and installation) as the consent page binds it. */
-  async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }) {
-    const tokens = await tokensFor(server, client, user, SCOPE);
+  async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }, scope = SCOPE) {
+    const tokens = await tokensFor(server, client, user, scope);
     const db = server.system.db;
     const { grant_id: grantId } = await db('user_grants').where({ account_id: String(user.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
-    await db('grant_bindings').insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId });
+    // The consent page bound the grant already (src/web/interactions.ts); the binding under test replaces it.
+    await db('grant_bindings')
+      .insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId })
+      .onConflict('grant_id')
+      .merge();
     return { ...tokens, grantId: grantId as string };
   }
 
@@ -275,8 +279,9 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     const { installation } = await installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
     const ti = await boundTokens(installed, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id });
     const tl = await boundTokens(loose, inB, { orgId: org.id, teamIds: [b.id], installationId: null });
-    // An owner may authorize an app for themselves without installing it, under approval too.
-    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null });
+    // An owner's own grant of an app not installed (asked without team scopes, so that the consent
+    // page does not install it), bound as an admin's may be under approval too.
+    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null }, 'PROFILE_READ');
 
     let since = Date.now();
     expect((await setAppPolicy(deps, org.id, 'approval', null)).revoked).toBe(1);
