@@ -463,6 +463,13 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       const approved = await post(browser, paths.approve(request.id), [['team_ids', String(b.id)]]);
       expect(approved.status, approved.html).toBe(303);
       expect(await orgs.activeInstallation(server.system.db, requested.client_id, org.id)).toMatchObject({ teamIds: [b.id], scopes: ['TEAM_BOOKING_READ'], installedBy: owner.id });
+      // A request for the installed app: its teams are ticked already, and approving keeps its scopes.
+      const again = await orgs.addInstallationRequest(server.system.db, { clientId: client.client_id, orgId: org.id, userId: inB.id, scopes: ['TEAM_BOOKING_READ'] });
+      const form = await browser.get(`${server.url}${paths.page}`);
+      expect(form.$(`[data-request="${again.id}"] input[name=team_ids][value="${a.id}"]`).attr('checked')).toBeDefined();
+      expect((await post(browser, paths.approve(again.id), [['team_ids', String(a.id)], ['team_ids', String(b.id)]])).status).toBe(303);
+      expect(await orgs.activeInstallation(server.system.db, client.client_id, org.id)).toMatchObject({ id: installation.id, teamIds: [a.id, b.id], scopes: SCOPE.split(' ') });
+      await expectLive(ta);
       expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(303);
       expect(await orgs.pendingRequests(server.system.db, org.id)).toEqual([]);
       expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(409);
