@@ -432,6 +432,22 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       expect((await browser.get(`${server.url}${ORGANIZATIONS_PATH}`)).$('.item').length).toBe(0);
     });
 
+    it('sends strangers to sign in, and answers odd spellings and ids with 404, never a 500', async () => {
+      const { org, owner } = await orgWithTeams();
+      const paths = orgAppsPaths(org.id);
+      const anonymous = await fetch(`${server.url}${paths.page}`, { redirect: 'manual' });
+      expect(anonymous.status).toBe(303);
+      expect(anonymous.headers.get('location')).toMatch(/^\/login\?next=/);
+      expect((await fetch(`${server.url}${paths.policy}`, { method: 'POST', redirect: 'manual' })).status).toBe(401);
+      const browser = await signIn(owner);
+      for (const odd of [`${paths.page}/`, paths.page.toUpperCase(), orgAppsPaths('0' + org.id).page, orgAppsPaths('99999999999').page, orgAppsPaths('1e3').page]) {
+        expect((await browser.get(`${server.url}${odd}`)).status, odd).toBe(404);
+      }
+      for (const odd of [paths.teams('abc'), paths.uninstall('99999999999'), paths.approve('-1'), paths.dismiss('x')]) {
+        expect((await post(browser, odd, [['all_teams', 'yes']])).status, odd).toBe(404);
+      }
+    });
+
     it('lets an admin change teams, uninstall, approve and dismiss requests; a replayed form gets a clear error', async () => {
       const { org, a, b, owner, inA, inB } = await orgWithTeams();
       const client = await approvedClient(server, SCOPE.split(' '), 'Paged App');

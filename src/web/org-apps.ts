@@ -118,8 +118,13 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
 
   router.post(ROUTES.approve(':requestId'), ...signedIn, formBody, requireCsrf, async (ctx) => {
     const org = await administered(ctx);
-    const request = (await orgs.pendingRequests(db, org.id)).find((r) => String(r.id) === ctx.params.requestId);
-    if (!request) throw new ConflictError('that request was already settled (or does not exist): nothing was changed');
+    const requestId = parseIntegerId(ctx.params.requestId);
+    const request = (await orgs.pendingRequests(db, org.id)).find((r) => r.id === requestId);
+    if (!request) {
+      const settled = requestId !== undefined && (await db('installation_requests').where({ id: requestId, org_id: org.id }).first('id'));
+      if (settled) throw new ConflictError('that request was already settled: nothing was changed');
+      throw new NotFoundError('no such request');
+    }
     const teams = chosenTeams(ctx, await orgs.teamsOfOrg(db, org.id));
     // What the member asked for, added to what an installation already has (approving never
     // narrows it), within what the app may ask now.
@@ -136,6 +141,7 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     const org = await administered(ctx);
     const requestId = parseIntegerId(ctx.params.requestId);
     if (requestId === undefined) throw new NotFoundError('no such request');
+    if (!(await db('installation_requests').where({ id: requestId, org_id: org.id }).first('id'))) throw new NotFoundError('no such request');
     await dismissRequest(db, org.id, requestId);
     redirectWithFlash(ctx, pageOf(org), { type: 'ok', text: 'The request was dismissed.' });
   });
