@@ -143,6 +143,7 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     if (requestId === undefined) throw new NotFoundError('no such request');
     if (!(await db('installation_requests').where({ id: requestId, org_id: org.id }).first('id'))) throw new NotFoundError('no such request');
     await dismissRequest(db, org.id, requestId);
+    await audit(ctx, 'installation_request.dismissed', { org_id: org.id, request_id: requestId });
     redirectWithFlash(ctx, pageOf(org), { type: 'ok', text: 'The request was dismissed.' });
   });
 
