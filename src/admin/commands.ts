@@ -35,7 +35,9 @@ import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
-import { APP_POLICIES, ORG_ROLES, TEAM_ROLES, type AppPolicy, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
+import { grantBindings } from '../orgs/bindings.ts';
+import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
+import { isOrgAdmin, ORG_ROLES, TEAM_ROLES, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
@@ -311,6 +313,11 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], what: str
 const audit = (ctx: AdminContext, action: string, details: Record<string, unknown>, userId?: number) =>
   recordAudit(ctx.db, { actor: ctx.by.actor, action, userId, details: { ...details, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });
 
+/** What the organization changes need in a script: its storage, and the bound grants read from the database. */
+export function installationDeps(ctx: AdminContext): InstallationDeps {
+  return { db: ctx.db, outbox: ctx.outbox, artifacts: ctx.artifacts, bindings: grantBindings(ctx.db) };
+}
+
 export const orgJson = (org: Organization) => ({ id: org.id, name: org.name, app_policy: org.appPolicy, ...(org.logoUrl ? { logo_url: org.logoUrl } : {}) });
 export const teamJson = (team: Team) => ({ id: team.id, name: team.name, org_id: team.orgId });
 
@@ -354,18 +361,13 @@ export async function orgsAddMember(ctx: AdminContext, orgRef: string, userRef: 
   const user = await resolveUser(ctx.db, userRef);
   const current = await orgs.orgRole(ctx.db, org.id, user.id);
   if (current === role) throw new InputError(`user ${user.id} is already a member of organization ${org.id} as ${role}; nothing changed`);
+  // An admin becoming a member loses what only admins reach: those grants end (src/orgs/installations.ts).
+  const demoted = isOrgAdmin(current) && !isOrgAdmin(role);
+  if (demoted) await ctx.assertStoresReachable?.();
   const membership = await orgs.addOrgMember(ctx.db, org.id, user.id, role);
-  await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}) }, user.id);
+  const revoked = demoted ? (await memberDemoted(installationDeps(ctx), org.id, user.id)).revoked : 0;
+  await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}), ...(demoted ? { revoked_grants: revoked } : {}) }, user.id);
   return { org_id: membership.orgId, user_id: membership.userId, role: membership.role };
-}
-
-/** Only the stored policy; what a policy change does to granted access is src/orgs/installations.ts's. */
-export async function orgsSetAppPolicy(ctx: AdminContext, orgRef: string, policy: string) {
-  const appPolicy = oneOf<AppPolicy>(policy, APP_POLICIES, 'the app policy');
-  const org = await resolveOrg(ctx.db, orgRef);
-  const updated = (await orgs.setAppPolicyRow(ctx.db, org.id, appPolicy))!;
-  if (org.appPolicy !== appPolicy) await audit(ctx, 'org.app_policy_changed', { org_id: org.id, from: org.appPolicy, to: appPolicy });
-  return orgJson(updated);
 }
 
 /** Every organization, with how many members and teams it has (for finding an id). */
