@@ -29,6 +29,10 @@ import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts'
 import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
+import { NotFoundError } from '../errors.ts';
+import { validateClientLink } from '../clients/validate.ts';
+import * as orgs from '../orgs/store.ts';
+import { APP_POLICIES, ORG_ROLES, TEAM_ROLES, type AppPolicy, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
@@ -250,4 +254,134 @@ export async function secretsRevoke(ctx: AdminContext, clientId: string, secretI
 export async function secretsList({ db }: AdminContext, clientId: string) {
   await getClient(db, clientId);
   return { secrets: await secretsJson(db, clientId) };
+}
+
+// ---- organizations, teams, installations (docs/organizations.md)
+
+/** USER as the scripts take it: a user id, or an e-mail address. */
+export async function resolveUser(db: Db, ref: string): Promise<{ id: number; email: string; name: string }> {
+  const id = parseIntegerId(ref);
+  const query = db('users').select('id', 'email', 'name');
+  const row = id !== undefined ? await query.where('id', id).first() : ref.includes('@') && !ref.includes('\0') ? await query.where('email', ref.trim().toLowerCase()).first() : undefined;
+  if (!row) throw new NotFoundError(`no user ${JSON.stringify(ref)} (give a user id or e-mail; see users list)`);
+  return row;
+}
+
+async function resolveOrg(db: Db, ref: string): Promise<Organization> {
+  const org = await orgs.findOrg(db, ref);
+  if (!org) throw new NotFoundError(`no organization ${JSON.stringify(ref)} (organization ids are whole numbers)`);
+  return org;
+}
+
+async function resolveTeam(db: Db, ref: string): Promise<Team> {
+  const team = await orgs.findTeam(db, ref);
+  if (!team) throw new NotFoundError(`no team ${JSON.stringify(ref)} (team ids are whole numbers)`);
+  return team;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], what: string): T {
+  if (!allowed.includes(value as T)) throw new InputError(`${what} must be one of ${allowed.join(', ')}: not ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+const audit = (ctx: AdminContext, action: string, details: Record<string, unknown>, userId?: number) =>
+  recordAudit(ctx.db, { actor: ctx.by.actor, action, userId, details: { ...details, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });
+
+export const orgJson = (org: Organization) => ({ id: org.id, name: org.name, app_policy: org.appPolicy, ...(org.logoUrl ? { logo_url: org.logoUrl } : {}) });
+export const teamJson = (team: Team) => ({ id: team.id, name: team.name, org_id: team.orgId });
+
+/** team_ids are the teams the installation reaches now: for all_teams, the organization's current ones. */
+export async function installationJson(db: Db, installation: Installation) {
+  const teamIds = installation.allTeams ? (await orgs.teamsOfOrg(db, installation.orgId)).map((t) => t.id) : installation.teamIds;
+  return {
+    id: installation.id,
+    client_id: installation.clientId,
+    org_id: installation.orgId,
+    all_teams: installation.allTeams,
+    team_ids: teamIds,
+    scopes: installation.scopes,
+    status: installation.status,
+    installed_by: installation.installedBy,
+    installed_at: installation.installedAt.toISOString(),
+  };
+}
+
+export async function orgsCreate(ctx: AdminContext, options: { name: string; logoUrl?: string }) {
+  const logoUrl = validateClientLink(options.logoUrl, 'logo');
+  const org = await orgs.createOrg(ctx.db, { name: options.name, logoUrl });
+  await audit(ctx, 'org.created', { org_id: org.id, name: org.name });
+  return orgJson(org);
+}
+
+/**
+ * Adds a member, or changes an existing member's role when --role differs; the same membership
+ * again is refused as a duplicate (nothing to do, and likely a mistaken id).
+ */
+export async function orgsAddMember(ctx: AdminContext, orgRef: string, userRef: string, options: { role?: string } = {}) {
+  const role = oneOf<OrgRole>(options.role ?? 'member', ORG_ROLES, '--role');
+  const org = await resolveOrg(ctx.db, orgRef);
+  const user = await resolveUser(ctx.db, userRef);
+  const current = await orgs.orgRole(ctx.db, org.id, user.id);
+  if (current === role) throw new InputError(`user ${user.id} is already a member of organization ${org.id} as ${role}; nothing changed`);
+  const membership = await orgs.addOrgMember(ctx.db, org.id, user.id, role);
+  await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}) }, user.id);
+  return { org_id: membership.orgId, user_id: membership.userId, role: membership.role };
+}
+
+/** Only the stored policy; what a policy change does to granted access is src/orgs/installations.ts's. */
+export async function orgsSetAppPolicy(ctx: AdminContext, orgRef: string, policy: string) {
+  const appPolicy = oneOf<AppPolicy>(policy, APP_POLICIES, 'the app policy');
+  const org = await resolveOrg(ctx.db, orgRef);
+  const updated = (await orgs.setAppPolicyRow(ctx.db, org.id, appPolicy))!;
+  if (org.appPolicy !== appPolicy) await audit(ctx, 'org.app_policy_changed', { org_id: org.id, from: org.appPolicy, to: appPolicy });
+  return orgJson(updated);
+}
+
+export async function orgsShow({ db }: AdminContext, orgRef: string) {
+  const org = await resolveOrg(db, orgRef);
+  const members = await db('org_memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.org_id', org.id).orderBy('u.id').select('u.id', 'u.email', 'u.name', 'm.role');
+  const teams = await orgs.teamsOfOrg(db, org.id);
+  const teamMembers = teams.length
+    ? await db('team_memberships').whereIn('team_id', teams.map((t) => t.id)).orderBy('user_id').select('team_id', 'user_id', 'role')
+    : [];
+  return {
+    ...orgJson(org),
+    members: members.map((m) => ({ user_id: m.id, email: m.email, name: m.name, role: m.role })),
+    teams: teams.map((t) => ({ ...teamJson(t), members: teamMembers.filter((m) => m.team_id === t.id).map((m) => ({ user_id: m.user_id, role: m.role })) })),
+  };
+}
+
+export async function teamsCreate(ctx: AdminContext, options: { name: string; org?: string }) {
+  const org = options.org === undefined ? undefined : await resolveOrg(ctx.db, options.org);
+  const team = await orgs.createTeam(ctx.db, { name: options.name, orgId: org?.id ?? null });
+  await audit(ctx, 'team.created', { team_id: team.id, org_id: team.orgId, name: team.name });
+  return teamJson(team);
+}
+
+/**
+ * Adds a member to a team, or changes their role there (same rule as orgs add-member). A team of
+ * an organization takes only that organization's members: add them there first.
+ */
+export async function teamsAddMember(ctx: AdminContext, teamRef: string, userRef: string, options: { role?: string } = {}) {
+  const role = oneOf<TeamRole>(options.role ?? 'member', TEAM_ROLES, '--role');
+  const team = await resolveTeam(ctx.db, teamRef);
+  const user = await resolveUser(ctx.db, userRef);
+  const current = (await ctx.db('team_memberships').where({ team_id: team.id, user_id: user.id }).first('role'))?.role as TeamRole | undefined;
+  if (current === role) throw new InputError(`user ${user.id} is already a member of team ${team.id} as ${role}; nothing changed`);
+  if (team.orgId !== null && !(await orgs.orgRole(ctx.db, team.orgId, user.id))) {
+    throw new InputError(`user ${user.id} is not a member of organization ${team.orgId}, which team ${team.id} belongs to: add them with orgs add-member first`);
+  }
+  const membership = await orgs.addTeamMember(ctx.db, team.id, user.id, role);
+  await audit(ctx, current ? 'team.member_role_changed' : 'team.member_added', { team_id: team.id, role, ...(current ? { previous_role: current } : {}) }, user.id);
+  return { team_id: membership.teamId, user_id: membership.userId, role: membership.role };
+}
+
+export async function installationsList(ctx: AdminContext, options: { org?: string; client?: string } = {}) {
+  const { db } = ctx;
+  const org = options.org === undefined ? undefined : await resolveOrg(db, options.org);
+  if (options.client !== undefined) await getClient(db, options.client);
+  const found = await orgs.listInstallations(db, { orgId: org?.id, clientId: options.client });
+  const installations = [];
+  for (const installation of found) installations.push(await installationJson(db, installation));
+  return { installations };
 }

@@ -137,6 +137,13 @@ const clientTable = ({ clients }: { clients: ClientRow[] }) =>
 const userTable = ({ users }: { users: UserRow[] }) =>
   table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.name]));
 
+type InstallationRow = { id: number; client_id: string; org_id: number; team_ids: number[]; scopes: string[]; status: string; installed_by: number | null };
+const installationTable = ({ installations }: { installations: InstallationRow[] }) =>
+  table(
+    ['ID', 'ORG', 'STATUS', 'TEAMS', 'SCOPES', 'BY', 'CLIENT'],
+    installations.map((i) => [i.id, i.org_id, i.status, i.team_ids.join(',') || '-', i.scopes.join(',') || '-', i.installed_by ?? 'operator', i.client_id]),
+  );
+
 /** Only the secret's hash is stored: the operator must copy it now, so say so next to it. */
 const withSecretNote = (result: { client_secret?: string }) =>
   printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
@@ -263,6 +270,48 @@ function buildProgram(io: AdminIo): Command {
     .option('--new-secret', 'make a new signing secret (printed once); the previous one keeps signing for 24 hours')
     .option('--clear', 'remove the webhook URL: no more events are sent')
     .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withWebhookSecretNote));
+
+  const orgs = program.command('orgs').description('manage organizations and their members (docs/organizations.md)');
+  orgs
+    .command('create')
+    .description('create an organization (app policy: allow)')
+    .requiredOption('--name <name>', 'organization name')
+    .option('--logo-url <url>', 'logo shown on the consent page (https, or http on localhost)')
+    .action(action((ctx, opts: { name: string; logoUrl?: string }) => commands.orgsCreate(ctx, opts)));
+  orgs
+    .command('add-member <org> <user>')
+    .description("add a user (id or e-mail) to an organization, or change their role there")
+    .option('--role <role>', 'owner, admin or member', 'member')
+    .action(action((ctx, org: string, user: string, opts: { role: string }) => commands.orgsAddMember(ctx, org, user, opts)));
+  orgs
+    .command('set-app-policy <org> <policy>')
+    .description('allow: members authorize apps within their rights; approval: only apps an admin installed; block: none')
+    .action(action((ctx, org: string, policy: string) => commands.orgsSetAppPolicy(ctx, org, policy)));
+  orgs
+    .command('show <org>')
+    .description('show an organization with its members and teams')
+    .action(action((ctx, org: string) => commands.orgsShow(ctx, org)));
+
+  const teams = program.command('teams').description('manage teams and their members');
+  teams
+    .command('create')
+    .description("create a team, in an organization or in none")
+    .requiredOption('--name <name>', 'team name')
+    .option('--org <org>', 'the organization (id) the team belongs to')
+    .action(action((ctx, opts: { name: string; org?: string }) => commands.teamsCreate(ctx, opts)));
+  teams
+    .command('add-member <team> <user>')
+    .description("add a user (id or e-mail) to a team, or change their role there; an organization's team takes only its members")
+    .option('--role <role>', 'admin or member', 'member')
+    .action(action((ctx, team: string, user: string, opts: { role: string }) => commands.teamsAddMember(ctx, team, user, opts)));
+
+  const installations = program.command('installations').description("apps installed for organizations");
+  installations
+    .command('list')
+    .description('list installations (active and removed)')
+    .option('--org <org>', 'only this organization')
+    .option('--client <id>', 'only this client')
+    .action(action((ctx, opts: { org?: string; client?: string }) => commands.installationsList(ctx, opts), installationTable));
 
   program
     .command('keys')
