@@ -20,6 +20,7 @@ import * as m017 from './017_client_refresh_grace.ts';
 import * as m019 from './019_artifact_store.ts';
 import * as m020 from './020_webhook_secrets.ts';
 import * as m021 from './021_organizations.ts';
+import * as m022 from './022_grant_bindings.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '019_artifact_store': m019,
   '020_webhook_secrets': m020,
   '021_organizations': m021,
+  '022_grant_bindings': m022,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

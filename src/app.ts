@@ -46,6 +46,7 @@ import type { PublicUrls } from './http/public-endpoints.ts';
 import type { Envelope } from './http/envelope.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 import type { PasswordHashing } from './accounts/password.ts';
+import type { GrantBindings } from './orgs/bindings.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -66,6 +67,8 @@ export interface AppDeps {
   outbox: WebhookOutbox;
   /** Password hashing at the configured cost (src/accounts/password.ts). */
   passwords: PasswordHashing;
+  /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds the grants it makes in one. */
+  bindings: GrantBindings;
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;

@@ -29,6 +29,7 @@ import { createDataCipher, type DataCipher } from './storage/data-encryption.ts'
 import { startWebhookWorker } from './webhooks/delivery.ts';
 import { recordArtifactStore } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
+import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -50,6 +51,8 @@ export interface System {
   secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
   tokenCache: TokenCache | undefined;
+  /** Grants bound to an organization and teams, kept in memory once read (src/orgs/bindings.ts). */
+  bindings: GrantBindings;
   log: Logger;
   metrics: Metrics;
   /** Encrypts and decrypts the secrets stored in the database (DATA_ENCRYPTION_KEYS). */
@@ -109,7 +112,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const secretUses = secretUseRecorder(db);
   const grantUses = grantUseRecorder(db);
   const secrets = clientSecrets(db, artifacts, secretUses);
-  const provider = createProvider({ config, db, records, artifacts, secrets, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  const bindings = grantBindings(db);
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -135,6 +139,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     secrets,
     outbox,
     passwords,
+    bindings,
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
@@ -165,6 +170,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     secretUses,
     grantUses,
     tokenCache: tokenCache?.cache,
+    bindings,
     log,
     metrics,
     cipher,

@@ -18,12 +18,20 @@ export interface VerifiedToken {
   scopes: Set<string>;
   /** A legacy client's unscoped token: not limited by scopes (docs/legacy-migration.md). */
   unscoped: boolean;
+  /**
+   * A token bound to an organization and teams (src/orgs/bindings.ts) carries them, from its
+   * `extra`: `teamIds` is defined exactly for bound tokens (maybe empty), `orgId` when the binding
+   * names an organization. Team and organization paths outside them are refused (decideAccess).
+   */
+  orgId?: string;
+  teamIds?: string[];
 }
 
 export type Decision =
   | { allow: true; token?: VerifiedToken }
   | { allow: false; status: 400; message: string }
   | { allow: false; status: 401; tokenSent: boolean; message: string }
+  // No neededScope: access_denied (the scope is right, the team or organization is not the token's).
   | { allow: false; status: 403; neededScope?: string; message: string };
 
 export type Refusal = Exclude<Decision, { allow: true }>;
@@ -64,6 +72,12 @@ export function accessTokenVerifier(provider: Provider, cache?: TokenCache): Ver
     const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
     const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
     const facts: VerifiedToken = { accountId: String(token.accountId), clientId: token.clientId!, scopes, unscoped };
+    // The binding travels in the token (extraTokenClaims, src/oauth/provider.ts): no other read.
+    const bound = token.extra as { org_id?: unknown; team_ids?: unknown } | undefined;
+    if (bound && Array.isArray(bound.team_ids)) {
+      facts.teamIds = bound.team_ids.map(String);
+      if (typeof bound.org_id === 'string') facts.orgId = bound.org_id;
+    }
     if (key) cache!.remember(key, { facts, until: typeof grant.exp === 'number' ? grant.exp * 1000 : Infinity } satisfies Known);
     return facts;
   };
@@ -133,12 +147,31 @@ export function bearerHeader(request: ApiRequest, queries: URLSearchParams[], bo
   return authorization;
 }
 
+/** A team's or organization's resources, as the route policy names them (teamId, orgId of a Need). */
+interface Reached {
+  teamId?: string | undefined;
+  orgId?: string | undefined;
+}
+
+/**
+ * Whether a bound token may reach them: a team among its teams (and, under an organization's
+ * path, that organization its own), an organization's resources only its own organization's.
+ */
+function withinBinding(token: VerifiedToken, reached: Reached): boolean {
+  if (reached.orgId !== undefined && reached.orgId !== token.orgId) return false;
+  return reached.teamId === undefined || token.teamIds!.includes(reached.teamId);
+}
+
 export async function decideAccess(verify: VerifyToken, call: Call, authorization: string | undefined): Promise<Decision> {
   let scopes: string[] = [];
+  // Every method judges the same path, so the team or organization it reaches is the same.
+  let reached: Reached | undefined;
   for (const method of call.methods) {
     const need = neededFor(method, call.path);
     if (need.kind === 'deny') return { allow: false, status: 403, message: need.reason };
-    if (need.kind === 'scope' && !scopes.includes(need.scope)) scopes = [...scopes, need.scope];
+    if (need.kind !== 'scope') continue;
+    if (!scopes.includes(need.scope)) scopes = [...scopes, need.scope];
+    if (need.teamId !== undefined || need.orgId !== undefined) reached = need;
   }
   if (scopes.length === 0) return { allow: true };
 
@@ -149,6 +182,10 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   if (typeof token === 'string') return { allow: false, status: 401, tokenSent: true, message: token };
   const missing = token.unscoped ? undefined : scopes.find((scope) => !scopeSatisfies(token.scopes, scope));
   if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope` };
+  // An unbound token (teamIds undefined) is judged by its scopes alone, as before organizations.
+  if (token.teamIds !== undefined && reached && !withinBinding(token, reached)) {
+    return { allow: false, status: 403, message: 'this token is bound to another organization or other teams' };
+  }
   return { allow: true, token };
 }
 

@@ -31,13 +31,16 @@ export function gatewayCheck(verify: VerifyToken) {
     const { token } = decision;
     if (!token) return dataAnswer(ALLOWED, { 'Cache-Control': 'no-store' });
     // Headers as literals, not merged: see write() in listener.ts.
-    return dataAnswer(ALLOWED, {
-      'Cache-Control': 'no-store',
-      'X-Auth-User-Id': token.accountId,
-      'X-Auth-Client-Id': token.clientId,
-      // A legacy unscoped token may do everything its user can: every scope, for services behind the gateway.
-      'X-Auth-Scopes': token.unscoped ? ALL_SCOPE_NAMES : [...token.scopes].join(' '),
-    });
+    // A legacy unscoped token may do everything its user can: every scope, for services behind the gateway.
+    const scopes = token.unscoped ? ALL_SCOPE_NAMES : [...token.scopes].join(' ');
+    if (token.teamIds === undefined) {
+      return dataAnswer(ALLOWED, { 'Cache-Control': 'no-store', 'X-Auth-User-Id': token.accountId, 'X-Auth-Client-Id': token.clientId, 'X-Auth-Scopes': scopes });
+    }
+    // A token bound to an organization and teams (src/orgs/bindings.ts) says which, for the API behind.
+    const bound: Record<string, string> = { 'Cache-Control': 'no-store', 'X-Auth-User-Id': token.accountId, 'X-Auth-Client-Id': token.clientId, 'X-Auth-Scopes': scopes };
+    if (token.orgId !== undefined) bound['X-Auth-Org-Id'] = token.orgId;
+    bound['X-Auth-Team-Ids'] = token.teamIds.join(',');
+    return dataAnswer(ALLOWED, bound);
   };
 }
 

@@ -2,13 +2,20 @@
 // One table, read top to bottom; the first matching rule decides; no rule means no access.
 import { ALL_SCOPES } from '../scopes.ts';
 
-/** What a call needs: nothing (public), a scope, or it is refused outright. */
-export type Need = { kind: 'public' } | { kind: 'scope'; scope: string } | { kind: 'deny'; reason: string };
+/**
+ * What a call needs: nothing (public), a scope, or it is refused outright. A call to one team's or
+ * one organization's resources names it (`teamId`, `orgId`: the path's segment, decoded): a token
+ * bound to an organization and teams may make it only inside them (src/api/access.ts).
+ */
+export type Need = { kind: 'public' } | { kind: 'scope'; scope: string; teamId?: string; orgId?: string } | { kind: 'deny'; reason: string };
 
 type Access = 'READ' | 'WRITE';
 
 interface Rule {
-  /** Segments after /v2; `{id}` is any one segment, a final `**` is zero or more segments. */
+  /**
+   * Segments after /v2; `{id}` is any one segment — `{team}` and `{org}` too, naming the team or
+   * organization whose resources the call reaches — and a final `**` is zero or more segments.
+   */
   pattern: string;
   /** A scope family such as `BOOKING_` (READ or WRITE is added by method), or 'public'. */
   family: string;
@@ -33,21 +40,21 @@ const RULES: Rule[] = [
   { pattern: 'destination-calendars/**', family: 'APPS_' },
 
   { pattern: 'teams', family: 'TEAM_PROFILE_' },
-  { pattern: 'teams/{id}', family: 'TEAM_PROFILE_' },
-  { pattern: 'teams/{id}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
-  { pattern: 'teams/{id}/bookings/**', family: 'TEAM_BOOKING_' },
-  { pattern: 'teams/{id}/schedules/**', family: 'TEAM_SCHEDULE_' },
-  { pattern: 'teams/{id}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
+  { pattern: 'teams/{team}', family: 'TEAM_PROFILE_' },
+  { pattern: 'teams/{team}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
+  { pattern: 'teams/{team}/bookings/**', family: 'TEAM_BOOKING_' },
+  { pattern: 'teams/{team}/schedules/**', family: 'TEAM_SCHEDULE_' },
+  { pattern: 'teams/{team}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
 
-  { pattern: 'organizations/{id}/teams', family: 'ORG_PROFILE_' },
-  { pattern: 'organizations/{id}/teams/{id}', family: 'TEAM_PROFILE_' },
-  { pattern: 'organizations/{id}/teams/{id}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
-  { pattern: 'organizations/{id}/teams/{id}/bookings/**', family: 'TEAM_BOOKING_' },
-  { pattern: 'organizations/{id}/teams/{id}/schedules/**', family: 'TEAM_SCHEDULE_' },
-  { pattern: 'organizations/{id}/teams/{id}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
-  { pattern: 'organizations/{id}/event-types/**', family: 'ORG_EVENT_TYPE_' },
-  { pattern: 'organizations/{id}/bookings/**', family: 'ORG_BOOKING_' },
-  { pattern: 'organizations/{id}/schedules/**', family: 'ORG_SCHEDULE_' },
+  { pattern: 'organizations/{org}/teams', family: 'ORG_PROFILE_' },
+  { pattern: 'organizations/{org}/teams/{team}', family: 'TEAM_PROFILE_' },
+  { pattern: 'organizations/{org}/teams/{team}/event-types/**', family: 'TEAM_EVENT_TYPE_' },
+  { pattern: 'organizations/{org}/teams/{team}/bookings/**', family: 'TEAM_BOOKING_' },
+  { pattern: 'organizations/{org}/teams/{team}/schedules/**', family: 'TEAM_SCHEDULE_' },
+  { pattern: 'organizations/{org}/teams/{team}/memberships/**', family: 'TEAM_MEMBERSHIP_' },
+  { pattern: 'organizations/{org}/event-types/**', family: 'ORG_EVENT_TYPE_' },
+  { pattern: 'organizations/{org}/bookings/**', family: 'ORG_BOOKING_' },
+  { pattern: 'organizations/{org}/schedules/**', family: 'ORG_SCHEDULE_' },
 ];
 
 const ACCESS_BY_METHOD: Record<string, Access> = { GET: 'READ', HEAD: 'READ', POST: 'WRITE', PUT: 'WRITE', PATCH: 'WRITE', DELETE: 'WRITE' };
@@ -60,18 +67,23 @@ for (const { family } of RULES) {
   }
 }
 
+const ANY_SEGMENT = new Set(['{id}', '{team}', '{org}']);
+
 function matches(pattern: string[], segments: string[]): boolean {
   for (let i = 0; i < pattern.length; i++) {
     const part = pattern[i]!;
     if (part === '**' && i === pattern.length - 1) return true;
     const segment = segments[i];
     if (segment === undefined) return false;
-    if (part !== '{id}' && part !== segment) return false;
+    if (!ANY_SEGMENT.has(part) && part !== segment) return false;
   }
   return segments.length === pattern.length;
 }
 
-const COMPILED = RULES.map((rule) => ({ ...rule, parts: rule.pattern.split('/') }));
+const COMPILED = RULES.map((rule) => {
+  const parts = rule.pattern.split('/');
+  return { ...rule, parts, teamAt: parts.indexOf('{team}'), orgAt: parts.indexOf('{org}') };
+});
 
 // What a segment may hold once decoded: printable ASCII, without the characters that end or
 // split a path somewhere (`/ \ ; ? #`) and without `%` (a double encoding such as %252e). Every
@@ -139,7 +151,11 @@ function judge(method: string, rawPath: string): Need {
   for (const rule of COMPILED) {
     if (rule.methods && !rule.methods.includes(upper)) continue;
     if (!matches(rule.parts, segments)) continue;
-    return rule.family === 'public' ? { kind: 'public' } : { kind: 'scope', scope: `${rule.family}${access}` };
+    if (rule.family === 'public') return { kind: 'public' };
+    const need: Need = { kind: 'scope', scope: `${rule.family}${access}` };
+    if (rule.orgAt >= 0) need.orgId = segments[rule.orgAt]!;
+    if (rule.teamAt >= 0) need.teamId = segments[rule.teamAt]!;
+    return need;
   }
   return { kind: 'deny', reason: 'no rule of the route policy covers this call' };
 }

@@ -8,12 +8,44 @@
 import type Provider from 'oidc-provider';
 import type { Logger } from '../log.ts';
 import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from './library.ts';
+import { BINDING_CLAIM_NAMES } from '../orgs/bindings.ts';
 
 type Configuration = Record<string, unknown>;
 
 // Features whose requests the fast path does not read (sender-constrained tokens, authorization
 // details, resources, attestation, JWT introspection answers): they must be off.
 const FEATURES_OFF = ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection'] as const;
+
+/**
+ * The only claims an access token's `extra` may hold for the fast path to answer as the provider
+ * does: a grant's binding to an organization and teams (src/orgs/bindings.ts). The fast refresh
+ * makes them with the provider's own extraTokenClaims, outside any request; the fast
+ * introspection spreads them first, as the provider does (lib/actions/introspection.js), and
+ * hands over a token with any other.
+ */
+export const KNOWN_EXTRA_CLAIMS: ReadonlySet<string> = new Set(BINDING_CLAIM_NAMES);
+
+/** Whether a token's extra holds only the claims the fast path knows (or none). */
+export const hasOnlyKnownExtra = (extra: object | undefined): boolean => {
+  if (!extra) return true;
+  for (const key in extra) if (!KNOWN_EXTRA_CLAIMS.has(key)) return false;
+  return true;
+};
+
+// A bound grant's id (src/orgs/bindings.ts marks them); none has it, so its binding is not found.
+const SAMPLE_BOUND_GRANT = 'bound.fast-path-assumption-check';
+
+/** Why extraTokenClaims' answer is not what the fast path knows, or undefined. */
+function unknownClaims(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null) return 'extraTokenClaims answers something other than an object';
+  const claims = value as Record<string, unknown>;
+  const other = Object.keys(claims).filter((key) => !KNOWN_EXTRA_CLAIMS.has(key));
+  if (other.length) return `extraTokenClaims adds claims the fast path does not know (${other.join(', ')}; it knows ${[...KNOWN_EXTRA_CLAIMS].join(', ')})`;
+  if (claims.org_id !== undefined && typeof claims.org_id !== 'string') return 'extraTokenClaims gives an org_id that is not a string';
+  if (!Array.isArray(claims.team_ids) || !claims.team_ids.every((id) => typeof id === 'string')) return 'extraTokenClaims gives team_ids that are not an array of strings';
+  return undefined;
+}
 
 /** A context that throws when read: the fast path has none to give. */
 const NO_CONTEXT: object = new Proxy(
@@ -57,11 +89,18 @@ export async function fastPathMismatch(configuration: Configuration | undefined,
     if (lifetime.problem) return lifetime.problem;
     if (typeof lifetime.value !== 'number' || !(lifetime.value > 0)) return `ttl.${model} is not a positive number of seconds`;
   }
+  // The fast refresh calls it through the token's model with no context: for an unbound grant it
+  // must add nothing, for a bound one only the binding's claims.
   const extraTokenClaims = configuration.extraTokenClaims as ((ctx: object, token: object) => unknown) | undefined;
   if (typeof extraTokenClaims === 'function') {
-    const extra = await outsideContext('extraTokenClaims', () => extraTokenClaims(NO_CONTEXT, sample));
-    if (extra.problem) return extra.problem;
-    if (extra.value !== undefined) return 'extraTokenClaims adds claims (the fast introspection answers without them)';
+    const access = { ...sample, kind: 'AccessToken', accountId: 'sample' };
+    const unbound = await outsideContext('extraTokenClaims', () => extraTokenClaims(NO_CONTEXT, { ...access, grantId: 'sample' }));
+    if (unbound.problem) return unbound.problem;
+    if (unbound.value !== undefined) return 'extraTokenClaims adds claims to an unbound grant’s tokens (the fast path knows only a binding’s)';
+    const bound = await outsideContext('extraTokenClaims', () => extraTokenClaims(NO_CONTEXT, { ...access, grantId: SAMPLE_BOUND_GRANT }));
+    if (bound.problem) return bound.problem;
+    const problem = unknownClaims(bound.value);
+    if (problem) return problem;
   }
   return undefined;
 }

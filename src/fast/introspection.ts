@@ -19,6 +19,7 @@ import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerB
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
+import { hasOnlyKnownExtra } from './assumptions.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.
@@ -28,7 +29,8 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
   /** A live access token, which the provider would describe as we do here. */
   async function describable(value: string) {
     const live = await liveAccessToken(provider, value);
-    if (!live || live.token.isSenderConstrained() || live.token.rar || (live.token.extra && Object.keys(live.token.extra).length)) return undefined;
+    // Extra claims: only a grant's binding (org_id, team_ids), which the answer spreads as the provider does.
+    if (!live || live.token.isSenderConstrained() || live.token.rar || !hasOnlyKnownExtra(live.token.extra)) return undefined;
     return live;
   }
 
@@ -49,11 +51,14 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
     await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
-    // The provider's fields in its order, as src/oauth/provider.ts reshapes them (ourResponseShapes).
+    // The provider's fields in its order, as src/oauth/provider.ts reshapes them (ourResponseShapes):
+    // active and sub first (set before the rest), then the token's extra claims (a bound grant's
+    // org_id and team_ids), then the others.
     const scope = token.scope || undefined;
     const body = {
       active: true,
       sub: token.accountId,
+      ...token.extra,
       client_id: token.clientId,
       exp: token.exp,
       iat: token.iat,

@@ -20,6 +20,7 @@ import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
+import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -40,6 +41,8 @@ export interface ProviderDeps {
   jwks: { keys: object[] };
   /** Counts and throttles client authentication at the token, revocation and introspection endpoints. */
   tokenLimits: TokenEndpointLimits;
+  /** Grants bound to an organization and teams (src/orgs/bindings.ts). */
+  bindings: Pick<GrantBindings, 'forGrant'>;
 }
 
 function adapterFactory({ db, records, artifacts }: ProviderDeps) {
@@ -133,6 +136,16 @@ export function createProvider(deps: ProviderDeps): Provider {
       const grantId = await grantBeingRevoked(ctx);
       if (grantId) await revokeGrant(ctx.oidc.provider, grantId);
       return true;
+    },
+
+    // An access token of a grant bound to an organization and teams carries the binding
+    // (src/orgs/bindings.ts): the check and /v2/me read it from the token, introspection shows it.
+    // Called with no request context too (the fast refresh, src/fast/refresh.ts): it reads only the
+    // token. An unbound grant's id is not marked, so it costs nothing.
+    async extraTokenClaims(_ctx, token) {
+      const { grantId } = token as { grantId?: string };
+      if (!isBoundGrantId(grantId)) return undefined;
+      return { ...bindingClaims(await deps.bindings.forGrant(grantId)) };
     },
 
     // Strict scopes (docs/scopes.md): unknown names and names outside the client's set are refused,

@@ -22,6 +22,8 @@ function ourProvider(): Provider {
     secrets: unused,
     jwks: { keys: [jwk()] },
     tokenLimits: { clientAuthentication: async (_ctx: unknown, next: () => Promise<void>) => next() },
+    // No grant is bound (src/orgs/bindings.ts): a marked grant's tokens are then bound to nothing.
+    bindings: { forGrant: async () => undefined },
   } as unknown as ProviderDeps;
   return createProvider(deps);
 }
@@ -60,6 +62,12 @@ describe('the fast path’s assumptions (src/fast/assumptions.ts)', () => {
       ['a TTL that reads the request', (c) => void (c.ttl = { ...(c.ttl as object), RefreshToken: (ctx: { oidc: unknown }) => (ctx.oidc ? 1 : 2) }), /ttl\.RefreshToken reads the request context/],
       ['an access token TTL of nothing', (c) => void (c.ttl = { ...(c.ttl as object), AccessToken: 0 }), /ttl\.AccessToken/],
       ['extra token claims', (c) => void (c.extraTokenClaims = async () => ({ tenant: 'x' })), /extraTokenClaims/],
+      // A binding's claims are known, but only on a bound grant's tokens, and only those, in their types.
+      ['binding claims on every token', (c) => void (c.extraTokenClaims = async () => ({ team_ids: ['1'] })), /unbound grant/],
+      ['another claim beside the binding', (c) => void (c.extraTokenClaims = async (_ctx: unknown, t: { grantId: string }) => (t.grantId.startsWith('bound.') ? { team_ids: [], tenant: 'x' } : undefined)), /does not know \(tenant/],
+      ['an org_id as a number', (c) => void (c.extraTokenClaims = async (_ctx: unknown, t: { grantId: string }) => (t.grantId.startsWith('bound.') ? { org_id: 1, team_ids: [] } : undefined)), /org_id/],
+      ['team ids as numbers', (c) => void (c.extraTokenClaims = async (_ctx: unknown, t: { grantId: string }) => (t.grantId.startsWith('bound.') ? { team_ids: [1] } : undefined)), /team_ids/],
+      ['binding claims read from the request', (c) => void (c.extraTokenClaims = async (ctx: { oidc: unknown }) => (ctx.oidc ? undefined : undefined)), /extraTokenClaims reads the request context/],
     ];
     for (const feature of ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection']) {
       cases.push([`${feature} on`, (c) => void (c.features = { ...(c.features as object), [feature]: { enabled: true } }), new RegExp(`features\\.${feature}`)]);

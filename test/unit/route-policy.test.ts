@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { neededFor, type Need } from '../../src/api/route-policy.ts';
 import { ALL_SCOPES, isKnownScope, parseScopeList, scopeSatisfies } from '../../src/scopes.ts';
+import { decideAccess, type VerifiedToken } from '../../src/api/access.ts';
+import { gatewayCheck } from '../../src/api/check.ts';
 
 const READS = ['GET', 'HEAD'];
 const WRITES = ['POST', 'PUT', 'PATCH', 'DELETE'];
@@ -41,6 +43,13 @@ const ROWS: Array<[path: string, family: string]> = [
   ['/v2/organizations/1/schedules', 'ORG_SCHEDULE_'],
 ];
 
+/** The team and organization a row's path reaches, read off the path by CONTRACT 4's shapes. */
+function reachedBy(path: string): { orgId?: string; teamId?: string } {
+  const org = /^\/v2\/organizations\/([^/]+)/.exec(path)?.[1];
+  const team = /^\/v2\/(?:organizations\/[^/]+\/)?teams\/([^/]+)/.exec(path)?.[1];
+  return { ...(org ? { orgId: org } : {}), ...(team ? { teamId: team } : {}) };
+}
+
 /** Whether a token holding `scopes` may make the call, by the policy alone. */
 function allowed(method: string, path: string, scopes: string[]): boolean {
   const need: Need = neededFor(method, path);
@@ -52,12 +61,12 @@ function allowed(method: string, path: string, scopes: string[]): boolean {
 describe('route policy, row by row', () => {
   it.each(ROWS)('%s needs %s*', (path, family) => {
     for (const method of READS) {
-      expect(neededFor(method, path)).toEqual({ kind: 'scope', scope: `${family}READ` });
+      expect(neededFor(method, path)).toEqual({ kind: 'scope', scope: `${family}READ`, ...reachedBy(path) });
       expect(allowed(method, path, [`${family}READ`])).toBe(true);
       expect(allowed(method, path, [`${family}WRITE`])).toBe(false);
     }
     for (const method of WRITES) {
-      expect(neededFor(method, path)).toEqual({ kind: 'scope', scope: `${family}WRITE` });
+      expect(neededFor(method, path)).toEqual({ kind: 'scope', scope: `${family}WRITE`, ...reachedBy(path) });
       expect(allowed(method, path, [`${family}READ`])).toBe(false);
       expect(allowed(method, path, [`${family}WRITE`])).toBe(true);
     }
@@ -249,5 +258,183 @@ describe('scope parsing', () => {
         for (const miss of [name.toLowerCase(), `${name}${extra}`, `${extra}${name}`, ` ${name}`, `${name}\u0000`]) expect(isKnownScope(miss), miss).toBe(false);
       }),
     );
+  });
+});
+
+// Issue 35 point 3: a token bound to an organization and teams (src/orgs/bindings.ts) reaches only
+// them. Its scopes are all there are, so every refusal below is the binding's: any spelling of a
+// path that a server behind the gateway may read as another team or organization is refused.
+describe('route policy: tokens bound to an organization and teams', () => {
+  const OWN_ORG = '10';
+  const OWN_TEAMS = ['1', '3'];
+  const bound: VerifiedToken = { accountId: '7', clientId: 'app', scopes: new Set(ALL_SCOPES), unscoped: false, orgId: OWN_ORG, teamIds: OWN_TEAMS };
+  const teamsOnly: VerifiedToken = { ...bound, orgId: undefined, teamIds: ['1'] };
+  const unbound: VerifiedToken = { accountId: '7', clientId: 'app', scopes: new Set(ALL_SCOPES), unscoped: false };
+  const verifyAs = (token: VerifiedToken) => async () => token;
+  const decide = (token: VerifiedToken, path: string, methods = ['GET']) => decideAccess(verifyAs(token), { methods, path }, 'Bearer x');
+  const denied = { allow: false, status: 403, message: 'this token is bound to another organization or other teams' };
+
+  /** What a lenient server behind the gateway may take the path for: dot segments resolved, each segment decoded. */
+  function backendReading(path: string): { orgId?: string; teamId?: string } | undefined {
+    let resolved: string;
+    try {
+      resolved = new URL(path.replaceAll('\\', '/'), 'http://api.example').pathname;
+    } catch {
+      return undefined;
+    }
+    const segments = resolved.split('/').filter(Boolean).map((s) => {
+      try {
+        return decodeURIComponent(s).split(';')[0]!.toLowerCase();
+      } catch {
+        return s.toLowerCase();
+      }
+    });
+    const at = segments.indexOf('v2');
+    const rest = segments.slice(at + 1);
+    if (rest[0] === 'teams') return { teamId: rest[1] };
+    if (rest[0] === 'organizations') return { orgId: rest[1], ...(rest[2] === 'teams' ? { teamId: rest[3] } : {}) };
+    return {};
+  }
+
+  it('allows its own teams and organization on every team and organization row', async () => {
+    const allowed = [
+      '/v2/teams/1', '/v2/teams/3/bookings', '/v2/teams/1/event-types/9', '/v2/teams/1/schedules', '/v2/teams/3/memberships/8',
+      '/v2/organizations/10/teams', '/v2/organizations/10/teams/1', '/v2/organizations/10/teams/3/bookings/4',
+      '/v2/organizations/10/event-types', '/v2/organizations/10/bookings/77', '/v2/organizations/10/schedules',
+      '/v2/teams/1/', '/v2/teams/1?other=/../2', '/v2/teams/%31/bookings',
+      // User-level paths: whatever the binding.
+      '/v2/me', '/v2/bookings/uid-1', '/v2/event-types/42', '/v2/schedules/7', '/v2/calendars/busy-times',
+    ];
+    for (const path of allowed) expect(await decide(bound, path, ['GET', 'DELETE']), path).toMatchObject({ allow: true });
+  });
+
+  it('refuses other teams and organizations with access_denied, on every row and method', async () => {
+    const refused = [
+      '/v2/teams/2', '/v2/teams/2/bookings', '/v2/teams/4/event-types/9', '/v2/teams/2/schedules', '/v2/teams/2/memberships',
+      '/v2/teams/01/bookings', '/v2/teams/1.0', '/v2/teams/+1', '/v2/teams/%32/bookings', '/v2/teams/2/',
+      '/v2/organizations/20/teams', '/v2/organizations/20/teams/1', '/v2/organizations/20/teams/1/bookings',
+      '/v2/organizations/10/teams/2', '/v2/organizations/10/teams/2/bookings/4', '/v2/organizations/010/teams/1',
+      '/v2/organizations/20/event-types', '/v2/organizations/20/bookings/77', '/v2/organizations/20/schedules',
+    ];
+    for (const path of refused) {
+      for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']) expect(await decide(bound, path, [method]), `${method} ${path}`).toEqual(denied);
+    }
+    // A binding to teams outside any organization reaches no organization path.
+    expect(await decide(teamsOnly, '/v2/teams/1/bookings')).toMatchObject({ allow: true });
+    expect(await decide(teamsOnly, '/v2/organizations/10/teams/1')).toEqual(denied);
+    expect(await decide(teamsOnly, '/v2/organizations/10/bookings')).toEqual(denied);
+    // A token bound to no team (its binding lost: fail closed) reaches none.
+    expect(await decide({ ...bound, teamIds: [] }, '/v2/teams/1')).toEqual(denied);
+  });
+
+  it('judges the scope first: a missing scope is insufficient_scope, as for any token', async () => {
+    const narrow = { ...bound, scopes: new Set(['TEAM_BOOKING_READ']) };
+    expect(await decide(narrow, '/v2/teams/2/bookings', ['DELETE'])).toMatchObject({ status: 403, neededScope: 'TEAM_BOOKING_WRITE' });
+    expect(await decide(narrow, '/v2/teams/2/bookings')).toEqual(denied);
+    // ORG_X satisfies TEAM_X, inside the binding only.
+    const org = { ...bound, scopes: new Set(['ORG_BOOKING_READ']) };
+    expect(await decide(org, '/v2/organizations/10/teams/1/bookings')).toMatchObject({ allow: true });
+    expect(await decide(org, '/v2/organizations/10/teams/2/bookings')).toEqual(denied);
+    expect(await decide(org, '/v2/teams/2/bookings')).toEqual(denied);
+  });
+
+  it('leaves unbound tokens exactly as before', async () => {
+    for (const path of ['/v2/teams/2/bookings', '/v2/organizations/20/teams/2', '/v2/organizations/20/bookings']) {
+      expect(await decide(unbound, path, ['GET', 'POST'])).toEqual({ allow: true, token: unbound });
+    }
+  });
+
+  // The path-trick corpus, aimed at another team or organization from a path that starts in its own.
+  const OTHER = ['2', '20', '%32', '%32%30'];
+  const DOTS = ['..', '%2e%2e', '%2E%2E', '.%2e', '%2e.', '%252e%252e', '%c0%ae%c0%ae', '\uff0e\uff0e', '..;', '..%3b', '..;x=1'];
+  const SLASHES = ['/', '%2f', '%2F', '%252f', '%5c', '\\', '%c0%af', '\uff0f', '//'];
+  const tricks = [
+    ...DOTS.flatMap((dd) => SLASHES.flatMap((sl) => OTHER.flatMap((o) => [
+      `/v2/teams/1${sl}${dd}${sl}${o}/bookings`,
+      `/v2/teams/1/bookings${sl}${dd}${sl}${dd}${sl}${o}/bookings`,
+      `/v2/organizations/10/teams/1${sl}${dd}${sl}${o}/bookings`,
+      `/v2/organizations/10${sl}${dd}${sl}${o}/bookings`,
+      `/v2/organizations/10/bookings${sl}${dd}${sl}${dd}${sl}${o}/bookings`,
+      `/v2/organizations/10/teams/1/bookings${sl}${dd}${sl}${dd}${sl}${dd}${sl}${dd}${sl}organizations${sl}${o}${sl}bookings`,
+      `/v2/me${sl}${dd}${sl}teams${sl}${o}`,
+      `/v2/bookings/x${sl}${dd}${sl}${dd}${sl}teams${sl}${o}${sl}bookings`,
+    ]))),
+    ...OTHER.flatMap((o) => [
+      `//v2/teams/${o}`, `/v2//teams/${o}`, `/v2/teams//${o}`, `/v2/teams/${o}//`, `/v2/./teams/${o}`, `/v2/teams/./${o}`,
+      `/v2/Teams/${o}`, `/v2/TEAMS/${o}/bookings`, `/V2/teams/${o}`, `/v2/ORGANIZATIONS/${o}/bookings`, `/v2/Organizations/10/teams/${o}`,
+      `/v2/teams/1;/${o}`, `/v2/teams/${o};/bookings`, `/v2/teams/1%3b${o}/bookings`, `/v2/teams/1%00/${o}`,
+      `/v2/teams/1%2f${o}`, `/v2/teams/1%2F..%2F${o}/bookings`, `/v2/teams/%2e%2e/teams/${o}`, `/v2/teams/1/%2e%2e/${o}`,
+      `/v2/teams/1/%2e/${o}`, `/v2/teams/1/.%2e/${o}/bookings`, `/v2/organizations/10/%2e%2e/${o}/teams/1`,
+    ]),
+  ];
+
+  it('refuses every path of the corpus that a server may read as another team or organization', async () => {
+    expect(tricks.length).toBeGreaterThan(1_500);
+    for (const path of tricks) {
+      for (const method of ['GET', 'DELETE']) {
+        const decision = await decide(bound, path, [method]);
+        expect(decision.allow, `${method} ${path}`).toBe(false);
+      }
+    }
+  });
+
+  it('allows a path only when a lenient server reads it as the token’s own team and organization (property)', async () => {
+    const segment = fc.constantFrom('v2', 'teams', 'organizations', 'Teams', 'bookings', '1', '2', '3', '10', '20', '%31', '%32', '..', '.', '%2e%2e', '%2e', '%2f', '%5c', '', ';', '1;', '..;', 'x');
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { minLength: 1, maxLength: 8 }), fc.constantFrom('GET', 'POST', 'DELETE'), async (parts, method) => {
+        const path = `/v2/${parts.join('/')}`;
+        const decision = await decide(bound, path, [method]);
+        if (!decision.allow) return;
+        const reading = backendReading(path);
+        expect(reading, path).toBeDefined();
+        if (reading!.teamId !== undefined) expect(OWN_TEAMS, path).toContain(reading!.teamId);
+        if (reading!.orgId !== undefined) expect(reading!.orgId, path).toBe(OWN_ORG);
+      }),
+      { numRuns: 4000 },
+    );
+  });
+
+  describe('through the gateway check (every way a gateway names the call, method overrides)', () => {
+    const answer = (token: VerifiedToken, method: string, path: string, headers: Record<string, string>, search = '') =>
+      gatewayCheck(verifyAs(token))({ method, path, search, headers: { authorization: 'Bearer x', ...headers }, rawHeaders: ['Authorization', 'Bearer x'] });
+
+    it('answers its own teams with the binding headers, other teams with 403 access_denied', async () => {
+      const cases: Array<[method: string, path: string, headers: Record<string, string>, own: boolean]> = [
+        ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/teams/1/bookings' }, true],
+        ['GET', '/v2/auth/check', { 'x-original-method': 'DELETE', 'x-original-uri': '/v2/organizations/10/teams/3' }, true],
+        ['DELETE', '/v2/auth/check/v2/teams/3/bookings/4', {}, true],
+        ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/teams/2/bookings' }, false],
+        ['GET', '/v2/auth/check', { 'x-original-method': 'GET', 'x-original-uri': '/v2/organizations/20/bookings' }, false],
+        ['POST', '/v2/auth/check/v2/teams/2/bookings', {}, false],
+        ['GET', '/v2/auth/check/v2/organizations/10/teams/2', {}, false],
+        ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/teams/2/bookings', 'x-http-method-override': 'DELETE' }, false],
+        ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/teams/2/bookings?_method=PATCH' }, false],
+        ['GET', '/v2/auth/check/v2/teams/2/bookings', { 'x-method-override': 'GET' }, false],
+      ];
+      for (const [method, path, headers, own] of cases) {
+        const res = await answer(bound, method, path, headers);
+        if (own) {
+          expect(res.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(200);
+          expect(res.headers).toMatchObject({ 'X-Auth-User-Id': '7', 'X-Auth-Org-Id': '10', 'X-Auth-Team-Ids': '1,3' });
+        } else {
+          expect(res.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(403);
+          expect(res.body).toMatchObject({ status: 'error', error: { code: 'access_denied' } });
+          expect(res.headers['X-Auth-Team-Ids']).toBeUndefined();
+        }
+      }
+    });
+
+    it('adds the binding headers for bound tokens only', async () => {
+      const call = { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/teams/2/bookings' };
+      const plain = await answer(unbound, 'GET', '/v2/auth/check', call);
+      expect(plain.status).toBe(200);
+      expect(Object.keys(plain.headers).sort()).toEqual(['Cache-Control', 'X-Auth-Client-Id', 'X-Auth-Scopes', 'X-Auth-User-Id']);
+      const teams = await answer(teamsOnly, 'GET', '/v2/auth/check', { ...call, 'x-forwarded-uri': '/v2/teams/1' });
+      expect(teams.headers['X-Auth-Team-Ids']).toBe('1');
+      expect(teams.headers['X-Auth-Org-Id']).toBeUndefined();
+      // A user-level call of a bound token: allowed, and the gateway is still told the binding.
+      const me = await answer(bound, 'GET', '/v2/auth/check', { ...call, 'x-forwarded-uri': '/v2/bookings/uid-1' });
+      expect(me).toMatchObject({ status: 200, headers: { 'X-Auth-Org-Id': '10', 'X-Auth-Team-Ids': '1,3' } });
+    });
   });
 });
