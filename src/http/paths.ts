@@ -23,5 +23,19 @@ export const LOGOUT_PATH = '/logout';
 export const CONNECTED_APPS_PATH = '/settings/connected-apps';
 export const DEVELOPER_CLIENTS_PATH = '/settings/developer/oauth-clients';
 export const ADMIN_CLIENTS_PATH = '/admin/oauth-clients';
+/** The organizations a user administers, and each one's apps page (src/web/org-apps.ts). */
+export const ORGANIZATIONS_PATH = '/settings/organizations';
+/** The apps page of an organization and its forms' targets; with `:name` arguments, the router's patterns. */
+export function orgAppsPaths(orgId: number | string) {
+  const page = `${ORGANIZATIONS_PATH}/${orgId}/apps`;
+  return {
+    page,
+    policy: `${page}/policy`,
+    teams: (installationId: number | string) => `${page}/installations/${installationId}/teams`,
+    uninstall: (installationId: number | string) => `${page}/installations/${installationId}/uninstall`,
+    approve: (requestId: number | string) => `${page}/requests/${requestId}/approve`,
+    dismiss: (requestId: number | string) => `${page}/requests/${requestId}/dismiss`,
+  };
+}
 /** The demo client's redirect URI on APP_URL (src/demo.ts); answered only where the demo was set up. */
 export const DEMO_CALLBACK_PATH = '/demo/callback';

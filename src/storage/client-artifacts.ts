@@ -2,12 +2,19 @@
 // Kept apart from the adapters so that the operator scripts need not load oidc-provider.
 import type { RedisClient } from './redis.ts';
 import type { Db } from './db.ts';
-import { clientIndexKey, DEFAULT_REDIS_PREFIX, revokedSecretKey } from './redis-keys.ts';
+import { artifactKeyOf, clientIndexKey, DEFAULT_REDIS_PREFIX, grantIndexKey, revokedSecretKey } from './redis-keys.ts';
+import { artifactKey } from './artifact-key.ts';
 import { announceRevocation, type TokenCache } from './token-cache.ts';
 
 export interface ClientArtifacts {
   /** Deletes every code, token and grant issued to a client. */
   revokeClient(clientId: string): Promise<void>;
+  /**
+   * Deletes a grant, then every code and token issued from it, on every instance (what
+   * src/oauth/grants.ts revokeGrant does through the provider, for callers without one: the
+   * operator scripts, and the organization changes of src/orgs/installations.ts).
+   */
+  revokeGrant(grantId: string): Promise<void>;
   /** Marks a secret revoked for every instance, before the revocation commits (nothing to do without Redis). */
   markSecretRevoked(secretId: number): Promise<void>;
   /**
@@ -33,6 +40,9 @@ export async function deleteIndexed(redis: RedisClient, index: string): Promise<
   await redis.del(index);
 }
 
+/** What a grant issues, as the provider's models name them (its revokeByGrantId sweep). */
+const GRANT_ARTIFACTS = ['AccessToken', 'RefreshToken', 'AuthorizationCode'];
+
 export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, cache?: TokenCache): ClientArtifacts {
   return {
     revokeClient: async (clientId) => {
@@ -44,6 +54,20 @@ export function clientArtifacts(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
       // Every instance's token cache (src/storage/token-cache.ts), this process's at once.
       cache?.drop({ client: clientId });
       await announceRevocation(redis, prefix, { client: clientId });
+    },
+    revokeGrant: async (grantId) => {
+      // The grant first: from then on every path refuses its tokens (src/oauth/token-liveness.ts).
+      await db('oidc_models').where({ model: 'Grant', id: artifactKey(grantId) }).delete();
+      if (redis) {
+        await redis.del(artifactKeyOf(prefix, 'Grant', grantId));
+        cache?.drop({ grant: grantId });
+        await announceRevocation(redis, prefix, { grant: grantId });
+      }
+      await db('oidc_models').whereIn('model', GRANT_ARTIFACTS).where('grant_id', grantId).delete();
+      if (!redis) return;
+      for (const model of GRANT_ARTIFACTS) await deleteIndexed(redis, grantIndexKey(prefix, model, grantId));
+      cache?.drop({ grant: grantId });
+      await announceRevocation(redis, prefix, { grant: grantId });
     },
     markSecretRevoked: async (secretId) => {
       if (redis) await redis.set(revokedSecretKey(prefix, secretId), '1', 'EX', REVOKED_SECRET_MARK_SECONDS);

@@ -7,7 +7,7 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 import { deleteIndexed } from './client-artifacts.ts';
-import { clientIndexKey } from './redis-keys.ts';
+import { artifactKeyOf, clientIndexKey, grantIndexKey } from './redis-keys.ts';
 import { announceRevocation, type Revoked, type TokenCache } from './token-cache.ts';
 
 // Marks an artifact consumed only if it still exists and is not consumed yet; returns 1 on
@@ -101,8 +101,8 @@ export function defineArtifactScripts(redis: RedisClient): ArtifactScripts {
   };
 }
 
-const keyOf = (prefix: string, model: string, id: string) => `${prefix}${model}:${artifactKey(id)}`;
-const grantIndexOf = (prefix: string, model: string, grantId: string) => `${prefix}${model}:grant:${grantId}`;
+const keyOf = artifactKeyOf;
+const grantIndexOf = grantIndexKey;
 /** The key a refresh token keeps of its grant (see SAVE); '' for other artifacts. */
 const grantKeyOf = (prefix: string, model: string, payload: AdapterPayload) => (model === 'RefreshToken' && payload.grantId ? keyOf(prefix, 'Grant', payload.grantId) : '');
 

@@ -16,6 +16,7 @@ import { adminReviewRoutes } from './admin-review.ts';
 import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
+import { orgAppsRoutes } from './org-apps.ts';
 
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
@@ -48,7 +49,7 @@ export interface WebhookPageDeps {
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {
-  for (const router of [interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), demoCallbackRoutes(deps)]) {
+  for (const router of [interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), orgAppsRoutes(deps), demoCallbackRoutes(deps)]) {
     app.use(router.routes()).use(router.allowedMethods());
   }
 }

@@ -4,11 +4,37 @@
 import { randomBytes } from 'node:crypto';
 
 /** Why a user's grant to the app ended. */
-export type GrantRevokedReason = 'user_disconnected' | 'admin_revoked' | 'refresh_token_replayed' | 'client_suspended';
+export type GrantRevokedReason =
+  | 'user_disconnected'
+  | 'admin_revoked'
+  | 'refresh_token_replayed'
+  | 'client_suspended'
+  // An organization's change ended grants bound to it (src/orgs/installations.ts):
+  | 'installation_removed'
+  | 'installation_changed'
+  | 'membership_ended'
+  | 'org_policy';
+
+/** An installation of the app in an organization, as events tell it (ids as strings, like the tokens' org_id and team_ids). */
+export interface InstallationEventData {
+  installation_id: string;
+  org_id: string;
+  /** Every team of the organization, present and future; team_ids is then empty. */
+  all_teams: boolean;
+  team_ids: string[];
+  scopes: string[];
+}
 
 export interface WebhookEventData {
-  /** The user's grant ended: the app's tokens for this user no longer work. */
-  'grant.revoked': { user_id: string; reason: GrantRevokedReason };
+  /**
+   * The user's grant ended: the app's tokens for this user no longer work (with `org_id`: those
+   * bound to that organization; others the user granted outside it are untouched).
+   */
+  'grant.revoked': { user_id: string; reason: GrantRevokedReason; org_id?: string };
+  /** An organization uninstalled the app (or blocked apps): its grants bound to that organization ended. */
+  'installation.removed': InstallationEventData;
+  /** An organization changed the app's teams or scopes: the grants beyond them ended. */
+  'installation.changed': InstallationEventData;
   /** An administrator moved the client (approved, rejected, suspended, reinstated). */
   'client.status_changed': { from: string; to: string };
   /** An administrator decided on a change the owner asked for (added scopes or redirect URIs). */
@@ -28,7 +54,7 @@ export interface WebhookEventData {
 }
 
 export type WebhookEventType = keyof WebhookEventData;
-export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'webhook.test'] as const satisfies readonly WebhookEventType[];
+export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'installation.removed', 'installation.changed', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'webhook.test'] as const satisfies readonly WebhookEventType[];
 
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   id: string;
