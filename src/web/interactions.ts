@@ -24,11 +24,15 @@ import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
-import { checkOrgPost, orgOptions, orgsInvolved } from './org-consent.ts';
-import { grantedScopes, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
+import { checkOrgPost, orgOptions, orgsInvolved, type OrgDecision } from './org-consent.ts';
+import { grantedScopes, isOrgAdmin, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
+import { scopeSatisfies } from '../scopes.ts';
+import type { Knex } from 'knex';
 import { optionalScopesOf } from '../orgs/consent-data.ts';
-import { standInOrgServices, type OrgConsentServices } from '../orgs/consent-standins.ts';
+import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
+import { installApp, lockInstallationForBinding } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { InputError } from '../errors.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -62,14 +66,16 @@ export interface InteractionDeps {
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
   platformName: string;
   /** Where finished steps are kept (finished-steps.ts): with the provider's artifacts. */
-  artifacts: Pick<ArtifactStorage, 'adapterFor'>;
-  /** Grant binding and installations (H2, H4); stand-ins until they are wired (src/orgs/consent-standins.ts). */
-  orgServices?: OrgConsentServices;
+  artifacts: Pick<ArtifactStorage, 'adapterFor' | 'revokeGrant'>;
+  /** Grants bound to an organization and teams (src/orgs/bindings.ts). */
+  bindings: GrantBindings;
+  /** Where an admin's installation writes its webhook events (src/orgs/installations.ts). */
+  outbox: WebhookOutbox;
 }
 
-export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, orgServices: services }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox }: InteractionDeps) {
   const users = { db, records };
-  const orgServices = services ?? standInOrgServices(db);
+  const installations = { db, outbox, artifacts, bindings };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
@@ -132,7 +138,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const involved = await orgsInvolved(db, Number(accountId), client.clientId, clientScopes, requested);
     const found = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
     const existing = found && !isLegacyGrant(found) ? found : undefined;
-    const binding = existing?.jti ? await orgServices.forGrant(existing.jti) : undefined;
+    const binding = existing?.jti ? await bindings.forGrant(existing.jti) : undefined;
     // A bound grant is joined only in its organization; an unbound one only outside any.
     let held: string[] = [];
     if (details.params.include_granted_scopes === 'true' && existing && Boolean(binding) === Boolean(involved)) {
@@ -245,7 +251,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     // is a grant bound to an organization joined outside it.
     let grant = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
     if (grant && isLegacyGrant(grant) !== legacyRequest) grant = undefined;
-    if (grant?.jti && (await orgServices.forGrant(grant.jti))) grant = undefined;
+    if (grant?.jti && (await bindings.forGrant(grant.jti))) grant = undefined;
     grant ??= new provider.Grant({ accountId, clientId: client.clientId });
     grant.addOIDCScope(granted.join(' '));
     const grantId = await grant.save();
@@ -262,6 +268,28 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (legacyRequest) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
     await finish(ctx, details, { consent: { grantId } }, true);
   });
+
+  /** What the bind transaction re-reads, locked, before binding (see confirmInOrganization). */
+  async function checkStillAllowed(trx: Knex.Transaction, decision: Extract<OrgDecision, { kind: 'grant' }>, userId: number, installationId: number | null) {
+    const { org, role } = decision.facts;
+    const changed = () => new ConflictError(`${org.name} changed what this app may reach while you were allowing it; nothing was shared. Please start again from the app`);
+    const policy = (await trx('organizations').where('id', org.id).forShare().first('app_policy'))?.app_policy;
+    if (!policy || policy === 'block' || (policy === 'approval' && installationId === null)) throw changed();
+    if (installationId !== null) {
+      const installation = await lockInstallationForBinding(trx, installationId);
+      if (!installation.allTeams && decision.teamIds.some((t) => !installation.teamIds.includes(t))) throw changed();
+      const installed = new Set(installation.scopes);
+      if (decision.scopes.some((s) => isOrgScope(s) && !scopeSatisfies(installed, s))) throw changed();
+    }
+    if (role) {
+      const now = await trx('org_memberships').where({ org_id: org.id, user_id: userId }).forShare().first('role');
+      if (!now || isOrgAdmin(now.role) !== isOrgAdmin(role)) throw changed();
+    }
+    if (!isOrgAdmin(role) && decision.teamIds.length) {
+      const still = await trx('team_memberships').where('user_id', userId).whereIn('team_id', decision.teamIds).forShare().select('team_id');
+      if (still.length !== new Set(decision.teamIds).size) throw changed();
+    }
+  }
 
   type OrgContext = Awaited<ReturnType<typeof consentContext>> & { orgs: NonNullable<Awaited<ReturnType<typeof consentContext>>['orgs']> };
 
@@ -291,20 +319,26 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     let installationId = decision.facts.installation?.id ?? null;
     if (decision.installs) {
       const scopes = [...new Set([...(decision.facts.installation?.scopes ?? []), ...decision.scopes.filter(isOrgScope)])];
-      installationId = (await orgServices.installApp({ clientId, orgId, allTeams: decision.allTeams, teamIds: decision.allTeams ? [] : decision.teamIds, scopes, by: userId })).id;
+      const input = { clientId, orgId, allTeams: decision.allTeams, teamIds: decision.allTeams ? [] : decision.teamIds, scopes, by: userId };
+      installationId = (await installApp(installations, input, decision.facts.installation?.id)).installation.id;
     }
     // A binding never changes: the existing grant is joined only with the very same one.
     const { binding } = cx;
-    const same = !decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds);
-    const grant = same ? cx.existing! : orgServices.createBoundGrant(provider, { accountId, clientId });
+    const same = Boolean(!decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds));
+    const grant = same ? cx.existing! : createBoundGrant(provider, { accountId, clientId });
     grant.addOIDCScope(decision.scopes.join(' '));
     const grantId = await grant.save();
-    if (!same) await orgServices.bind(grantId, { accountId, clientId, orgId, teamIds: decision.teamIds, installationId });
-    // An uninstall (or a block) that ran while this grant was being bound could not see it: look again.
-    const now = (await orgsInvolved(db, userId, clientId, client.scope?.split(' ') ?? [], cx.requested))?.offered.find((o) => o.facts.org.id === orgId);
-    if (!now || (now.facts.installation?.id ?? null) !== installationId) {
+    try {
+      // Bound in a transaction that holds the organization's, installation's and memberships' rows:
+      // a change (block, uninstall, a member leaving) either waits and then revokes this grant, or
+      // came first and is seen here (src/orgs/installations.ts).
+      await db.transaction(async (trx) => {
+        await checkStillAllowed(trx, decision, userId, installationId);
+        if (!same) await bindings.bind(trx, grantId, { accountId, clientId, orgId, teamIds: decision.teamIds, installationId });
+      });
+    } catch (err) {
       await revokeGrant(provider, grantId);
-      throw new ConflictError(`${decision.facts.org.name}'s installation of this app changed while you were allowing it; nothing was shared. Please start again from the app`);
+      throw err;
     }
 
     const tokenScopes = [...new Set([...(same ? cx.held : []), ...decision.scopes])];
