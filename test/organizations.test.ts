@@ -8,6 +8,7 @@ import { admin as runAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal as refused, useAdminCli } from './support/admin-cli.ts';
 import { connectDb, type Db } from '../src/storage/db.ts';
 import * as store from '../src/orgs/store.ts';
+import { updateClient } from '../src/clients/repository.ts';
 
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
@@ -197,6 +198,47 @@ describe('organization scripts (PostgreSQL)', () => {
       expect(res.code, c.join(' ')).toBe(0);
       expect(res.stdout).toMatch(/Global Options:\n  --json /);
     }
+  });
+});
+
+describe('optional scopes (clients set-scopes --optional)', () => {
+  const cli = useAdminCli();
+  const admin = cli.json;
+  const row = (id: string) => cli.pg.db('oauth_clients').where('id', id).first('scopes', 'optional_scopes');
+
+  it('stores which scopes are optional, shows them, and refuses any outside the scopes or all of them', async () => {
+    const c = ok(await admin('clients', 'create', '--name', 'Granular', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ'));
+    expect(c.optional_scopes).toEqual([]);
+    const set = ok(await admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ', '--optional', 'BOOKING_READ', '--optional', 'SCHEDULE_READ'));
+    expect(set).toMatchObject({ scopes: ['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ'], optional_scopes: ['BOOKING_READ', 'SCHEDULE_READ'] });
+    expect(ok(await admin('clients', 'show', c.client_id)).optional_scopes).toEqual(['BOOKING_READ', 'SCHEDULE_READ']);
+    const text = await runAdmin(['clients', 'show', c.client_id], cli.env);
+    expect(text.stdout).toMatch(/optional_scopes:\n  - BOOKING_READ\n  - SCHEDULE_READ/);
+
+    const before = await row(c.client_id);
+    const [outside, every, unknown] = await Promise.all([
+      admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', '--optional', 'BOOKING_READ'),
+      admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', 'BOOKING_READ', '--optional', 'PROFILE_READ,BOOKING_READ'),
+      admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', '--optional', 'NOPE'),
+    ]);
+    refused(outside, /optional scopes must be among the client's scopes: BOOKING_READ is not/);
+    refused(every, /at least one of the client's scopes must stay required/);
+    refused(unknown, /optional scopes must be among|unknown scope/);
+    expect(await row(c.client_id)).toEqual(before);
+    const trail = await cli.pg.db('audit_events').where({ client_id: c.client_id, action: 'client.scopes_set' });
+    expect(trail.map((e) => e.details.optional_to)).toEqual([['BOOKING_READ', 'SCHEDULE_READ']]);
+
+    // set-scopes states the whole picture: without --optional every scope is required.
+    expect(ok(await admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ', 'BOOKING_READ')).optional_scopes).toEqual([]);
+  });
+
+  it('a change of scopes by another path keeps the optional ones that remain', async () => {
+    const c = ok(await admin('clients', 'create', '--name', 'Narrowed', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ,BOOKING_READ,SCHEDULE_READ'));
+    ok(await admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ,BOOKING_READ,SCHEDULE_READ', '--optional', 'BOOKING_READ,SCHEDULE_READ'));
+    await cli.pg.db.transaction((trx) => updateClient(trx, c.client_id, { scopes: ['PROFILE_READ', 'SCHEDULE_READ'] }));
+    expect(await row(c.client_id)).toEqual({ scopes: ['PROFILE_READ', 'SCHEDULE_READ'], optional_scopes: ['SCHEDULE_READ'] });
+    await cli.pg.db.transaction((trx) => updateClient(trx, c.client_id, { scopes: ['PROFILE_READ'] }));
+    expect(await row(c.client_id)).toEqual({ scopes: ['PROFILE_READ'], optional_scopes: [] });
   });
 });
 

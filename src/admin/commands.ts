@@ -59,6 +59,8 @@ export function clientJson(client: ClientRecord) {
     kind: client.kind,
     legacy: client.legacy,
     scopes: client.scopes,
+    // Scopes the user may untick on the consent page.
+    optional_scopes: client.optionalScopes,
     redirect_uris: client.redirectUris,
     // Token, revocation and introspection requests per minute once authenticated; "default": the server's.
     token_requests_per_minute: client.tokenRequestsPerMinute ?? 'default',
@@ -179,8 +181,10 @@ export async function clientsList({ db }: AdminContext, status?: string) {
   return { clients: (await listClients(db, status ? { status: status as ClientStatus } : {})).map(clientJson) };
 }
 
-export async function clientsSetScopes(ctx: AdminContext, clientId: string, scopes: string[], options: { force?: boolean } = {}) {
-  return clientJson(await setClientScopes(ctx, clientId, parseScopeArgs(scopes), ctx.by, { force: Boolean(options.force) }));
+/** Replaces the scopes and which of them are optional (--optional; without it, none is). */
+export async function clientsSetScopes(ctx: AdminContext, clientId: string, scopes: string[], options: { force?: boolean; optional?: string[] } = {}) {
+  const optional = parseScopeArgs(options.optional ?? []);
+  return clientJson(await setClientScopes(ctx, clientId, parseScopeArgs(scopes), ctx.by, { force: Boolean(options.force), optional }));
 }
 
 export async function clientsSetRateLimit(ctx: AdminContext, clientId: string, perMinute: string) {

@@ -246,7 +246,8 @@ function buildProgram(io: AdminIo): Command {
     .command('set-scopes <id> <scopes...>')
     .description("replace the client's scopes (names separated by spaces or commas)")
     .option('--force', 'apply even though the legacy migration guard refuses (users on the old URL will fail)')
-    .action(action((ctx, id: string, scopes: string[], opts: { force?: boolean }) => commands.clientsSetScopes(ctx, id, scopes, opts)));
+    .option('--optional <scopes>', 'scope(s), among those set, that the user may untick on the consent page (repeatable); without it, every scope is required', collect)
+    .action(action((ctx, id: string, scopes: string[], opts: { force?: boolean; optional?: string[] }) => commands.clientsSetScopes(ctx, id, scopes, opts)));
   clients
     .command('set-rate-limit <id> <per-minute>')
     .description('token, revocation and introspection requests per minute this client may make once authenticated ("default": the server\'s)')

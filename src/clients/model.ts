@@ -53,6 +53,8 @@ export interface ClientRecord {
   status: ClientStatus;
   legacy: boolean;
   scopes: string[];
+  /** Scopes (of `scopes`) the user may untick on the consent page; the app works without them. */
+  optionalScopes: string[];
   redirectUris: string[];
   /** The user who registered it in the developer settings; null when an operator did. */
   ownerUserId: number | null;

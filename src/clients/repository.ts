@@ -12,7 +12,7 @@ import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChan
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -21,6 +21,7 @@ interface ClientRow {
   status: ClientStatus;
   legacy: boolean;
   scopes: string[];
+  optional_scopes: string[];
   owner_user_id: number | null;
   token_requests_per_minute: number | null;
   refresh_grace_seconds: number | null;
@@ -42,6 +43,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     status: row.status,
     legacy: row.legacy,
     scopes: row.scopes,
+    optionalScopes: row.optional_scopes ?? [],
     redirectUris,
     ownerUserId: row.owner_user_id,
     tokenRequestsPerMinute: row.token_requests_per_minute,
@@ -112,7 +114,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -120,6 +122,13 @@ export async function updateClient(
       ...(changes.name !== undefined ? { name: changes.name } : {}),
       ...(changes.status !== undefined ? { status: changes.status } : {}),
       ...(changes.scopes !== undefined ? { scopes: JSON.stringify(changes.scopes) } : {}),
+      // Optional scopes stay a subset of the scopes: given, they are stored (the caller checked them);
+      // otherwise a change of scopes keeps those optional ones that remain.
+      ...(changes.optionalScopes !== undefined
+        ? { optional_scopes: JSON.stringify(changes.optionalScopes) }
+        : changes.scopes !== undefined
+          ? { optional_scopes: trx.raw(`coalesce((select jsonb_agg(o) from jsonb_array_elements(optional_scopes) o where ?::jsonb @> jsonb_build_array(o)), '[]'::jsonb)`, [JSON.stringify(changes.scopes)]) }
+          : {}),
       ...(changes.tokenRequestsPerMinute !== undefined ? { token_requests_per_minute: changes.tokenRequestsPerMinute } : {}),
       ...(changes.refreshGraceSeconds !== undefined ? { refresh_grace_seconds: changes.refreshGraceSeconds } : {}),
       ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),

@@ -8,7 +8,7 @@ import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
-import { validateClientLinks, validateClientName, validateClientScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
+import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
 import {
   canMove,
   hasSecrets,
@@ -191,12 +191,20 @@ export async function deleteClient(deps: ClientDeps, clientId: string, by: Actor
  * Replaces the client's scopes (at least one; all from the catalogue). For a legacy client this is
  * migration step 2 of docs/legacy-migration.md, refused by the order guard unless forced.
  */
-export async function setClientScopes(deps: ChangeDeps, clientId: string, scopes: string[], by: Actor, { force = false } = {}): Promise<ClientRecord> {
+export async function setClientScopes(
+  deps: ChangeDeps,
+  clientId: string,
+  scopes: string[],
+  by: Actor,
+  { force = false, optional = [] as string[] } = {},
+): Promise<ClientRecord> {
   const valid = validateClientScopes(scopes, false);
+  const optionalScopes = validateOptionalScopes(optional, valid);
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!force) await assertSafeToSetScopes(trx, current);
-    await repo.updateClient(trx, clientId, { scopes: valid });
-    return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...(force ? { forced: true } : {}) } };
+    await repo.updateClient(trx, clientId, { scopes: valid, optionalScopes });
+    const optionalChange = optionalScopes.length || current.optionalScopes.length ? { optional_from: current.optionalScopes, optional_to: optionalScopes } : {};
+    return { result: await reread(trx, clientId), action: 'client.scopes_set', details: { from: current.scopes, to: valid, ...optionalChange, ...(force ? { forced: true } : {}) } };
   });
 }
 
@@ -278,6 +286,18 @@ export async function setClientRefreshGrace(deps: ChangeDeps, clientId: string, 
 }
 
 /** Renames the client; the same rule as at registration (the name is shown on consent pages). */
+/**
+ * Which of the client's current scopes the user may untick on the consent page. Never widens what
+ * the app may do, so the owner sets it without review.
+ */
+export async function setOptionalScopes(deps: ChangeDeps, clientId: string, optional: string[], by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    const valid = validateOptionalScopes(optional, current.scopes);
+    await repo.updateClient(trx, clientId, { optionalScopes: valid });
+    return { result: await reread(trx, clientId), action: 'client.optional_scopes_set', details: { from: current.optionalScopes, to: valid } };
+  });
+}
+
 export async function renameClient(deps: ChangeDeps, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
   const valid = validateClientName(name);
   return changeClient(deps, clientId, by, async (trx, current) => {

@@ -51,6 +51,18 @@ export function validateClientScopes(scopes: readonly string[], legacy: boolean)
   return [...new Set(scopes)];
 }
 
+/**
+ * The scopes a user may untick on the consent page: some of the client's scopes (not all: a grant
+ * with nothing in it is no authorization).
+ */
+export function validateOptionalScopes(optional: readonly string[], scopes: readonly string[]): string[] {
+  const unique = [...new Set(optional)];
+  const foreign = unique.filter((s) => !scopes.includes(s));
+  if (foreign.length) throw new InputError(`optional scopes must be among the client's scopes: ${foreign.join(', ')} is not`);
+  if (unique.length && unique.length === scopes.length) throw new InputError('at least one of the client\'s scopes must stay required: not every scope can be optional');
+  return unique;
+}
+
 export function validateClientName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > 100) throw new InputError('the client name must be 1 to 100 characters');

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, revokeSecret, setOptionalScopes } from '../clients/service.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
 import { migrationStatus } from '../clients/legacy.ts';
@@ -88,6 +88,7 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
       exampleUrl: exampleAuthorizationUrl(endpoints.authorization, client),
       error: '',
       errors: {},
+      optionalError: '',
       form: { scopes: client.scopes, redirectUris: client.redirectUris.join('\n'), policyUri: client.policyUri ?? '', tosUri: client.tosUri ?? '' },
       renameForm: { name: client.name },
       webhook: {
@@ -186,6 +187,19 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
       errors.name = sentence(err.message);
     }
     return refused(ctx, () => showClient(ctx, client, { errors, renameForm }));
+  });
+
+  // Marks which approved scopes users may untick on the consent page (never a widening: no review).
+  router.post(`${BASE}/:id/optional-scopes`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    try {
+      await setOptionalScopes(clients, client.clientId, fields(ctx, 'optional_scope'), actor(ctx));
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      ctx.status = 400;
+      return showClient(ctx, client, { optionalError: sentence(err.message) });
+    }
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Optional scopes saved.' });
   });
 
   router.get(`${BASE}/:id/delete`, ...signedIn, async (ctx) => {

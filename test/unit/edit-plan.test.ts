@@ -15,6 +15,7 @@ function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     status: 'approved',
     legacy: false,
     scopes: ['PROFILE_READ', 'BOOKING_READ'],
+    optionalScopes: [],
     redirectUris: uris(2),
     ownerUserId: 1,
     tokenRequestsPerMinute: null,

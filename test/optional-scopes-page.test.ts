@@ -1,0 +1,69 @@
+// The developer page's optional-scopes form (issue 35 point 6, data side): the owner marks which
+// approved scopes users may untick; refusals change nothing; others cannot.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { Browser, type Page } from './support/browser.ts';
+import type { TestUser } from './support/oauth.ts';
+import { newUser, REDIRECT } from './support/fixtures.ts';
+
+const BASE = '/settings/developer/oauth-clients';
+let server: TestServer;
+let dev: TestUser & { id: number };
+let other: TestUser & { id: number };
+
+beforeAll(async () => {
+  server = await startTestServer('redis', { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  [dev, other] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Other')]);
+});
+afterAll(() => server?.close());
+
+const url = (path: string) => `${server.url}${path}`;
+const stored = (id: string) => server.pg.db('oauth_clients').where('id', id).first('scopes', 'optional_scopes');
+
+async function signIn(user: TestUser): Promise<Browser> {
+  const browser = new Browser();
+  const login = await browser.get(url(`/login?next=${encodeURIComponent(BASE)}`));
+  expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
+  return browser;
+}
+
+async function post(browser: Browser, path: string, fields: Record<string, string | string[]>, csrf?: string): Promise<Page> {
+  const token = csrf ?? ((await browser.get(url(BASE))).$('input[name=csrf]').val() as string);
+  const body = new URLSearchParams({ csrf: token });
+  for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) body.append(k, value);
+  return browser.request(url(path), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
+}
+
+describe('optional scopes on the developer page', () => {
+  it('the owner marks scopes optional and unmarks them; refusals and other users change nothing', async () => {
+    const browser = await signIn(dev);
+    const created = await post(browser, BASE, { name: 'Granular App', kind: 'public', redirect_uris: REDIRECT, scope: ['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ'] });
+    expect(created.status).toBe(303);
+    const id = (await server.pg.db('oauth_clients').where('name', 'Granular App').first('id')).id as string;
+    const path = `${BASE}/${id}`;
+
+    const page = await browser.get(url(path));
+    expect(page.$('form.optional-scopes input[name=optional_scope]').map((_, el) => page.$(el).val()).get()).toEqual(['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ']);
+
+    const saved = await post(browser, `${path}/optional-scopes`, { optional_scope: ['BOOKING_READ', 'SCHEDULE_READ'] });
+    expect(saved.status).toBe(303);
+    expect((await stored(id)).optional_scopes).toEqual(['BOOKING_READ', 'SCHEDULE_READ']);
+    const shown = await browser.get(url(path));
+    expect(shown.$('form.optional-scopes input:checked').map((_, el) => shown.$(el).val()).get()).toEqual(['BOOKING_READ', 'SCHEDULE_READ']);
+
+    const all = await post(browser, `${path}/optional-scopes`, { optional_scope: ['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ'] });
+    expect(all.status).toBe(400);
+    expect(all.$('#optional-error').text()).toMatch(/must stay required/);
+    const foreign = await post(browser, `${path}/optional-scopes`, { optional_scope: ['ORG_PROFILE_READ'] });
+    expect(foreign.status).toBe(400);
+    expect(foreign.$('#optional-error').text()).toMatch(/among the client's scopes/);
+    const forged = await post(browser, `${path}/optional-scopes`, { optional_scope: [] }, 'not-the-token');
+    expect(forged.status).toBe(403);
+    const stranger = await signIn(other);
+    expect((await post(stranger, `${path}/optional-scopes`, { optional_scope: [] })).status).toBe(404);
+    expect((await stored(id)).optional_scopes).toEqual(['BOOKING_READ', 'SCHEDULE_READ']);
+
+    expect((await post(browser, `${path}/optional-scopes`, {})).status).toBe(303);
+    expect((await stored(id)).optional_scopes).toEqual([]);
+  });
+});
