@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
+import { boundTokensFor } from './support/bindings.ts';
 
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
@@ -50,6 +51,8 @@ interface Case {
   credentials: Credentials;
   presented: Presented;
   extra: '' | 'scope' | 'unknown' | 'twice' | 'hint';
+  /** A grant bound to an organization and teams (src/orgs/bindings.ts): its tokens carry org_id and team_ids. */
+  bound: boolean;
 }
 
 const cases = fc.record<Case>({
@@ -57,11 +60,14 @@ const cases = fc.record<Case>({
   credentials: fc.constantFrom('basic', 'basic', 'post', 'wrong', 'other', 'none'),
   presented: fc.constantFrom('live', 'live', 'spent', 'junk', 'access', 'refresh'),
   extra: fc.constantFrom('', '', '', 'scope', 'unknown', 'twice', 'hint'),
+  bound: fc.boolean(),
 });
+
+const BINDING = { orgId: 10, teamIds: [3, 1] };
 
 /** The request of a case, on one side: a fresh token family, last uses cleared. */
 async function request(s: Side, c: Case): Promise<{ headers: Record<string, string>; body: string }> {
-  const tokens = await tokensFor(s.server, s.app, s.user, SCOPE);
+  const tokens = c.bound ? await boundTokensFor(s.server, s.app, String(s.user.id), SCOPE, BINDING) : await tokensFor(s.server, s.app, s.user, SCOPE);
   if (c.presented === 'spent') {
     const first = await raw(s.server.url, 'POST', TOKEN, { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=refresh_token&refresh_token=${tokens.refresh_token}&client_id=${s.app.client_id}&client_secret=${s.app.client_secret}`);
     expect(first.status).toBe(200);
@@ -99,28 +105,47 @@ async function traces(s: Side) {
   return { events: [...s.events], secretUsed, grantUsed };
 }
 
+/** The extra claims of the access token a refresh issued (a bound grant's binding), as stored. */
+async function issuedExtra(s: Side, answer: Raw) {
+  const issued = answer.status === 200 ? (JSON.parse(answer.body) as { access_token?: string }).access_token : undefined;
+  return issued ? { extra: (await s.server.system.provider.AccessToken.find(issued))?.extra ?? null } : undefined;
+}
+
 async function both(c: Case) {
   const results = [];
   for (const s of [on, off]) {
     const { headers, body } = await request(s, c);
     const answer = await raw(s.server.url, 'POST', c.endpoint === 'refresh' ? TOKEN : INTROSPECT, headers, body);
-    results.push({ answer: shaped(answer, s.server.url), ...(await traces(s)) });
+    results.push({ answer: shaped(answer, s.server.url), issued: await issuedExtra(s, answer), ...(await traces(s)) });
   }
   return results as [(typeof results)[0], (typeof results)[0]];
 }
 
 describe('the fast path and the provider leave the same traces (FAST_PATHS on and off)', () => {
   it('the plain cases are answered on the fast path, with the provider’s events and last uses', async () => {
-    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '' });
+    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false });
     expect(fast).toEqual(provider);
     expect(fast.events).toEqual(['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success']);
     expect(fast).toMatchObject({ secretUsed: ['app'], grantUsed: true });
-    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '' });
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: false });
     expect(fastIntrospection).toEqual(providerIntrospection);
     expect(fastIntrospection).toMatchObject({ secretUsed: ['app'], answer: { status: 200, body: { active: true } } });
     // Both were the fast path's to answer.
     const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
     expect(served.map((v) => v.labels.route).sort()).toEqual(['introspection', 'token']);
+    expect(served.map((v) => v.value)).toEqual([1, 1]);
+  });
+
+  it('bound tokens too: the same binding on the refreshed token, the same introspection answer, both on the fast path', async () => {
+    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: true });
+    expect(fast).toEqual(provider);
+    expect(fast).toMatchObject({ issued: { extra: { org_id: '10', team_ids: ['1', '3'] } }, secretUsed: ['app'], grantUsed: true });
+    expect(fast.events).toEqual(['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success']);
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: true });
+    expect(fastIntrospection).toEqual(providerIntrospection);
+    expect(fastIntrospection.answer).toMatchObject({ status: 200, body: { active: true, org_id: '10', team_ids: ['1', '3'] } });
+    const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
+    expect(served.map((v) => v.value)).toEqual([2, 2]);
   });
 
   it('agree on answers and side effects over generated requests', async () => {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { freePort, nginxTestsEnabled, startNginx, type RunningNginx } from './support/nginx.ts';
+import { boundTokensFor } from './support/bindings.ts';
 
 /** What the stand-in API received: the request line and every X-Auth-* header, as raw pairs. */
 interface Received {
@@ -108,7 +109,7 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
   });
 
   it('never lets a client-sent X-Auth-* header reach the API, on a gated or a public call', async () => {
-    const forged = { 'X-Auth-User-Id': '1', 'x-auth-client-id': 'forged', 'X-AUTH-SCOPES': 'ORG_BOOKING_WRITE' };
+    const forged = { 'X-Auth-User-Id': '1', 'x-auth-client-id': 'forged', 'X-AUTH-SCOPES': 'ORG_BOOKING_WRITE', 'X-Auth-Org-Id': '1', 'x-auth-team-ids': '1,2' };
     expect((await send(nginx.url, 'GET', '/v2/bookings/uid-1', { ...bearer(reader.access_token), ...forged })).status).toBe(200);
     expect((await send(nginx.url, 'POST', '/v2/bookings', { ...forged, 'Content-Type': 'application/json' }, '{}')).status).toBe(200);
     const [gated, open] = api.received;
@@ -118,6 +119,30 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
       ['x-auth-scopes', 'BOOKING_READ PROFILE_READ'],
     ]);
     expect(open).toEqual({ method: 'POST', url: '/v2/bookings', auth: [] });
+  });
+
+  it('forwards the binding of a token bound to an organization and teams, and refuses its other teams', async () => {
+    const teamApp = await approvedClient(server, ['TEAM_BOOKING_READ'], 'Team App');
+    const bound = await boundTokensFor(server, teamApp, String(user.id), 'TEAM_BOOKING_READ', { orgId: 4, teamIds: [2, 5] });
+    const forged = { 'X-Auth-Org-Id': '9', 'X-Auth-Team-Ids': '7' };
+    expect((await send(nginx.url, 'GET', '/v2/teams/5/bookings', { ...bearer(bound.access_token), ...forged })).status, nginx.errorLog()).toBe(200);
+    expect(api.received).toEqual([
+      {
+        method: 'GET',
+        url: '/v2/teams/5/bookings',
+        auth: [
+          ['x-auth-user-id', String(user.id)],
+          ['x-auth-client-id', teamApp.client_id],
+          ['x-auth-scopes', 'TEAM_BOOKING_READ'],
+          ['x-auth-org-id', '4'],
+          ['x-auth-team-ids', '2,5'],
+        ],
+      },
+    ]);
+    const other = await send(nginx.url, 'GET', '/v2/teams/7/bookings', bearer(bound.access_token));
+    expect(other.status).toBe(403);
+    expect(JSON.parse(other.body)).toMatchObject({ status: 'error', error: { code: 'access_denied' } });
+    expect(api.received).toHaveLength(1);
   });
 
   it('passes the public booking operations without a token and without identity headers', async () => {

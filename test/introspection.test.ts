@@ -8,6 +8,7 @@ import { comparable, raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus } from '../src/admin/commands.ts';
 import { introspection } from '../src/fast/introspection.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
+import { boundTokensFor } from './support/bindings.ts';
 
 const PATH = '/v2/auth/oauth2/introspect';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -23,6 +24,8 @@ let tokens: { access_token: string; refresh_token: string };
 let otherTokens: { access_token: string; refresh_token: string };
 let revoked: string;
 let grantless: string;
+/** Of a grant bound to an organization and teams: its extra holds org_id and team_ids (src/orgs/bindings.ts). */
+let bound: string;
 
 async function resourceServer(scope?: string[]): Promise<TestClient> {
   const created = await clientsCreate(operator(server), { name: 'Bookings API', resourceServer: true, ...(scope ? { scope } : {}) });
@@ -37,6 +40,7 @@ beforeAll(async () => {
   const user = await newUser(server);
   tokens = await tokensFor(server, app, user, 'PROFILE_READ BOOKING_READ');
   otherTokens = await tokensFor(server, other, user, 'PROFILE_READ');
+  bound = (await boundTokensFor(server, app, String(user.id), 'PROFILE_READ BOOKING_READ', { orgId: 4, teamIds: [9, 2] })).access_token;
   revoked = (await tokensFor(server, app, user, 'PROFILE_READ')).access_token;
   const revocation = await raw(server.url, 'POST', '/v2/auth/oauth2/revoke', FORM, `token=${revoked}&${post(app)}`);
   expect(revocation.status).toBe(200);
@@ -57,6 +61,8 @@ describe('introspection on the hot path', () => {
     expect(await answered({}, `token=${tokens.access_token}&${post(app)}`)).toBe(true);
     expect(await answered(basic(app), `token=${tokens.access_token}&token_type_hint=refresh_token&client_id=${app.client_id}`)).toBe(true);
     expect(await answered(basic(rs), `token=${tokens.access_token}`)).toBe(true);
+    expect(await answered(basic(app), `token=${bound}`)).toBe(true);
+    expect(await answered(basic(rs), `token=${bound}`)).toBe(true);
   });
 
   it('leaves everything else to the provider', async () => {
@@ -91,6 +97,11 @@ describe('introspection on the hot path', () => {
       [PATH, { ...FORM, ...basic(bookingsRs) }, `token=${tokens.access_token}`],
       [PATH, { ...FORM, ...basic(app) }, `token=${tokens.refresh_token}`],
       [PATH, { ...FORM, ...basic(rs) }, `token=${tokens.refresh_token}`],
+      [PATH, { ...FORM, ...basic(app) }, `token=${bound}`],
+      [PATH, FORM, `token=${bound}&${post(app)}`],
+      [PATH, { ...FORM, ...basic(rs) }, `token=${bound}`],
+      [PATH, { ...FORM, ...basic(bookingsRs) }, `token=${bound}`],
+      [PATH, { ...FORM, ...basic(other) }, `token=${bound}`],
       [PATH, { ...FORM, ...basic(app) }, `token=${otherTokens.access_token}`],
       [PATH, { ...FORM, ...basic(app) }, `token=${revoked}`],
       [PATH, { ...FORM, ...basic(app) }, `token=${grantless}`],
@@ -117,6 +128,8 @@ describe('introspection on the hot path', () => {
     const plain = await raw(server.url, 'POST', PATH, { ...FORM, ...basic(app) }, `token=${tokens.access_token}`);
     expect(JSON.parse(plain.body)).toMatchObject({ active: true, client_id: app.client_id, scope: 'PROFILE_READ BOOKING_READ', token_type: 'bearer' });
     expect(plain.headers['cache-control']).toBe('no-store');
+    const ofBound = await raw(server.url, 'POST', PATH, { ...FORM, ...basic(app) }, `token=${bound}`);
+    expect(JSON.parse(ofBound.body)).toMatchObject({ active: true, org_id: '4', team_ids: ['2', '9'], client_id: app.client_id });
   });
 
   it("spends the client's own budget, and a client over it waits (429) whichever path answers", async () => {

@@ -3,7 +3,7 @@
 // teams and organizations with 403 access_denied and tell the gateway the binding; introspection
 // shows it, the same on the fast path and the provider's; a refresh keeps it, either way; unbound
 // tokens are judged exactly as before.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, type TestClient } from './support/fixtures.ts';
 import { getMe } from './support/oauth.ts';
@@ -84,6 +84,36 @@ describe.each<Storage>(['redis', 'sql'])('tokens bound to an organization and te
     expect(comparable(viaApp)).toEqual(comparable(envoy));
     const ownViaApp = await raw(server.url, 'GET', `${server.url}/v2/auth/check/v2/teams/1/bookings`, { authorization: `Bearer ${bound.access_token}` });
     expect(ownViaApp.headers['x-auth-team-ids']).toBe('1,3');
+  });
+
+  it('judging a bound token costs no read beyond any token’s: the binding comes from the token (on Redis, from memory)', async () => {
+    const { provider, bindings } = server.system;
+    const calls: string[] = [];
+    const spies = [
+      vi.spyOn(bindings, 'forGrant').mockImplementation(async () => void calls.push('forGrant') as undefined),
+      vi.spyOn(provider.AccessToken, 'find').mockImplementation(async () => void calls.push('AccessToken.find') as undefined),
+      vi.spyOn(provider.Grant, 'find').mockImplementation(async () => void calls.push('Grant.find') as undefined),
+    ];
+    try {
+      if (storage === 'redis') {
+        // The token cache holds its verified facts, binding included, since the checks above.
+        expect((await check('GET', '/v2/teams/1/bookings', bound.access_token)).headers['x-auth-team-ids']).toBe('1,3');
+        expect((await check('GET', '/v2/teams/2/bookings', bound.access_token)).status).toBe(403);
+        expect(calls).toEqual([]);
+      }
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    // On either store, the binding is never read to judge a token: only the token and its grant are.
+    const fresh = await boundTokensFor(server, app, accountId, SCOPE, { orgId: 10, teamIds: [1] });
+    const reads: string[] = [];
+    const forGrant = vi.spyOn(bindings, 'forGrant').mockImplementation(async () => void reads.push('forGrant') as undefined);
+    try {
+      expect((await check('GET', '/v2/teams/1/bookings', fresh.access_token)).headers['x-auth-team-ids']).toBe('1');
+      expect(reads).toEqual([]);
+    } finally {
+      forGrant.mockRestore();
+    }
   });
 
   it('/v2/me, a user-level route, serves a bound token as any other', async () => {

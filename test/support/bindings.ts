@@ -7,6 +7,7 @@ import type { TestServer } from './server.ts';
 import { REDIRECT, type TestClient } from './fixtures.ts';
 import { tokenRequest } from './oauth.ts';
 import { createBoundGrant } from '../../src/orgs/bindings.ts';
+import { recordUserGrant } from '../../src/oauth/grants.ts';
 
 export interface BindingSpec {
   orgId: number | null;
@@ -22,7 +23,10 @@ export async function grantFor(server: TestServer, client: TestClient, accountId
   if (binding && bind) {
     await bindings.bind(db, grant.jti!, { accountId, clientId: client.client_id, orgId: binding.orgId, teamIds: binding.teamIds, installationId: binding.installationId ?? null });
   }
-  return grant.save();
+  const grantId = await grant.save();
+  // As consent records it ("apps with access", the grant's last use).
+  await recordUserGrant(db, accountId, client.client_id, grantId, scope.split(' '));
+  return grantId;
 }
 
 /** The token response of a code exchange for a grant (the provider's token endpoint). */
