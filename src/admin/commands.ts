@@ -32,7 +32,7 @@ import type { DataCipher } from '../storage/data-encryption.ts';
 import { NotFoundError } from '../errors.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
-import { APP_POLICIES, ORG_ROLES, TEAM_ROLES, type AppPolicy, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
+import { ORG_ROLES, TEAM_ROLES, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
@@ -330,15 +330,6 @@ export async function orgsAddMember(ctx: AdminContext, orgRef: string, userRef: 
   const membership = await orgs.addOrgMember(ctx.db, org.id, user.id, role);
   await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}) }, user.id);
   return { org_id: membership.orgId, user_id: membership.userId, role: membership.role };
-}
-
-/** Only the stored policy; what a policy change does to granted access is src/orgs/installations.ts's. */
-export async function orgsSetAppPolicy(ctx: AdminContext, orgRef: string, policy: string) {
-  const appPolicy = oneOf<AppPolicy>(policy, APP_POLICIES, 'the app policy');
-  const org = await resolveOrg(ctx.db, orgRef);
-  const updated = (await orgs.setAppPolicyRow(ctx.db, org.id, appPolicy))!;
-  if (org.appPolicy !== appPolicy) await audit(ctx, 'org.app_policy_changed', { org_id: org.id, from: org.appPolicy, to: appPolicy });
-  return orgJson(updated);
 }
 
 export async function orgsShow({ db }: AdminContext, orgRef: string) {

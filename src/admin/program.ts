@@ -13,6 +13,7 @@ import { lockHolder } from '../storage/embedded-lock.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
+import * as installationCommands from './installation-commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
@@ -286,8 +287,12 @@ function buildProgram(io: AdminIo): Command {
     .action(action((ctx, org: string, user: string, opts: { role: string }) => commands.orgsAddMember(ctx, org, user, opts)));
   orgs
     .command('set-app-policy <org> <policy>')
-    .description('allow: members authorize apps within their rights; approval: only apps an admin installed; block: none')
-    .action(action((ctx, org: string, policy: string) => commands.orgsSetAppPolicy(ctx, org, policy)));
+    .description('allow: members authorize apps within their rights; approval: only apps an admin installed (grants of other apps end); block: none (every installation removed, every grant bound to the organization ends)')
+    .action(action((ctx, org: string, policy: string) => installationCommands.orgsSetAppPolicyWithEffects(ctx, org, policy)));
+  orgs
+    .command('remove-member <org> <user>')
+    .description("remove a user (id or e-mail) from an organization and its teams: their grants bound to it end at once")
+    .action(action((ctx, org: string, user: string) => installationCommands.orgsRemoveMember(ctx, org, user)));
   orgs
     .command('show <org>')
     .description('show an organization with its members and teams')
@@ -305,6 +310,10 @@ function buildProgram(io: AdminIo): Command {
     .description("add a user (id or e-mail) to a team, or change their role there; an organization's team takes only its members")
     .option('--role <role>', 'admin or member', 'member')
     .action(action((ctx, team: string, user: string, opts: { role: string }) => commands.teamsAddMember(ctx, team, user, opts)));
+  teams
+    .command('remove-member <team> <user>')
+    .description("remove a user (id or e-mail) from a team: their grants bound to it end at once (unless they reach it as an admin of its organization)")
+    .action(action((ctx, team: string, user: string) => installationCommands.teamsRemoveMember(ctx, team, user)));
 
   const installations = program.command('installations').description("apps installed for organizations");
   installations
@@ -313,6 +322,19 @@ function buildProgram(io: AdminIo): Command {
     .option('--org <org>', 'only this organization')
     .option('--client <id>', 'only this client')
     .action(action((ctx, opts: { org?: string; client?: string }) => commands.installationsList(ctx, opts), installationTable));
+  installations
+    .command('create')
+    .description("install an approved app for an organization, on its behalf (or change its active installation: grants beyond the new teams or scopes end)")
+    .requiredOption('--org <org>', 'the organization (id)')
+    .requiredOption('--client <id>', 'the client (approved)')
+    .option('--teams <ids>', 'the teams it may reach: ids, comma-separated (repeatable)', collect)
+    .option('--all-teams', 'every team of the organization, including later ones')
+    .option('--scope <scopes>', "scope(s) it may use there, space- or comma-separated (repeatable); default: all the client's", collect)
+    .action(action((ctx, opts: installationCommands.InstallationsCreateOptions) => installationCommands.installationsCreate(ctx, opts)));
+  installations
+    .command('remove <id>')
+    .description("uninstall: every grant of the app bound to the organization ends at once (already removed: swept again)")
+    .action(action((ctx, id: string) => installationCommands.installationsRemove(ctx, id)));
 
   program
     .command('keys')

@@ -9,9 +9,11 @@
 //
 // Ordering against a concurrent authorization (the consent page binding a new grant): the
 // binder locks the installation row and checks it is active in the binding's transaction
-// (lockInstallationForBinding); a change updates that row first and lists the bound grants only
-// after committing. So a binding either committed before the change (and is listed and revoked)
-// or sees the change (and is refused). A crash between the commit and the revocation is healed by
+// (lockInstallationForBinding), saves the grant after that commits, then checks again
+// (grantStillCovered); a change updates that row first and lists the bound grants only after
+// committing. So a binding either committed before the change (and its grant is revoked by the
+// change, or, if saved after the change's sweep, by the binder's second check) or sees the
+// change (and is refused). A crash between the commit and the revocation is healed by
 // repeating the change (uninstalling a removed installation sweeps its grants again).
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
@@ -19,6 +21,7 @@ import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent, type GrantRevokedReason, type InstallationEventData } from '../webhooks/events.ts';
 import { findClient } from '../clients/service.ts';
+import { scopeSatisfies } from '../scopes.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { APP_POLICIES, isOrgAdmin, type AppPolicy, type Installation, type Organization } from './model.ts';
 import * as store from './store.ts';
@@ -67,6 +70,8 @@ export interface Changed {
 const REVOKE_AT_ONCE = 16;
 
 const orgLevel = (scope: string) => scope.startsWith('TEAM_') || scope.startsWith('ORG_');
+/** Whether an installation's scopes allow a grant's scope: user-level scopes are not the organization's to limit; ORG_X covers TEAM_X. */
+const allows = (installed: string[], scope: string) => !orgLevel(scope) || scopeSatisfies(new Set(installed), scope);
 
 export function installationEventData(i: Installation): InstallationEventData {
   return { installation_id: String(i.id), org_id: String(i.orgId), all_teams: i.allTeams, team_ids: i.teamIds.map(String), scopes: i.scopes };
@@ -113,6 +118,21 @@ export async function lockInstallationForBinding(trx: Knex.Transaction, installa
   const row = await trx('app_installations').where({ id: installationId, status: 'active' }).forShare().first('id');
   if (!row) throw new ConflictError('the organization uninstalled or changed this app meanwhile: authorize again');
   return (await store.findInstallation(trx, row.id))!;
+}
+
+/**
+ * For the consent page, after saving a grant it bound to an installation (bindings.bind commits
+ * before grant.save, src/orgs/bindings.ts): whether the installation still covers it. A change
+ * that committed between the binding and the save listed the binding but found no grant to
+ * revoke; so when the installation is no longer active, or lost one of the grant's teams, the
+ * grant is revoked here and false returned (the user is told to authorize again).
+ */
+export async function grantStillCovered(deps: Pick<InstallationDeps, 'db' | 'artifacts'>, installationId: number, grant: { grantId: string; teamIds: number[]; scopes: string[] }): Promise<boolean> {
+  const now = await store.findInstallation(deps.db, installationId);
+  const covered =
+    now?.status === 'active' && (now.allTeams || grant.teamIds.every((t) => now.teamIds.includes(t))) && grant.scopes.every((s) => allows(now.scopes, s));
+  if (!covered) await deps.artifacts.revokeGrant(grant.grantId);
+  return covered;
 }
 
 /**
@@ -172,7 +192,7 @@ async function revokeBeyond(deps: InstallationDeps, before: Installation | undef
     const inOrg = await bindings.grantsBoundTo({ orgId, clientId });
     if (inOrg.length) {
       const rows: { grant_id: string; scopes: string[] }[] = await db('user_grants').whereIn('grant_id', inOrg.map((g) => g.grantId)).select('grant_id', 'scopes');
-      const beyond = new Set(rows.filter((r) => r.scopes.some((s) => orgLevel(s) && !after.scopes.includes(s))).map((r) => r.grant_id));
+      const beyond = new Set(rows.filter((r) => r.scopes.some((s) => !allows(after.scopes, s))).map((r) => r.grant_id));
       for (const g of inOrg) if (beyond.has(g.grantId)) affected.set(g.grantId, g);
     }
   }
@@ -275,6 +295,6 @@ async function revokeBound(deps: InstallationDeps, grants: BoundGrant[], reason:
 
 /** A pending request of the organization dismissed by an admin; ConflictError when it is no longer pending. */
 export async function dismissRequest(db: Db, orgId: number, requestId: number): Promise<void> {
-  const updated = await db('installation_requests').where({ id: requestId, org_id: orgId, status: 'pending' }).update({ status: 'dismissed' });
-  if (updated === 0) throw new ConflictError('that request was already settled: nothing was changed');
+  const updated = await db('installation_requests').where({ id: requestId, org_id: orgId, status: 'pending' }).update({ status: 'dismissed' }).returning('id');
+  if (updated.length === 0) throw new ConflictError('that request was already settled: nothing was changed');
 }

@@ -1,0 +1,384 @@
+// Installations and the effects of an organization's changes (issue 35 points 1 and 5), on both
+// token stores, with a second instance of the app on the same stores: uninstalling, narrowing
+// teams, members leaving and the block policy end exactly the affected bound grants — refused by
+// the gateway check and /v2/me on the other instance within 1 s, refresh tokens invalid_grant —
+// with one installation.removed/changed per installation and grant.revoked per user, signed and
+// verified with the `standardwebhooks` package; the operator scripts; the organization's apps page.
+//
+// The grants here come from the ordinary authorization flow and are bound by writing their
+// grant_bindings row (what the consent page does, H3's part): revocation reads only that row.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
+import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
+import { getMe, tokenRequest, type TestUser } from './support/oauth.ts';
+import { Browser } from './support/browser.ts';
+import { admin as runAdmin } from './support/processes.ts';
+import { expectRefusal } from './support/admin-cli.ts';
+import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
+import * as orgs from '../src/orgs/store.ts';
+import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
+import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
+
+const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
+const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
+
+type User = TestUser & { id: number };
+
+/** A local app receiving its webhooks. */
+async function receiver() {
+  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => (received.push({ headers: req.headers, body }), res.writeHead(204).end()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    received,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const check = async (base: string, token: string) =>
+  (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' } })).status;
+
+describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', (storage) => {
+  let server: TestServer;
+  let other: AppInstance;
+  let deps: InstallationDeps;
+
+  beforeAll(async () => {
+    server = await startTestServer(storage, ENV);
+    // A second instance of the app on the same database (and Redis prefix).
+    other = await startInstance(
+      { ...ENV, DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
+      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
+    );
+    const { db, outbox, artifacts, bindings } = server.system;
+    deps = { db, outbox, artifacts, bindings };
+  });
+  afterAll(async () => {
+    await other?.close();
+    await server?.close();
+  });
+
+  const cliEnv = () => ({ DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) });
+  const cli = (...args: string[]) => runAdmin(['--json', ...args], cliEnv());
+
+  /** An organization with teams A and B, its owner, a member of A and a member of B. */
+  async function orgWithTeams() {
+    const db = server.system.db;
+    const org = await orgs.createOrg(db, { name: 'Acme' });
+    const [a, b] = [await orgs.createTeam(db, { name: 'Team A', orgId: org.id }), await orgs.createTeam(db, { name: 'Team B', orgId: org.id })];
+    const [owner, inA, inB] = [await newUser(server, 'Owner'), await newUser(server, 'Member A'), await newUser(server, 'Member B')];
+    await orgs.addOrgMember(db, org.id, owner.id, 'owner');
+    for (const [user, team] of [[inA, a], [inB, b]] as const) {
+      await orgs.addOrgMember(db, org.id, user.id, 'member');
+      await orgs.addTeamMember(db, team.id, user.id, 'member');
+    }
+    return { org, a: a!, b: b!, owner, inA, inB };
+  }
+
+  /** Tokens through the flow, their grant bound to the organization (and teams, and installation) as the consent page binds it. */
+  async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }) {
+    const tokens = await tokensFor(server, client, user, SCOPE);
+    const db = server.system.db;
+    const { grant_id: grantId } = await db('user_grants').where({ account_id: String(user.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
+    await db('grant_bindings').insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId });
+    return { ...tokens, grantId: grantId as string };
+  }
+
+  const refresh = (client: TestClient, refreshToken: string) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: refreshToken, ...client });
+
+  /** Refused everywhere: the check and /v2/me on the other instance (within `ms`), and the refresh token. */
+  async function expectEnded(client: TestClient, tokens: { access_token: string; refresh_token: string }, since: number, ms = 1000) {
+    await until('the other instance to refuse the token', () => check(other.url, tokens.access_token), (s) => s === 401, ms);
+    expect(Date.now() - since).toBeLessThan(ms);
+    expect((await getMe(other.url, tokens.access_token)).status).toBe(401);
+    expect((await refresh(client, tokens.refresh_token)).body.error).toBe('invalid_grant');
+  }
+
+  async function expectLive(tokens: { access_token: string }) {
+    expect(await check(other.url, tokens.access_token)).toBe(200);
+    expect((await getMe(other.url, tokens.access_token)).status).toBe(200);
+  }
+
+  it('installs and removes by script, refusing unknown ids, foreign teams, foreign scopes and unapproved clients with nothing changed', async () => {
+    const { org, a, b } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '));
+    const elsewhere = await orgs.createTeam(server.system.db, { name: 'Elsewhere', orgId: (await orgs.createOrg(server.system.db, { name: 'Other' })).id });
+    const pending = await clientsCreate(operator(server), { name: 'Pending', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+
+    const refusals: [string[], RegExp][] = [
+      [['installations', 'create', '--org', '999999', '--client', client.client_id, '--all-teams'], /no organization/],
+      [['installations', 'create', '--org', String(org.id), '--client', 'nope', '--all-teams'], /no client/],
+      [['installations', 'create', '--org', String(org.id), '--client', client.client_id, '--teams', `${a.id},${elsewhere.id}`], /not teams of organization/],
+      [['installations', 'create', '--org', String(org.id), '--client', client.client_id, '--all-teams', '--scope', 'ORG_BOOKING_WRITE'], /not scopes of client/],
+      [['installations', 'create', '--org', String(org.id), '--client', pending.client_id, '--all-teams'], /not approved/],
+      [['installations', 'create', '--org', String(org.id), '--client', client.client_id], /exactly one of --teams/],
+      [['installations', 'create', '--org', String(org.id), '--client', client.client_id, '--teams', 'x'], /not a team id/],
+      [['installations', 'remove', '999999'], /no installation/],
+      [['installations', 'remove', 'abc'], /not an installation id/],
+    ];
+    for (const [args, reason] of refusals) expectRefusal(await cli(...args), reason);
+    expect(await orgs.listInstallations(server.system.db, { orgId: org.id })).toEqual([]);
+
+    const created = await cli('installations', 'create', '--org', String(org.id), '--client', client.client_id, '--teams', `${a.id},${b.id}`, '--scope', 'TEAM_BOOKING_READ');
+    expect(created.code, created.stderr).toBe(0);
+    const installation = JSON.parse(created.stdout);
+    expect(installation).toMatchObject({ client_id: client.client_id, org_id: org.id, team_ids: [a.id, b.id], scopes: ['TEAM_BOOKING_READ'], status: 'active', installed_by: null });
+
+    const listed = JSON.parse((await cli('installations', 'list', '--org', String(org.id))).stdout).installations;
+    expect(listed).toEqual([installation]);
+
+    const removed = await cli('installations', 'remove', String(installation.id));
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(JSON.parse(removed.stdout)).toMatchObject({ id: installation.id, status: 'removed' });
+    expect(JSON.parse((await cli('installations', 'list', '--client', client.client_id)).stdout).installations[0].status).toBe('removed');
+  });
+
+  it("uninstalling ends every member's tokens on the other instance within 1 s, with one installation.removed and one grant.revoked per user, signed", async () => {
+    const hooks = await receiver();
+    try {
+      const { org, a, b, inA, inB } = await orgWithTeams();
+      const client = await approvedClient(server, SCOPE.split(' '), 'Hooked App');
+      const secret = (await clientsSetWebhook({ ...operator(server), cipher: server.system.cipher, allowLoopback: true }, client.client_id, hooks.url)).webhook_secret!;
+      const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id, b.id], by: null });
+      const [ta, tb] = [await boundTokens(client, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id }), await boundTokens(client, inB, { orgId: org.id, teamIds: [b.id], installationId: installation.id })];
+      // An unbound grant of the same app and user: not the organization's to end.
+      const personal = await tokensFor(server, client, inA, 'PROFILE_READ');
+      for (const t of [ta, tb, personal]) await expectLive(t);
+
+      const since = Date.now();
+      const result = await uninstallApp(deps, installation.id, null);
+      expect(result).toMatchObject({ changed: true, revoked: 2, installation: { status: 'removed' } });
+      for (const t of [ta, tb]) await expectEnded(client, t, since);
+      await expectLive(personal);
+
+      const events = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.length >= 3);
+      for (const delivery of hooks.received) expect(() => new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)).not.toThrow();
+      // Uninstalling again changes nothing and sends nothing more.
+      expect((await uninstallApp(deps, installation.id, null)).changed).toBe(false);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(hooks.received).toHaveLength(3);
+      expect(events.filter((e) => e.type === 'installation.removed').map((e) => e.data)).toEqual([
+        { client_id: client.client_id, installation_id: String(installation.id), org_id: String(org.id), all_teams: false, team_ids: [String(a.id), String(b.id)], scopes: SCOPE.split(' ') },
+      ]);
+      expect(events.filter((e) => e.type === 'grant.revoked').map((e) => e.data).sort((x, y) => x.user_id.localeCompare(y.user_id))).toEqual(
+        [inA, inB].map((u) => ({ client_id: client.client_id, user_id: String(u.id), reason: 'installation_removed', org_id: String(org.id) })).sort((x, y) => x.user_id.localeCompare(y.user_id)),
+      );
+    } finally {
+      await hooks.close();
+    }
+  });
+
+  it('narrowing the teams ends only the grants bound to the removed team (installation.changed once)', async () => {
+    const hooks = await receiver();
+    try {
+      const { org, a, b, inA, inB } = await orgWithTeams();
+      const client = await approvedClient(server, SCOPE.split(' '), 'Narrowed App');
+      await clientsSetWebhook({ ...operator(server), cipher: server.system.cipher, allowLoopback: true }, client.client_id, hooks.url);
+      const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
+      const [ta, tb] = [await boundTokens(client, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id }), await boundTokens(client, inB, { orgId: org.id, teamIds: [b.id], installationId: installation.id })];
+
+      const since = Date.now();
+      expect((await changeInstallation(deps, installation.id, { allTeams: false, teamIds: [a.id] }, null)).revoked).toBe(1);
+      await expectEnded(client, tb, since);
+      await expectLive(ta);
+      const events = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.length >= 2);
+      expect(events.map((e) => e.type).sort()).toEqual(['grant.revoked', 'installation.changed']);
+      expect(events.find((e) => e.type === 'installation.changed')!.data).toMatchObject({ all_teams: false, team_ids: [String(a.id)] });
+      expect(events.find((e) => e.type === 'grant.revoked')!.data).toMatchObject({ user_id: String(inB.id), reason: 'installation_changed' });
+    } finally {
+      await hooks.close();
+    }
+  });
+
+  it("a member leaving the team or the organization loses the grants bound there; an org admin keeps a team they leave", async () => {
+    const { org, a, b, owner, inA, inB } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '), 'Membership App');
+    const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
+    const bind = (user: User, teamIds: number[]) => boundTokens(client, user, { orgId: org.id, teamIds, installationId: installation.id });
+    const [ta, tb] = [await bind(inA, [a.id]), await bind(inB, [b.id])];
+    await orgs.addTeamMember(server.system.db, b.id, owner.id, 'member');
+    const to = await bind(owner, [b.id]);
+
+    let since = Date.now();
+    expect((await memberLeftTeam(deps, a.id, inA.id)).revoked).toBe(1);
+    await expectEnded(client, ta, since);
+    await expectLive(tb);
+    // The owner still reaches team B as the organization's owner.
+    expect((await memberLeftTeam(deps, b.id, owner.id)).revoked).toBe(0);
+    await expectLive(to);
+
+    since = Date.now();
+    expect((await memberLeftOrg(deps, org.id, inB.id)).revoked).toBe(1);
+    await expectEnded(client, tb, since);
+    await expectLive(to);
+    await expect(memberLeftOrg(deps, org.id, inB.id)).rejects.toThrow(/not a member/);
+  });
+
+  it('removes members by script with the same effects', async () => {
+    const { org, a, inA, inB } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '), 'Script Members App');
+    const ta = await boundTokens(client, inA, { orgId: org.id, teamIds: [a.id], installationId: null });
+    const tb = await boundTokens(client, inB, { orgId: org.id, teamIds: [], installationId: null });
+    const byTeam = await cli('teams', 'remove-member', String(a.id), inA.email);
+    expect(byTeam.code, byTeam.stderr).toBe(0);
+    expect(JSON.parse(byTeam.stdout)).toMatchObject({ team_id: a.id, user_id: inA.id, removed: true, revoked_grants: 1 });
+    await expectEnded(client, ta, Date.now() - 1);
+    const byOrg = await cli('orgs', 'remove-member', String(org.id), String(inB.id));
+    expect(byOrg.code, byOrg.stderr).toBe(0);
+    await expectEnded(client, tb, Date.now() - 1);
+    expectRefusal(await cli('orgs', 'remove-member', String(org.id), String(inB.id)), /not a member/);
+    expectRefusal(await cli('teams', 'remove-member', '999999', String(inB.id)), /no team/);
+  });
+
+  it('the block policy ends every installation and bound grant of the organization; approval ends those of apps not installed', async () => {
+    const { org, a, b, inA, inB } = await orgWithTeams();
+    const [installed, loose] = [await approvedClient(server, SCOPE.split(' '), 'Installed App'), await approvedClient(server, SCOPE.split(' '), 'Loose App')];
+    const { installation } = await installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
+    const ti = await boundTokens(installed, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id });
+    const tl = await boundTokens(loose, inB, { orgId: org.id, teamIds: [b.id], installationId: null });
+
+    let since = Date.now();
+    expect((await setAppPolicy(deps, org.id, 'approval', null)).revoked).toBe(1);
+    await expectEnded(loose, tl, since);
+    await expectLive(ti);
+
+    since = Date.now();
+    const set = await cli('orgs', 'set-app-policy', String(org.id), 'block');
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ id: org.id, app_policy: 'block' });
+    await expectEnded(installed, ti, since, 2000);
+    expect((await orgs.findInstallation(server.system.db, installation.id))!.status).toBe('removed');
+    await expect(installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null })).rejects.toThrow(/blocks apps/);
+    expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);
+  });
+
+  it('concurrent install and uninstall: no grant outlives a removed installation', async () => {
+    const { org, a, inA } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
+    for (let round = 0; round < 5; round++) {
+      const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
+      const tokens = await tokensFor(server, client, inA, SCOPE);
+      const { grant_id: grantId } = await server.system.db('user_grants').where({ account_id: String(inA.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
+      // The consent page's side (H4 notes in the design): bind under the installation's lock, then check again.
+      const binding = (async () => {
+        try {
+          await server.system.db.transaction(async (trx) => {
+            await lockInstallationForBinding(trx, installation.id);
+            await trx('grant_bindings').insert({ grant_id: grantId, account_id: String(inA.id), client_id: client.client_id, org_id: org.id, team_ids: JSON.stringify([a.id]), installation_id: installation.id });
+          });
+        } catch {
+          await server.system.artifacts.revokeGrant(grantId);
+          return false;
+        }
+        return grantStillCovered(deps, installation.id, { grantId, teamIds: [a.id], scopes: SCOPE.split(' ') });
+      })();
+      const [bound, removed] = await Promise.all([binding, uninstallApp(deps, installation.id, null), installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id], by: null }).catch((err) => err)]);
+      expect(removed.changed).toBe(true);
+      expect(bound).toBe(false);
+      expect(await check(other.url, tokens.access_token)).toBe(401);
+      // Whatever is active now is a later installation, never the removed one.
+      const active = await orgs.activeInstallation(server.system.db, client.client_id, org.id);
+      if (active) {
+        expect(active.id).not.toBe(installation.id);
+        await uninstallApp(deps, active.id, null);
+      }
+    }
+  });
+
+  describe('the apps page', () => {
+    async function signIn(user: TestUser) {
+      const browser = new Browser();
+      const login = await browser.get(`${server.url}/login`);
+      expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
+      return browser;
+    }
+    async function post(browser: Browser, path: string, fields: [string, string][]) {
+      const csrf = (await browser.get(`${server.url}${ORGANIZATIONS_PATH}`)).$('input[name=csrf]').val() as string;
+      return browser.request(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams([['csrf', csrf], ...fields]).toString() });
+    }
+
+    it('is 404 for members and strangers alike, whether or not the organization exists', async () => {
+      const { org, inA } = await orgWithTeams();
+      const browser = await signIn(inA);
+      const paths = orgAppsPaths(org.id);
+      const missing = await browser.get(`${server.url}${orgAppsPaths(999999).page}`);
+      const existing = await browser.get(`${server.url}${paths.page}`);
+      expect([existing.status, missing.status]).toEqual([404, 404]);
+      expect(existing.$('h1').text()).toBe(missing.$('h1').text());
+      // A member posting the admin's forms with their own anti-forgery value.
+      expect((await post(browser, paths.policy, [['policy', 'block']])).status).toBe(404);
+      expect((await orgs.findOrg(server.system.db, org.id))!.appPolicy).toBe('allow');
+      expect((await browser.get(`${server.url}${ORGANIZATIONS_PATH}`)).$('.item').length).toBe(0);
+    });
+
+    it('lets an admin change teams, uninstall, approve and dismiss requests; a replayed form gets a clear error', async () => {
+      const { org, a, b, owner, inA, inB } = await orgWithTeams();
+      const client = await approvedClient(server, SCOPE.split(' '), 'Paged App');
+      const requested = await approvedClient(server, SCOPE.split(' '), 'Requested App');
+      const ignored = await approvedClient(server, SCOPE.split(' '), 'Ignored App');
+      const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
+      const [ta, tb] = [await boundTokens(client, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id }), await boundTokens(client, inB, { orgId: org.id, teamIds: [b.id], installationId: installation.id })];
+      const request = await orgs.addInstallationRequest(server.system.db, { clientId: requested.client_id, orgId: org.id, userId: inA.id, scopes: ['TEAM_BOOKING_READ'] });
+      const other = await orgs.addInstallationRequest(server.system.db, { clientId: ignored.client_id, orgId: org.id, userId: inB.id, scopes: ['TEAM_BOOKING_READ'] });
+      const browser = await signIn(owner);
+      const paths = orgAppsPaths(org.id);
+
+      const list = await browser.get(`${server.url}${ORGANIZATIONS_PATH}`);
+      expect(list.$(`a[href="${paths.page}"]`).length).toBe(1);
+      const shown = await browser.get(`${server.url}${paths.page}`);
+      expect(shown.status).toBe(200);
+      expect(shown.$(`[data-installation="${installation.id}"] h3`).text()).toBe('Paged App');
+      expect(shown.$(`[data-request="${request.id}"] h3`).text()).toBe('Requested App');
+
+      // Teams: only A now; B's grant ends, A's lives. A team of another organization is refused.
+      const foreign = await orgs.createTeam(server.system.db, { name: 'Foreign', orgId: (await orgs.createOrg(server.system.db, { name: 'Foreign Org' })).id });
+      expect((await post(browser, paths.teams(installation.id), [['team_ids', String(foreign.id)]])).status).toBe(400);
+      const changed = await post(browser, paths.teams(installation.id), [['team_ids', String(a.id)]]);
+      expect(changed.status, changed.html).toBe(303);
+      await expectEnded(client, tb, Date.now() - 1);
+      await expectLive(ta);
+
+      // Approve a request for team B; dismiss another.
+      const approved = await post(browser, paths.approve(request.id), [['team_ids', String(b.id)]]);
+      expect(approved.status, approved.html).toBe(303);
+      expect(await orgs.activeInstallation(server.system.db, requested.client_id, org.id)).toMatchObject({ teamIds: [b.id], scopes: ['TEAM_BOOKING_READ'], installedBy: owner.id });
+      expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(303);
+      expect(await orgs.pendingRequests(server.system.db, org.id)).toEqual([]);
+      expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(409);
+
+      // Uninstall; the same form again is a clear refusal, and so is changing its teams.
+      expect((await post(browser, paths.uninstall(installation.id), [])).status).toBe(303);
+      await expectEnded(client, ta, Date.now() - 1);
+      const replay = await post(browser, paths.uninstall(installation.id), []);
+      expect(replay.status).toBe(409);
+      expect(replay.html).toMatch(/uninstalled meanwhile/);
+      expect((await post(browser, paths.teams(installation.id), [['all_teams', 'yes']])).status).toBe(409);
+      // Without the form's anti-forgery value: refused.
+      const forged = await browser.request(`${server.url}${paths.policy}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'policy=block' });
+      expect(forged.status).toBe(403);
+
+      // The policy form.
+      expect((await post(browser, paths.policy, [['policy', 'approval']])).status).toBe(303);
+      expect((await orgs.findOrg(server.system.db, org.id))!.appPolicy).toBe('approval');
+      expect((await post(browser, paths.policy, [['policy', 'nonsense']])).status).toBe(400);
+    });
+  });
+});
