@@ -47,9 +47,3 @@ export async function orgFactsFor(db: Db, userId: number, clientId: string): Pro
     };
   });
 }
-
-/** The client's optional scopes (point 6). NOTE: read from H1's column until the client model has optionalScopes. */
-export async function optionalScopesOf(db: Db, clientId: string): Promise<string[]> {
-  const row = await db('oauth_clients').where('id', clientId).first('optional_scopes');
-  return row ? jsonList<string>(row.optional_scopes) : [];
-}

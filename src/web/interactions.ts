@@ -28,7 +28,7 @@ import { checkOrgPost, orgOptions, orgsInvolved, type OrgDecision } from './org-
 import { grantedScopes, isOrgAdmin, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
 import { scopeSatisfies } from '../scopes.ts';
 import type { Knex } from 'knex';
-import { optionalScopesOf } from '../orgs/consent-data.ts';
+import { findClient } from '../clients/service.ts';
 import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
 import { installApp, lockInstallationForBinding } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
@@ -148,7 +148,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (involved && binding && held.length) orgs = { ...involved, offered: involved.offered.filter((o) => o.facts.org.id === binding.orgId) };
     const fresh = newScopes(requested, held);
     const shown = fresh.length ? fresh : requested;
-    const optional = (await optionalScopesOf(db, client.clientId)).filter((s) => shown.includes(s));
+    const optional = ((await findClient(db, client.clientId))?.optionalScopes ?? []).filter((s) => shown.includes(s));
     return { requested, orgs, existing, binding, held: fresh.length ? held : [], shown, optional };
   }
 
