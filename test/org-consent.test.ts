@@ -1,4 +1,4 @@
-// Consent in an organization's context (issue 35 points 1, 2, 4, 6, 7; docs/organizations.md): the
+// Consent in an organization's context (issue 35 points 1, 2, 4, 6, 7; docs/org-consent.md): the
 // user chooses one organization and its teams, policies allow / approval / block, an admin's Allow
 // installs the app, members get at most the installation; every posted choice is checked again
 // from current data (foreign ids, teams not theirs, the admin form from a member, a replay after an

@@ -167,7 +167,7 @@ export function createProvider(deps: ProviderDeps): Provider {
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
       },
-      // Incremental consent (docs/organizations.md): add to the grant this client already has;
+      // Incremental consent (docs/org-consent.md): add to the grant this client already has;
       // the consent page then asks only for what is new. Only `true` or `false`.
       include_granted_scopes(_ctx, value) {
         if (value !== undefined && value !== 'true' && value !== 'false') throw new errors.InvalidRequest('include_granted_scopes must be true or false');

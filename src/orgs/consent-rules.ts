@@ -1,6 +1,6 @@
 // What a user may grant an app within one organization (issue 35 points 1, 2, 6): pure functions
 // over facts read beforehand, so that the consent page (what to offer) and the Allow handler
-// (what was posted, checked again from current data) apply the same rules. docs/organizations.md.
+// (what was posted, checked again from current data) apply the same rules. docs/org-consent.md.
 import { scopeSatisfies } from '../scopes.ts';
 
 // Structural copies of the fields of src/orgs/model.ts used here: any of its records fits.

@@ -1,4 +1,4 @@
-// The consent page in an organization's context (issue 35 points 1, 2, 4, 7; docs/organizations.md):
+// The consent page in an organization's context (issue 35 points 1, 2, 4, 7; docs/org-consent.md):
 // what the page offers for each of the user's organizations, and the check of what Allow posted,
 // both from current data with the same rules (src/orgs/consent-rules.ts).
 import type { Context } from 'koa';
