@@ -116,7 +116,7 @@ export function checkChoice(outcome: Extract<OrgOutcome, { kind: 'grant' }>, opt
   const scopes = grantedScopes(outcome.scopes, optional, posted.ticked);
   if (!scopes.length) return { ok: false, status: 400, message: 'choose at least one permission to share, or deny the request' };
   const teamIds = posted.allTeams ? outcome.teams.map((t) => t.id) : [...new Set(posted.teamIds)];
-  if (scopes.some((s) => s.startsWith('TEAM_')) && teamIds.length === 0) return { ok: false, status: 400, message: 'choose at least one team for this app' };
+  if (scopes.some((s) => s.startsWith('TEAM_')) && teamIds.length === 0 && !posted.allTeams) return { ok: false, status: 400, message: 'choose at least one team for this app' };
   return { ok: true, scopes, teamIds, allTeams: posted.allTeams, installs: outcome.installs && scopes.some(isOrgScope) };
 }
 

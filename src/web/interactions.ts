@@ -140,8 +140,9 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const existing = found && !isLegacyGrant(found) ? found : undefined;
     const binding = existing?.jti ? await bindings.forGrant(existing.jti) : undefined;
     // A bound grant is joined only in its organization; an unbound one only outside any.
+    const joinable = involved ? involved.offered.some((o) => o.facts.org.id === binding?.orgId) : !binding;
     let held: string[] = [];
-    if (details.params.include_granted_scopes === 'true' && existing && Boolean(binding) === Boolean(involved)) {
+    if (details.params.include_granted_scopes === 'true' && existing && joinable) {
       held = (existing.getOIDCScope() ?? '').split(' ').filter((s) => s && clientScopes.includes(s));
     }
     let orgs = involved;
@@ -274,7 +275,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const { org, role } = decision.facts;
     const changed = () => new ConflictError(`${org.name} changed what this app may reach while you were allowing it; nothing was shared. Please start again from the app`);
     const policy = (await trx('organizations').where('id', org.id).forShare().first('app_policy'))?.app_policy;
-    if (!policy || policy === 'block' || (policy === 'approval' && installationId === null)) throw changed();
+    if (!policy || policy === 'block' || (policy === 'approval' && installationId === null && !isOrgAdmin(role))) throw changed();
     if (installationId !== null) {
       const installation = await lockInstallationForBinding(trx, installationId);
       if (!installation.allTeams && decision.teamIds.some((t) => !installation.teamIds.includes(t))) throw changed();

@@ -96,6 +96,12 @@ describe('the posted choice', () => {
     expect(checkChoice(admin, [], { ticked: [], teamIds: [], allTeams: true })).toEqual({ ok: true, scopes: ['TEAM_BOOKING_READ', 'ORG_BOOKING_READ'], teamIds: [1, 2, 3], allTeams: true, installs: true });
   });
 
+  it('an admin of an organization without teams yet may install for all teams (the ones to come)', () => {
+    const empty = grant(orgOutcome(facts({ role: 'owner', orgTeams: [], reachableTeams: [] }), CLIENT, ['TEAM_BOOKING_READ']));
+    expect(checkChoice(empty, [], { ticked: [], teamIds: [], allTeams: true })).toMatchObject({ ok: true, teamIds: [], allTeams: true, installs: true });
+    expect(checkChoice(empty, [], { ticked: [], teamIds: [], allTeams: false })).toMatchObject({ ok: false, status: 400 });
+  });
+
   it('unticked optional scopes are left out; ticking cannot add what was not offered', () => {
     expect(checkChoice(member, ['PROFILE_READ'], { ticked: ['ORG_BOOKING_READ'], teamIds: [1], allTeams: false })).toMatchObject({ ok: true, scopes: ['TEAM_BOOKING_READ'] });
     expect(grantedScopes(['A', 'B', 'C'], ['B', 'C'], ['C', 'D'])).toEqual(['A', 'C']);
