@@ -21,19 +21,16 @@ import { consentPageData } from './consent-page.ts';
 import { field, fields, formBody, page } from './forms.ts';
 import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
-import { ConflictError, ForbiddenError } from '../errors.ts';
+import { ConflictError, ForbiddenError, InputError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
-import { checkOrgPost, orgOptions, orgsInvolved, type OrgDecision } from './org-consent.ts';
-import { grantedScopes, isOrgAdmin, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
-import { scopeSatisfies } from '../scopes.ts';
-import type { Knex } from 'knex';
+import { checkOrgPost, checkStillAllowed, orgOptions, orgsInvolved } from './org-consent.ts';
+import { grantedScopes, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
 import { findClient } from '../clients/service.ts';
 import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
-import { installApp, lockInstallationForBinding } from '../orgs/installations.ts';
+import { installApp } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
-import { InputError } from '../errors.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -269,28 +266,6 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (legacyRequest) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
     await finish(ctx, details, { consent: { grantId } }, true);
   });
-
-  /** What the bind transaction re-reads, locked, before binding (see confirmInOrganization). */
-  async function checkStillAllowed(trx: Knex.Transaction, decision: Extract<OrgDecision, { kind: 'grant' }>, userId: number, installationId: number | null) {
-    const { org, role } = decision.facts;
-    const changed = () => new ConflictError(`${org.name} changed what this app may reach while you were allowing it; nothing was shared. Please start again from the app`);
-    const policy = (await trx('organizations').where('id', org.id).forShare().first('app_policy'))?.app_policy;
-    if (!policy || policy === 'block' || (policy === 'approval' && installationId === null && !isOrgAdmin(role))) throw changed();
-    if (installationId !== null) {
-      const installation = await lockInstallationForBinding(trx, installationId);
-      if (!installation.allTeams && decision.teamIds.some((t) => !installation.teamIds.includes(t))) throw changed();
-      const installed = new Set(installation.scopes);
-      if (decision.scopes.some((s) => isOrgScope(s) && !scopeSatisfies(installed, s))) throw changed();
-    }
-    if (role) {
-      const now = await trx('org_memberships').where({ org_id: org.id, user_id: userId }).forShare().first('role');
-      if (!now || isOrgAdmin(now.role) !== isOrgAdmin(role)) throw changed();
-    }
-    if (!isOrgAdmin(role) && decision.teamIds.length) {
-      const still = await trx('team_memberships').where('user_id', userId).whereIn('team_id', decision.teamIds).forShare().select('team_id');
-      if (still.length !== new Set(decision.teamIds).size) throw changed();
-    }
-  }
 
   type OrgContext = Awaited<ReturnType<typeof consentContext>> & { orgs: NonNullable<Awaited<ReturnType<typeof consentContext>>['orgs']> };
 

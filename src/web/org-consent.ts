@@ -2,11 +2,13 @@
 // what the page offers for each of the user's organizations, and the check of what Allow posted,
 // both from current data with the same rules (src/orgs/consent-rules.ts).
 import type { Context } from 'koa';
+import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { describeScope } from '../scopes.ts';
-import { checkChoice, isOrgScope, orgOutcome, type OrgOutcome } from '../orgs/consent-rules.ts';
+import { describeScope, scopeSatisfies } from '../scopes.ts';
+import { checkChoice, isOrgAdmin, isOrgScope, orgOutcome, type OrgOutcome } from '../orgs/consent-rules.ts';
+import { lockInstallationForBinding } from '../orgs/installations.ts';
 import { orgFactsFor, type OrgConsentFacts } from '../orgs/consent-data.ts';
 import { ConflictError, ForbiddenError, InputError } from '../errors.ts';
 import { field, fields } from './forms.ts';
@@ -97,4 +99,31 @@ export function checkOrgPost(ctx: Context, offered: Offered[], all: OrgConsentFa
   const result = checkChoice(outcome, optional, { ticked: fields(ctx, 'optional_scope'), teamIds: rawTeams.map(Number), allTeams });
   if (!result.ok) throw result.status === 403 ? new ForbiddenError(`${result.message}; nothing was shared`) : new InputError(result.message);
   return { kind: 'grant', facts, ...result };
+}
+
+/**
+ * Re-read, locked, in the transaction that binds a grant (src/web/interactions.ts): the
+ * organization's policy, the installation, the user's memberships. A change that committed first
+ * is seen (ConflictError, the caller revokes the grant); one that comes later waits for the
+ * binding to commit and then revokes the grant with the others (src/orgs/installations.ts).
+ */
+export async function checkStillAllowed(trx: Knex.Transaction, decision: Extract<OrgDecision, { kind: 'grant' }>, userId: number, installationId: number | null) {
+  const { org, role } = decision.facts;
+  const changed = () => new ConflictError(`${org.name} changed what this app may reach while you were allowing it; nothing was shared. Please start again from the app`);
+  const policy = (await trx('organizations').where('id', org.id).forShare().first('app_policy'))?.app_policy;
+  if (!policy || policy === 'block' || (policy === 'approval' && installationId === null && !isOrgAdmin(role))) throw changed();
+  if (installationId !== null) {
+    const installation = await lockInstallationForBinding(trx, installationId);
+    if (!installation.allTeams && decision.teamIds.some((t) => !installation.teamIds.includes(t))) throw changed();
+    const installed = new Set(installation.scopes);
+    if (decision.scopes.some((s) => isOrgScope(s) && !scopeSatisfies(installed, s))) throw changed();
+  }
+  if (role) {
+    const now = await trx('org_memberships').where({ org_id: org.id, user_id: userId }).forShare().first('role');
+    if (!now || isOrgAdmin(now.role) !== isOrgAdmin(role)) throw changed();
+  }
+  if (!isOrgAdmin(role) && decision.teamIds.length) {
+    const still = await trx('team_memberships').where('user_id', userId).whereIn('team_id', decision.teamIds).forShare().select('team_id');
+    if (still.length !== new Set(decision.teamIds).size) throw changed();
+  }
 }
