@@ -98,7 +98,11 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     const tokens = await tokensFor(server, client, user, SCOPE);
     const db = server.system.db;
     const { grant_id: grantId } = await db('user_grants').where({ account_id: String(user.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
-    await db('grant_bindings').insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId });
+    // The consent page bound the grant already (src/web/interactions.ts); the binding under test replaces it.
+    await db('grant_bindings')
+      .insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId })
+      .onConflict('grant_id')
+      .merge();
     return { ...tokens, grantId: grantId as string };
   }
 
