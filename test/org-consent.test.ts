@@ -108,6 +108,17 @@ describe.each<Storage>(['redis', 'sql'])('consent in an organization (%s storage
       expect(await introspect(token.access_token)).toMatchObject({ active: true, org_id: String(o.id), team_ids: [String(o.team('Sales').id)] });
     });
 
+    it('shows the organization’s logo, its origin allowed by this page’s Content-Security-Policy only', async () => {
+      const member = await newUser(server);
+      const o = await org('allow', ['Design'], [[member, 'member', ['Design']]]);
+      await db()('organizations').where('id', o.id).update({ logo_url: 'https://cdn.example.org/acme/logo.png' });
+      const page = await consent(member, 'TEAM_BOOKING_READ');
+      expect(page.$('.consent-org-logo').attr('src')).toBe('https://cdn.example.org/acme/logo.png');
+      expect(page.headers.get('content-security-policy')).toMatch(/img-src 'self' data: https:\/\/cdn\.example\.org(;|$)/);
+      const plain = await consent(member, 'PROFILE_READ');
+      expect(plain.headers.get('content-security-policy')).not.toContain('cdn.example.org');
+    });
+
     it('a request without team or org scopes, or from a user in no organization, is the consent of before', async () => {
       const [member, loner] = await Promise.all([newUser(server), newUser(server)]);
       await org('block', ['Ops'], [[member, 'member', ['Ops']]]);

@@ -24,7 +24,7 @@ import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { ConflictError, ForbiddenError, InputError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
-import { checkOrgPost, checkStillAllowed, orgOptions, orgsInvolved } from './org-consent.ts';
+import { allowLogos, checkOrgPost, checkStillAllowed, orgOptions, orgsInvolved } from './org-consent.ts';
 import { grantedScopes, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
 import { findClient } from '../clients/service.ts';
 import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
@@ -183,6 +183,8 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const cx = await consentContext(details, client, accountId);
     // Every organization blocks the app (or allows nothing it asks): no page, the app hears access_denied.
     if (cx.orgs && cx.orgs.offered.length === 0) return finish(ctx, details, { error: 'access_denied', error_description: 'Your organization does not allow this app.' }, false);
+    const orgChoice = cx.orgs ? await orgOptions(users, cx.orgs.offered, cx.binding?.orgId ?? undefined) : undefined;
+    if (orgChoice) allowLogos(ctx, orgChoice.map((o) => o.logoUrl));
     await page(ctx, 'consent', {
       title: 'Authorize access',
       platformName,
@@ -190,7 +192,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
       ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: cx.shown, redirectUri })),
       optional: cx.optional,
       incremental: cx.held.length > 0,
-      orgChoice: cx.orgs ? await orgOptions(users, cx.orgs.offered, cx.binding?.orgId ?? undefined) : undefined,
+      orgChoice,
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,

@@ -26,6 +26,26 @@ export async function orgsInvolved(db: Db, userId: number, clientId: string, cli
   return { all, offered };
 }
 
+/**
+ * The pages' Content-Security-Policy allows images from this site only; the consent page also
+ * shows the organizations' logos (an operator's https link, or http on localhost: `orgs create
+ * --logo-url`), so it allows exactly their origins, on this page only.
+ */
+export function allowLogos(ctx: Context, logoUrls: (string | null)[]): void {
+  const origins = new Set<string>();
+  for (const url of logoUrls) {
+    try {
+      const parsed = url ? new URL(url) : undefined;
+      if (parsed && (parsed.protocol === 'https:' || parsed.protocol === 'http:')) origins.add(parsed.origin);
+    } catch {
+      // not a link: the image simply does not load
+    }
+  }
+  const csp = ctx.response.get('Content-Security-Policy');
+  if (!origins.size || !csp.includes('img-src ')) return;
+  ctx.set('Content-Security-Policy', csp.replace(/img-src ([^;]*)/, (_, sources: string) => `img-src ${sources} ${[...origins].join(' ')}`));
+}
+
 /** Form field names, per organization, so that choices made under another option are never read. */
 export const teamField = (orgId: number) => `team_${orgId}`;
 export const allTeamsField = (orgId: number) => `all_teams_${orgId}`;

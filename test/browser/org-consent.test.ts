@@ -11,6 +11,7 @@ import { clientsCreate, clientsSetStatus } from '../../src/admin/commands.ts';
 import { addOrgMember, addTeamMember, createOrg, createTeam, saveInstallation } from '../../src/orgs/store.ts';
 import type { AppPolicy } from '../../src/orgs/model.ts';
 
+const LOGO = '<svg xmlns="http://www.w3.org/2000/svg" width="48" height="48"><rect width="48" height="48" rx="8" fill="#1d4ed8"/><text x="24" y="32" font-size="22" text-anchor="middle" fill="#fff" font-family="sans-serif">N</text></svg>';
 const SCOPES = ['PROFILE_READ', 'BOOKING_READ', 'TEAM_BOOKING_READ', 'TEAM_MEMBERSHIP_READ', 'ORG_BOOKING_READ'];
 
 describe.runIf(browserTestsEnabled('org consent page in a browser'))('the consent page in an organization, in a browser', () => {
@@ -32,7 +33,9 @@ describe.runIf(browserTestsEnabled('org consent page in a browser'))('the consen
   }
 
   async function consentPage(user: TestUser, scope: string): Promise<Page> {
-    const { page } = await person(session.browser);
+    const { context, page } = await person(session.browser);
+    // The organizations' logos, served here (the page allows their origin: src/web/org-consent.ts).
+    await context.route('https://logos.example/**', (route) => route.fulfill({ status: 200, contentType: 'image/svg+xml', body: LOGO }));
     await page.goto(authorizeUrl(session.server.url, { client_id: clientId, redirect_uri: REDIRECT, scope, state: 's' }));
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
@@ -45,6 +48,7 @@ describe.runIf(browserTestsEnabled('org consent page in a browser'))('the consen
     const [admin, member] = await Promise.all([newUser(session.server, 'Ada Administrator'), newUser(session.server, 'Mia Member')]);
     const north = await org('Northwind Traders International Scheduling Division', 'allow', ['Sales', 'Customer Support Europe', 'Research']);
     const south = await org('Southside Clinic', 'allow', ['Front desk']);
+    await db()('organizations').where('id', north.id).update({ logo_url: 'https://logos.example/northwind.svg' });
     await addOrgMember(db(), north.id, admin.id, 'admin');
     await addOrgMember(db(), north.id, member.id, 'member');
     await addOrgMember(db(), south.id, member.id, 'member');
@@ -55,6 +59,7 @@ describe.runIf(browserTestsEnabled('org consent page in a browser'))('the consen
     expect(await page.getByRole('radio').count()).toBe(2);
     await expect.poll(() => page.getByText('Installed by Ada Administrator for Customer Support Europe, Sales.').isVisible()).toBe(true);
     expect(await page.getByRole('checkbox', { name: /See your bookings/ }).isChecked()).toBe(true);
+    await expect.poll(() => page.locator('.consent-org-logo').evaluate((img: HTMLImageElement) => img.naturalWidth)).toBeGreaterThan(0);
     await screenshot(page, 'member-two-organizations');
 
     // Southside chosen, the optional scope unticked: the app gets the rest, for the front desk.
