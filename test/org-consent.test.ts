@@ -345,6 +345,13 @@ describe.each<Storage>(['redis', 'sql'])('consent in an organization (%s storage
       expect(scopeSet(merged.scope)).toEqual(new Set(['PROFILE_READ', 'BOOKING_READ']));
       expect(await grantsOf(user)).toHaveLength(1);
 
+      // Nothing new asked: no page, and the token still says everything granted.
+      const straight = await browser.follow(authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's', include_granted_scopes: 'true' }), server.url);
+      const code = new URL(straight.location!).searchParams.get('code');
+      expect(code, straight.html.slice(0, 300)).toBeTruthy();
+      const again = await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, ...client });
+      expect(scopeSet(String(again.body.scope))).toEqual(new Set(['PROFILE_READ', 'BOOKING_READ']));
+
       const plain = await consent(user, 'BOOKING_READ', { prompt: 'consent' }, browser);
       expect(plain.$('.consent-incremental')).toHaveLength(0);
       expect((await backToApp(browser, await allow(browser, plain))).scope).toBe('BOOKING_READ');

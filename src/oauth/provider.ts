@@ -179,6 +179,15 @@ export function createProvider(deps: ProviderDeps): Provider {
       validator() {},
     },
 
+    // The grant the session holds for this client, as the library finds it; with
+    // include_granted_scopes=true and nothing new asked, the token says all the grant holds.
+    async loadExistingGrant(ctx) {
+      const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId);
+      const grant = grantId ? await ctx.oidc.provider.Grant.find(grantId) : undefined;
+      if (grant && ctx.oidc.params?.include_granted_scopes === 'true') includeGrantedScopes(ctx, grant);
+      return grant;
+    },
+
     async findAccount(_ctx, sub) {
       const user = await findUserById(cached, sub);
       if (!user) return undefined;
@@ -238,6 +247,21 @@ export function createProvider(deps: ProviderDeps): Provider {
 }
 
 type Step = (ctx: KoaContextWithOIDC, next: () => Promise<void>) => Promise<void>;
+
+/**
+ * Incremental consent (docs/org-consent.md): when the existing grant already covers every scope
+ * asked, the request's scope widens to what the grant holds (within the client's scopes now), so
+ * the token says all of it. When something is new, the consent page asks for it and sets the
+ * scope itself (src/web/interactions.ts).
+ */
+function includeGrantedScopes(ctx: KoaContextWithOIDC, grant: InstanceType<Provider['Grant']>): void {
+  const held = (grant.getOIDCScope() ?? '').split(' ').filter(Boolean);
+  if (held.includes(LEGACY_FULL_ACCESS)) return;
+  const requested = [...ctx.oidc.requestParamScopes];
+  if (!requested.every((s) => held.includes(s))) return;
+  const allowed = new Set(ctx.oidc.client?.scope?.split(' ') ?? []);
+  ctx.oidc.params!.scope = [...new Set([...requested, ...held.filter((s) => allowed.has(s))])].join(' ');
+}
 
 /** A storage outage inside the provider is our 503 with a retry hint, not its 500. */
 const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) {
