@@ -1,5 +1,5 @@
-// First start of the embedded default: a demo user and an approved demo client, printed with a
-// ready-to-open authorization URL, so a newcomer can try the whole flow in a minute. The client
+// First start of the embedded default: a demo user, a demo organization with two teams (the user
+// is its owner), and an approved demo client, printed with a ready-to-open authorization URL, so a newcomer can try the whole flow in a minute. The client
 // returns to this server's own callback page (src/web/demo-callback.ts), which shows the code and
 // the command that exchanges it.
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import { createClient, setClientStatus, type ClientDeps } from './clients/servic
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, ME_PATH, TOKEN_PATH } from './http/paths.ts';
 import { AUTHORIZATION_CODE_TTL } from './oauth/provider.ts';
 import { validateRedirectUri } from './clients/validate.ts';
+import { addOrgMember, addTeamMember, createOrg, createTeam } from './orgs/store.ts';
 
 /** Who the audit log says created the demo client: how the callback page finds it. */
 export const DEMO_ACTOR = 'system:demo-seed';
@@ -27,6 +28,10 @@ function demoRedirectUri(config: Config): string {
 export async function seedDemo(deps: ClientDeps & PasswordDeps, config: Config): Promise<string> {
   const password = randomBytes(9).toString('base64url');
   const user = await createUser(deps, { email: 'demo@example.com', password, name: 'Demo User', username: 'demo' });
+  const org = await createOrg(deps.db, { name: 'Demo Organization' });
+  const teams = [await createTeam(deps.db, { name: 'Sales', orgId: org.id }), await createTeam(deps.db, { name: 'Support', orgId: org.id })];
+  await addOrgMember(deps.db, org.id, user.id, 'owner');
+  for (const team of teams) await addTeamMember(deps.db, team.id, user.id, 'admin');
   const redirectUri = demoRedirectUri(config);
   const { client, secret } = await createClient(deps, {
     name: 'Demo app',
@@ -46,8 +51,9 @@ export async function seedDemo(deps: ClientDeps & PasswordDeps, config: Config):
     state,
   }).toString();
   return [
-    'First start: created a demo user and an approved demo client (shown only this once).',
+    'First start: created a demo user, organization and approved client (shown only this once).',
     `  user:          ${user.email} / password ${password}`,
+    `  organization:  ${org.name} (id ${org.id}), teams ${teams.map((t) => `${t.name} (id ${t.id})`).join(' and ')}; the demo user owns it`,
     `  client_id:     ${client.clientId}`,
     `  client_secret: ${secret!.value}`,
     `  redirect_uri:  ${redirectUri} (this server's demo callback page)`,

@@ -18,9 +18,11 @@ import { Browser } from './support/browser.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
+import { sendTestEvent } from '../src/webhooks/settings.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
+import { createBoundGrant } from '../src/orgs/bindings.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
@@ -173,12 +175,14 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       for (const t of [ta, tb]) await expectEnded(client, t, since);
       await expectLive(personal);
 
-      const events = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.length >= 3);
-      for (const delivery of hooks.received) expect(() => new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)).not.toThrow();
-      // Uninstalling again changes nothing and sends nothing more.
+      // Uninstalling again changes nothing and sends nothing more. One client's events arrive in
+      // order: once a test event sent after it arrives, everything before it has.
       expect((await uninstallApp(deps, installation.id, null)).changed).toBe(false);
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(hooks.received).toHaveLength(3);
+      await sendTestEvent(server.system, client.client_id, { actor: 'test' });
+      const all = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.some((x) => x.type === 'webhook.test'));
+      for (const delivery of hooks.received) expect(() => new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)).not.toThrow();
+      const events = all.filter((e) => e.type !== 'webhook.test');
+      expect(events).toHaveLength(3);
       expect(events.filter((e) => e.type === 'installation.removed').map((e) => e.data)).toEqual([
         { client_id: client.client_id, installation_id: String(installation.id), org_id: String(org.id), all_teams: false, team_ids: [String(a.id), String(b.id)], scopes: SCOPE.split(' ') },
       ]);
@@ -203,8 +207,10 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       expect((await changeInstallation(deps, installation.id, { allTeams: false, teamIds: [a.id] }, null)).revoked).toBe(1);
       await expectEnded(client, tb, since);
       await expectLive(ta);
-      const events = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.length >= 2);
-      expect(events.map((e) => e.type).sort()).toEqual(['grant.revoked', 'installation.changed']);
+      await sendTestEvent(server.system, client.client_id, { actor: 'test' });
+      const all = await until('the webhooks', () => hooks.received.map((r) => JSON.parse(r.body)), (e) => e.some((x) => x.type === 'webhook.test'));
+      const events = all.filter((e) => e.type !== 'webhook.test');
+      expect(events.map((e) => e.type)).toEqual(['installation.changed', 'grant.revoked']);
       expect(events.find((e) => e.type === 'installation.changed')!.data).toMatchObject({ all_teams: false, team_ids: [String(a.id)] });
       expect(events.find((e) => e.type === 'grant.revoked')!.data).toMatchObject({ user_id: String(inB.id), reason: 'installation_changed' });
     } finally {
@@ -252,59 +258,151 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     expectRefusal(await cli('teams', 'remove-member', '999999', String(inB.id)), /no team/);
   });
 
+  it('an admin demoted to member (orgs add-member --role member) loses the grants bound to teams they are not in, keeps the others', async () => {
+    const { org, a, b } = await orgWithTeams();
+    const admin = await newUser(server, 'Admin');
+    await orgs.addOrgMember(server.system.db, org.id, admin.id, 'admin');
+    await orgs.addTeamMember(server.system.db, a.id, admin.id, 'member');
+    const client = await approvedClient(server, SCOPE.split(' '), 'Demotion App');
+    const inTeam = await boundTokens(client, admin, { orgId: org.id, teamIds: [a.id], installationId: null });
+    const outside = await boundTokens(client, admin, { orgId: org.id, teamIds: [b.id], installationId: null });
+    const since = Date.now();
+    const res = await cli('orgs', 'add-member', String(org.id), admin.email, '--role', 'member');
+    expect(res.code, res.stderr).toBe(0);
+    await expectEnded(client, outside, since, 2000);
+    await expectLive(inTeam);
+  });
+
   it('the block policy ends every installation and bound grant of the organization; approval ends those of apps not installed', async () => {
-    const { org, a, b, inA, inB } = await orgWithTeams();
+    const { org, a, b, owner, inA, inB } = await orgWithTeams();
     const [installed, loose] = [await approvedClient(server, SCOPE.split(' '), 'Installed App'), await approvedClient(server, SCOPE.split(' '), 'Loose App')];
     const { installation } = await installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
     const ti = await boundTokens(installed, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id });
     const tl = await boundTokens(loose, inB, { orgId: org.id, teamIds: [b.id], installationId: null });
+    // An owner may authorize an app for themselves without installing it, under approval too.
+    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null });
 
     let since = Date.now();
     expect((await setAppPolicy(deps, org.id, 'approval', null)).revoked).toBe(1);
     await expectEnded(loose, tl, since);
     await expectLive(ti);
+    await expectLive(to);
 
     since = Date.now();
     const set = await cli('orgs', 'set-app-policy', String(org.id), 'block');
     expect(set.code, set.stderr).toBe(0);
     expect(JSON.parse(set.stdout)).toMatchObject({ id: org.id, app_policy: 'block' });
     await expectEnded(installed, ti, since, 2000);
+    await expectEnded(loose, to, since, 2000);
     expect((await orgs.findInstallation(server.system.db, installation.id))!.status).toBe('removed');
     await expect(installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null })).rejects.toThrow(/blocks apps/);
     expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);
   });
 
-  it('concurrent install and uninstall: no grant outlives a removed installation', async () => {
+  it('concurrent install, authorization and uninstall: no grant outlives a removed installation', async () => {
     const { org, a, inA } = await orgWithTeams();
     const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
-    for (let round = 0; round < 5; round++) {
+    const { provider, db } = server.system;
+    for (let round = 0; round < 4; round++) {
       const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
-      const tokens = await tokensFor(server, client, inA, SCOPE);
-      const { grant_id: grantId } = await server.system.db('user_grants').where({ account_id: String(inA.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
-      // The consent page's side (H4 notes in the design): bind under the installation's lock, then check again.
-      const binding = (async () => {
+      // The consent page's side, in the order the design notes give: bind under the installation's
+      // lock, save the grant after that commits, then check again.
+      const grant = createBoundGrant(provider, { accountId: String(inA.id), clientId: client.client_id });
+      grant.addOIDCScope(SCOPE);
+      const authorize = async () => {
+        await new Promise((r) => setTimeout(r, round % 4));
         try {
-          await server.system.db.transaction(async (trx) => {
+          await db.transaction(async (trx) => {
             await lockInstallationForBinding(trx, installation.id);
-            await trx('grant_bindings').insert({ grant_id: grantId, account_id: String(inA.id), client_id: client.client_id, org_id: org.id, team_ids: JSON.stringify([a.id]), installation_id: installation.id });
+            await server.system.bindings.bind(trx, grant.jti!, { accountId: String(inA.id), clientId: client.client_id, orgId: org.id, teamIds: [a.id], installationId: installation.id });
           });
         } catch {
-          await server.system.artifacts.revokeGrant(grantId);
-          return false;
+          return false; // refused before any grant was saved
         }
-        return grantStillCovered(deps, installation.id, { grantId, teamIds: [a.id], scopes: SCOPE.split(' ') });
-      })();
-      const [bound, removed] = await Promise.all([binding, uninstallApp(deps, installation.id, null), installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id], by: null }).catch((err) => err)]);
+        await grant.save();
+        return grantStillCovered(deps, installation.id, { grantId: grant.jti!, teamIds: [a.id], scopes: SCOPE.split(' ') });
+      };
+      const uninstall = async () => {
+        await new Promise((r) => setTimeout(r, (round + 2) % 4));
+        return uninstallApp(deps, installation.id, null);
+      };
+      const reinstall = installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id], by: null }).catch((err: Error) => err);
+      const [, removed] = await Promise.all([authorize(), uninstall(), reinstall]);
       expect(removed.changed).toBe(true);
-      expect(bound).toBe(false);
-      expect(await check(other.url, tokens.access_token)).toBe(401);
+      // However they interleaved, the grant bound to the removed installation is gone.
+      expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
       // Whatever is active now is a later installation, never the removed one.
-      const active = await orgs.activeInstallation(server.system.db, client.client_id, org.id);
+      const active = await orgs.activeInstallation(db, client.client_id, org.id);
       if (active) {
         expect(active.id).not.toBe(installation.id);
         await uninstallApp(deps, active.id, null);
       }
     }
+  });
+
+  it('an authorization racing an uninstall, in each order: refused, or its grant revoked by the uninstall or by its own second check', async () => {
+    const { org, a, inA } = await orgWithTeams();
+    const client = await approvedClient(server, SCOPE.split(' '), 'Ordered App');
+    const { provider, db, bindings } = server.system;
+    const install = async () => (await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null })).installation.id;
+    const newGrant = () => {
+      const grant = createBoundGrant(provider, { accountId: String(inA.id), clientId: client.client_id });
+      grant.addOIDCScope(SCOPE);
+      return grant;
+    };
+    const bindIn = (trx: Parameters<typeof lockInstallationForBinding>[0], grantId: string, installationId: number) =>
+      bindings.bind(trx, grantId, { accountId: String(inA.id), clientId: client.client_id, orgId: org.id, teamIds: [a.id], installationId });
+    const covered = (installationId: number, grantId: string) => grantStillCovered(deps, installationId, { grantId, teamIds: [a.id], scopes: SCOPE.split(' ') });
+
+    // 1. Uninstalled first: the binding is refused, no grant is saved.
+    let id = await install();
+    await uninstallApp(deps, id, null);
+    await expect(db.transaction((trx) => lockInstallationForBinding(trx, id))).rejects.toThrow(/uninstalled or changed/);
+
+    // 2. Bound first, the uninstall's sweep before the grant is saved: the second check revokes it.
+    id = await install();
+    let grant = newGrant();
+    await db.transaction(async (trx) => (await lockInstallationForBinding(trx, id), await bindIn(trx, grant.jti!, id)));
+    await uninstallApp(deps, id, null);
+    await grant.save();
+    expect(await covered(id, grant.jti!)).toBe(false);
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
+    // 3. The uninstall waits for the binding's lock; the grant saved at once after: one of the two ends it.
+    id = await install();
+    grant = newGrant();
+    let uninstalling: Promise<unknown> | undefined;
+    await db.transaction(async (trx) => {
+      await lockInstallationForBinding(trx, id);
+      uninstalling = uninstallApp(deps, id, null);
+      await bindIn(trx, grant.jti!, id);
+    });
+    await grant.save();
+    await covered(id, grant.jti!);
+    await uninstalling;
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
+    // 3b. The consent page's order: the grant saved first, then bound under the lock the uninstall waits for: the uninstall ends it.
+    id = await install();
+    grant = newGrant();
+    await grant.save();
+    await db.transaction(async (trx) => {
+      await lockInstallationForBinding(trx, id);
+      uninstalling = uninstallApp(deps, id, null);
+      await bindIn(trx, grant.jti!, id);
+    });
+    expect(await uninstalling).toMatchObject({ changed: true, revoked: 1 });
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
+
+    // 4. Bound, saved and checked before the uninstall: the uninstall revokes it.
+    id = await install();
+    grant = newGrant();
+    await db.transaction(async (trx) => (await lockInstallationForBinding(trx, id), await bindIn(trx, grant.jti!, id)));
+    await grant.save();
+    expect(await covered(id, grant.jti!)).toBe(true);
+    expect(await provider.Grant.find(grant.jti!)).toBeDefined();
+    await uninstallApp(deps, id, null);
+    expect(await provider.Grant.find(grant.jti!)).toBeUndefined();
   });
 
   describe('the apps page', () => {

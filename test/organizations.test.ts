@@ -9,6 +9,9 @@ import { expectRefusal as refused, useAdminCli } from './support/admin-cli.ts';
 import { connectDb, type Db } from '../src/storage/db.ts';
 import * as store from '../src/orgs/store.ts';
 import { updateClient } from '../src/clients/repository.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { loadConfig } from '../src/config.ts';
+import { seedDemo } from '../src/demo.ts';
 
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
@@ -320,5 +323,28 @@ describe('organization scripts on the embedded database (PGlite)', () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe('the demo of the quick start', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('sql');
+  });
+  afterAll(() => server?.close());
+
+  it('makes a demo organization with two teams, owned by the demo user, and prints it', async () => {
+    const output = await seedDemo(server.system, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
+    const db = server.pg.db;
+    const user = await db('users').where('email', 'demo@example.com').first('id');
+    const memberships = await store.orgsOfUser(db, user.id);
+    expect(memberships).toHaveLength(1);
+    const { org, role } = memberships[0]!;
+    expect(org).toMatchObject({ name: 'Demo Organization', appPolicy: 'allow' });
+    expect(role).toBe('owner');
+    const teams = await store.teamsOfOrg(db, org.id);
+    expect(teams.map((t) => t.name)).toEqual(['Sales', 'Support']);
+    expect((await store.teamsOfUser(db, user.id)).map((m) => [m.team.name, m.role])).toEqual([['Sales', 'admin'], ['Support', 'admin']]);
+    expect(output).toContain(`organization:  Demo Organization (id ${org.id}), teams Sales (id ${teams[0]!.id}) and Support (id ${teams[1]!.id}); the demo user owns it`);
   });
 });

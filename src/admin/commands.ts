@@ -32,7 +32,9 @@ import type { DataCipher } from '../storage/data-encryption.ts';
 import { NotFoundError } from '../errors.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
-import { ORG_ROLES, TEAM_ROLES, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
+import { grantBindings } from '../orgs/bindings.ts';
+import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
+import { isOrgAdmin, ORG_ROLES, TEAM_ROLES, type Installation, type OrgRole, type Organization, type Team, type TeamRole } from '../orgs/model.ts';
 
 /** What every command runs against: storage, and who is acting (for the audit trail). */
 export interface AdminContext extends ClientDeps {
@@ -291,12 +293,24 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], what: str
 const audit = (ctx: AdminContext, action: string, details: Record<string, unknown>, userId?: number) =>
   recordAudit(ctx.db, { actor: ctx.by.actor, action, userId, details: { ...details, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });
 
+/** What the organization changes need in a script: its storage, and the bound grants read from the database. */
+export function installationDeps(ctx: AdminContext): InstallationDeps {
+  return { db: ctx.db, outbox: ctx.outbox, artifacts: ctx.artifacts, bindings: grantBindings(ctx.db) };
+}
+
 export const orgJson = (org: Organization) => ({ id: org.id, name: org.name, app_policy: org.appPolicy, ...(org.logoUrl ? { logo_url: org.logoUrl } : {}) });
 export const teamJson = (team: Team) => ({ id: team.id, name: team.name, org_id: team.orgId });
 
-/** team_ids are the teams the installation reaches now: for all_teams, the organization's current ones. */
-export async function installationJson(db: Db, installation: Installation) {
-  const teamIds = installation.allTeams ? (await orgs.teamsOfOrg(db, installation.orgId)).map((t) => t.id) : installation.teamIds;
+/**
+ * team_ids are the teams the installation reaches now: for all_teams, the organization's current
+ * ones (`orgTeams` caches them across a list).
+ */
+export async function installationJson(db: Db, installation: Installation, orgTeams = new Map<number, Promise<number[]>>()) {
+  let teamIds = installation.teamIds;
+  if (installation.allTeams) {
+    if (!orgTeams.has(installation.orgId)) orgTeams.set(installation.orgId, orgs.teamsOfOrg(db, installation.orgId).then((teams) => teams.map((t) => t.id)));
+    teamIds = await orgTeams.get(installation.orgId)!;
+  }
   return {
     id: installation.id,
     client_id: installation.clientId,
@@ -327,8 +341,12 @@ export async function orgsAddMember(ctx: AdminContext, orgRef: string, userRef: 
   const user = await resolveUser(ctx.db, userRef);
   const current = await orgs.orgRole(ctx.db, org.id, user.id);
   if (current === role) throw new InputError(`user ${user.id} is already a member of organization ${org.id} as ${role}; nothing changed`);
+  // An admin becoming a member loses what only admins reach: those grants end (src/orgs/installations.ts).
+  const demoted = isOrgAdmin(current) && !isOrgAdmin(role);
+  if (demoted) await ctx.assertStoresReachable?.();
   const membership = await orgs.addOrgMember(ctx.db, org.id, user.id, role);
-  await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}) }, user.id);
+  const revoked = demoted ? (await memberDemoted(installationDeps(ctx), org.id, user.id)).revoked : 0;
+  await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}), ...(demoted ? { revoked_grants: revoked } : {}) }, user.id);
   return { org_id: membership.orgId, user_id: membership.userId, role: membership.role };
 }
 
@@ -376,7 +394,8 @@ export async function installationsList(ctx: AdminContext, options: { org?: stri
   const org = options.org === undefined ? undefined : await resolveOrg(db, options.org);
   if (options.client !== undefined) await getClient(db, options.client);
   const found = await orgs.listInstallations(db, { orgId: org?.id, clientId: options.client });
+  const orgTeams = new Map<number, Promise<number[]>>();
   const installations = [];
-  for (const installation of found) installations.push(await installationJson(db, installation));
+  for (const installation of found) installations.push(await installationJson(db, installation, orgTeams));
   return { installations };
 }

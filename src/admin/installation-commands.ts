@@ -5,15 +5,11 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { parseIntegerId } from '../ids.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
-import { grantBindings } from '../orgs/bindings.ts';
 import * as orgs from '../orgs/store.ts';
-import { installApp, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../orgs/installations.ts';
-import { installationJson, orgJson, resolveUser, type AdminContext } from './commands.ts';
+import { installApp, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp } from '../orgs/installations.ts';
+import { installationDeps, installationJson, orgJson, resolveUser, type AdminContext } from './commands.ts';
 
-/** The changes' dependencies in a script: its storage, and the bound grants read from the database. */
-function deps(ctx: AdminContext): InstallationDeps {
-  return { db: ctx.db, outbox: ctx.outbox, artifacts: ctx.artifacts, bindings: grantBindings(ctx.db) };
-}
+const deps = installationDeps;
 
 const audit = (ctx: AdminContext, action: string, details: Record<string, unknown>, userId?: number) =>
   recordAudit(ctx.db, { actor: ctx.by.actor, action, userId, details: { ...details, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });

@@ -9,11 +9,11 @@
 //
 // Ordering against a concurrent authorization (the consent page binding a new grant): the
 // binder locks the installation row and checks it is active in the binding's transaction
-// (lockInstallationForBinding), saves the grant after that commits, then checks again
-// (grantStillCovered); a change updates that row first and lists the bound grants only after
-// committing. So a binding either committed before the change (and its grant is revoked by the
-// change, or, if saved after the change's sweep, by the binder's second check) or sees the
-// change (and is refused). A crash between the commit and the revocation is healed by
+// (lockInstallationForBinding); a change updates that row first and lists the bound grants only
+// after committing. So a binding either committed before the change (and its grant is listed and
+// revoked — provided the grant was saved before the binding committed, as the consent page does;
+// a binder saving it later checks again with grantStillCovered) or sees the change (and is
+// refused). A crash between the commit and the revocation is healed by
 // repeating the change (uninstalling a removed installation sweeps its grants again).
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
@@ -222,7 +222,8 @@ export async function uninstallApp(deps: InstallationDeps, id: number, _by: numb
  * Sets the organization's app policy, with its effects:
  * - block: every active installation removed (installation.removed to each app), pending requests
  *   dismissed, and every grant bound to the organization revoked (org_policy);
- * - approval: grants bound to the organization of apps it has not installed revoked (org_policy);
+ * - approval: grants bound to the organization of apps it has not installed revoked (org_policy),
+ *   except its owners' and admins' own;
  * - allow: nothing else.
  */
 export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy: string, _by: number | null): Promise<{ org: Organization; revoked: number }> {
@@ -246,8 +247,12 @@ export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy
   });
   if (policy === 'allow') return { org, revoked: 0 };
   const bound = await bindings.grantsBoundTo({ orgId });
-  const stillInstalled = new Set(policy === 'block' ? [] : (await store.listInstallations(db, { orgId, status: 'active' })).map((i) => i.clientId));
-  return { org, revoked: await revokeBound(deps, bound.filter((g) => !stillInstalled.has(g.clientId)), 'org_policy', orgId) };
+  if (policy === 'block') return { org, revoked: await revokeBound(deps, bound, 'org_policy', orgId) };
+  // approval: apps reach the organization through an installation, or an org admin's own grant
+  // (the consent page lets an admin authorize without installing, src/orgs/consent-rules.ts).
+  const stillInstalled = new Set((await store.listInstallations(db, { orgId, status: 'active' })).map((i) => i.clientId));
+  const admins = new Set((await store.orgMembers(db, orgId)).filter((m) => isOrgAdmin(m.role)).map((m) => String(m.userId)));
+  return { org, revoked: await revokeBound(deps, bound.filter((g) => !stillInstalled.has(g.clientId) && !admins.has(g.accountId)), 'org_policy', orgId) };
 }
 
 /** The user left the organization (and so its teams): their grants bound to it are revoked (membership_ended). */
@@ -271,8 +276,33 @@ export async function memberLeftTeam(deps: InstallationDeps, teamId: number, use
 }
 
 /**
+ * An org owner or admin became a member: they now reach only their own teams, and organization
+ * scopes only through an installation that has them. Their grants bound to the organization
+ * beyond that are revoked (membership_ended); nothing when they are still an admin.
+ */
+export async function memberDemoted(deps: InstallationDeps, orgId: number, userId: number): Promise<{ revoked: number }> {
+  const { db, bindings } = deps;
+  const role = await store.orgRole(db, orgId, userId);
+  if (!role || isOrgAdmin(role)) return { revoked: 0 };
+  const accountId = String(userId);
+  const reachable = new Set((await store.reachableTeams(db, orgId, userId)).map((t) => t.id));
+  const affected = new Map<string, BoundGrant>();
+  for (const team of await store.teamsOfOrg(db, orgId)) {
+    if (!reachable.has(team.id)) for (const g of await bindings.grantsBoundTo({ orgId, accountId, teamId: team.id })) affected.set(g.grantId, g);
+  }
+  const inOrg = await bindings.grantsBoundTo({ orgId, accountId });
+  if (inOrg.length) {
+    const installed = new Map((await store.listInstallations(db, { orgId, status: 'active' })).map((i) => [i.clientId, new Set(i.scopes)]));
+    const rows: { grant_id: string; client_id: string; scopes: string[] }[] = await db('user_grants').whereIn('grant_id', inOrg.map((g) => g.grantId)).select('grant_id', 'client_id', 'scopes');
+    const beyond = new Set(rows.filter((r) => r.scopes.some((s) => s.startsWith('ORG_') && !scopeSatisfies(installed.get(r.client_id) ?? new Set(), s))).map((r) => r.grant_id));
+    for (const g of inOrg) if (beyond.has(g.grantId)) affected.set(g.grantId, g);
+  }
+  return { revoked: await revokeBound(deps, [...affected.values()], 'membership_ended', orgId) };
+}
+
+/**
  * Revokes bound grants (each with its codes and tokens, on every instance), then, per app, removes
- * their user_grants rows with one grant.revoked per user in the same transaction. Revoking first,
+ * their user_grants and grant_bindings rows with one grant.revoked per user in the same transaction. Revoking first,
  * as revokeAppAccess does: a failure leaves the rows, and repeating the change finishes it.
  */
 async function revokeBound(deps: InstallationDeps, grants: BoundGrant[], reason: GrantRevokedReason, orgId: number | null): Promise<number> {
@@ -285,6 +315,8 @@ async function revokeBound(deps: InstallationDeps, grants: BoundGrant[], reason:
     await outbox.prepare(clientId);
     await db.transaction(async (trx) => {
       const removed: { account_id: string }[] = await trx('user_grants').where('client_id', clientId).whereIn('grant_id', grantIds).delete().returning('account_id');
+      // The bindings of grants that no longer exist: the next change need not list them again.
+      await trx('grant_bindings').whereIn('grant_id', grantIds).delete();
       const users = [...new Set(removed.map((r) => r.account_id))];
       const about = orgId === null ? {} : { org_id: String(orgId) };
       await outbox.enqueue(trx, clientId, users.map((userId) => webhookEvent(clientId, 'grant.revoked', { user_id: userId, reason, ...about })));
