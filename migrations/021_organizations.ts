@@ -38,6 +38,31 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['user_id']);
   });
 
+  // A team of an organization takes only that organization's members, and leaving the
+  // organization leaves its teams — also for rows a platform sync writes straight into the tables
+  // (docs/organizations.md), not only through src/orgs/store.ts.
+  await knex.raw(`
+    create function team_membership_check_org() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from teams t where t.id = new.team_id and t.org_id is not null
+                 and not exists (select 1 from org_memberships m where m.org_id = t.org_id and m.user_id = new.user_id)) then
+        raise exception 'user % is not a member of the organization of team %', new.user_id, new.team_id using errcode = 'check_violation';
+      end if;
+      return new;
+    end $$`);
+  await knex.raw(`
+    create trigger team_memberships_check_org before insert or update on team_memberships
+    for each row execute function team_membership_check_org()`);
+  await knex.raw(`
+    create function org_membership_ended() returns trigger language plpgsql as $$
+    begin
+      delete from team_memberships tm using teams t where tm.team_id = t.id and t.org_id = old.org_id and tm.user_id = old.user_id;
+      return null;
+    end $$`);
+  await knex.raw(`
+    create trigger org_memberships_ended after delete on org_memberships
+    for each row execute function org_membership_ended()`);
+
   await knex.schema.createTable('app_installations', (t) => {
     t.increments('id').primary();
     t.text('client_id').notNullable().references('id').inTable('oauth_clients').onDelete('CASCADE');
@@ -76,4 +101,6 @@ export async function down(knex: Knex): Promise<void> {
   for (const table of ['installation_requests', 'app_installations', 'team_memberships', 'org_memberships', 'teams', 'organizations']) {
     await knex.schema.dropTableIfExists(table);
   }
+  await knex.raw('drop function if exists team_membership_check_org()');
+  await knex.raw('drop function if exists org_membership_ended()');
 }

@@ -162,6 +162,10 @@ describe('organization scripts (PostgreSQL)', () => {
       ],
     });
     refused(await admin('orgs', 'show', 'nope'), /no organization "nope"/);
+    const listed = ok(await admin('orgs', 'list')).organizations.find((o: { id: number }) => o.id === org.id);
+    expect(listed).toEqual({ id: org.id, name: 'Shown Org', app_policy: 'allow', members: 2, teams: 2 });
+    const table = await runAdmin(['orgs', 'list'], cli.env);
+    expect(table.stdout).toMatch(new RegExp(`^ID\\s+POLICY\\s+MEMBERS\\s+TEAMS\\s+NAME\\n(.*\\n)*${org.id}\\s+allow\\s+2\\s+2\\s+Shown Org$`, 'm'));
     const text = await runAdmin(['orgs', 'show', String(org.id)], cli.env);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/app_policy: allow/);
@@ -195,7 +199,7 @@ describe('organization scripts (PostgreSQL)', () => {
   });
 
   it('has --help for every organization command', async () => {
-    const commands = [['orgs', 'create'], ['orgs', 'add-member'], ['orgs', 'set-app-policy'], ['orgs', 'show'], ['teams', 'create'], ['teams', 'add-member'], ['installations', 'list']];
+    const commands = [['orgs', 'create'], ['orgs', 'list'], ['orgs', 'add-member'], ['orgs', 'set-app-policy'], ['orgs', 'show'], ['teams', 'create'], ['teams', 'add-member'], ['installations', 'list']];
     for (const c of commands) {
       const res = await runAdmin([...c, '--help'], cli.env);
       expect(res.code, c.join(' ')).toBe(0);
@@ -267,6 +271,19 @@ describe('organization store', () => {
     expect(await store.removeOrgMember(db(), org.id, member.id)).toBe(false);
   });
 
+  it('the database keeps the team rule for rows a sync writes straight into the tables', async () => {
+    const org = await store.createOrg(db(), { name: 'Synced' });
+    const team = await store.createTeam(db(), { name: 'T', orgId: org.id });
+    const loose = await store.createTeam(db(), { name: 'No org' });
+    const user = await newUser(db());
+    await expect(db()('team_memberships').insert({ team_id: team.id, user_id: user.id, role: 'member' })).rejects.toMatchObject({ code: '23514' });
+    await db()('team_memberships').insert({ team_id: loose.id, user_id: user.id, role: 'member' });
+    await db()('org_memberships').insert({ org_id: org.id, user_id: user.id, role: 'member' });
+    await db()('team_memberships').insert({ team_id: team.id, user_id: user.id, role: 'admin' });
+    await db()('org_memberships').where({ org_id: org.id, user_id: user.id }).delete();
+    expect((await store.teamsOfUser(db(), user.id)).map((m) => m.team.id)).toEqual([loose.id]);
+  });
+
   it('one active installation per app and organization; requests idempotent while pending', async () => {
     const org = await store.createOrg(db(), { name: 'Inst' });
     const user = await newUser(db());
@@ -274,7 +291,12 @@ describe('organization store', () => {
     const input = { clientId: 'store-app', orgId: org.id, allTeams: false, teamIds: [3, 1, 3], scopes: ['TEAM_BOOKING_READ'], installedBy: user.id };
     const [x, y] = await Promise.all([store.saveInstallation(db(), input), store.saveInstallation(db(), { ...input, teamIds: [2], installedBy: null })]);
     expect(x.id).toBe(y.id);
-    expect((await store.activeInstallation(db(), 'store-app', org.id))!.installedBy).toBe(user.id);
+    // Whichever came first installed it; the other changed its teams and kept who installed it.
+    const active = (await store.activeInstallation(db(), 'store-app', org.id))!;
+    expect(active.installedBy).toBe(x.installedBy);
+    expect(x.installedBy).toBe(y.installedBy);
+    const byOperator = await store.saveInstallation(db(), { ...input, installedBy: null });
+    expect(byOperator).toMatchObject({ id: x.id, installedBy: active.installedBy, teamIds: [1, 3] });
     expect(await store.markInstallationRemoved(db(), x.id)).toMatchObject({ status: 'removed' });
     expect(await store.markInstallationRemoved(db(), x.id)).toBeUndefined();
     const again = await store.saveInstallation(db(), input);
@@ -313,6 +335,8 @@ describe('organization scripts on the embedded database (PGlite)', () => {
     const shown = ok(await admin('orgs', 'show', String(org.id)));
     expect(shown.teams).toEqual([{ id: team.id, name: 'Crew', org_id: org.id, members: [{ user_id: alice.id, role: 'admin' }] }]);
     expect(ok(await admin('installations', 'list', '--org', String(org.id)))).toEqual({ installations: [] });
+    const app = ok(await admin('clients', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ'));
+    expect(ok(await admin('clients', 'set-scopes', app.client_id, 'PROFILE_READ', 'BOOKING_READ', '--optional', 'BOOKING_READ')).optional_scopes).toEqual(['BOOKING_READ']);
 
     // The store's counts on PGlite (knex resolves delete/update to an object there).
     const db = connectDb({ databaseUrl: undefined, dataDir });
@@ -320,6 +344,9 @@ describe('organization scripts on the embedded database (PGlite)', () => {
       expect(await store.removeOrgMember(db, org.id, alice.id)).toBe(true);
       expect(await store.teamsOfUser(db, alice.id)).toEqual([]);
       expect(await store.removeTeamMember(db, team.id, alice.id)).toBe(false);
+      // A change of scopes by another path keeps the optional ones that remain (the jsonb filter on PGlite).
+      await db.transaction((trx) => updateClient(trx, app.client_id, { scopes: ['BOOKING_READ', 'SCHEDULE_READ'] }));
+      expect(await db('oauth_clients').where('id', app.client_id).first('optional_scopes')).toEqual({ optional_scopes: ['BOOKING_READ'] });
     } finally {
       await db.destroy();
     }

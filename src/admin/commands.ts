@@ -22,14 +22,13 @@ import {
 import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
-import { InputError } from '../errors.ts';
+import { InputError, NotFoundError } from '../errors.ts';
 import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts';
 import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
-import { NotFoundError } from '../errors.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
 import { grantBindings } from '../orgs/bindings.ts';
@@ -348,6 +347,14 @@ export async function orgsAddMember(ctx: AdminContext, orgRef: string, userRef: 
   const revoked = demoted ? (await memberDemoted(installationDeps(ctx), org.id, user.id)).revoked : 0;
   await audit(ctx, current ? 'org.member_role_changed' : 'org.member_added', { org_id: org.id, role, ...(current ? { previous_role: current } : {}), ...(demoted ? { revoked_grants: revoked } : {}) }, user.id);
   return { org_id: membership.orgId, user_id: membership.userId, role: membership.role };
+}
+
+/** Every organization, with how many members and teams it has (for finding an id). */
+export async function orgsList({ db }: AdminContext) {
+  const rows = await db('organizations as o')
+    .orderBy('o.id')
+    .select('o.*', db.raw('(select count(*)::int from org_memberships m where m.org_id = o.id) as member_count'), db.raw('(select count(*)::int from teams t where t.org_id = o.id) as team_count'));
+  return { organizations: rows.map((r) => ({ ...orgJson({ id: r.id, name: r.name, appPolicy: r.app_policy, logoUrl: r.logo_url }), members: r.member_count, teams: r.team_count })) };
 }
 
 export async function orgsShow({ db }: AdminContext, orgRef: string) {

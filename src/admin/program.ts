@@ -138,6 +138,9 @@ const clientTable = ({ clients }: { clients: ClientRow[] }) =>
 const userTable = ({ users }: { users: UserRow[] }) =>
   table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.name]));
 
+type OrgRow = { id: number; app_policy: string; members: number; teams: number; name: string };
+const orgTable = ({ organizations }: { organizations: OrgRow[] }) =>
+  table(['ID', 'POLICY', 'MEMBERS', 'TEAMS', 'NAME'], organizations.map((o) => [o.id, o.app_policy, o.members, o.teams, o.name]));
 type InstallationRow = { id: number; client_id: string; org_id: number; team_ids: number[]; scopes: string[]; status: string; installed_by: number | null };
 const installationTable = ({ installations }: { installations: InstallationRow[] }) =>
   table(
@@ -293,6 +296,10 @@ function buildProgram(io: AdminIo): Command {
     .command('remove-member <org> <user>')
     .description("remove a user (id or e-mail) from an organization and its teams: their grants bound to it end at once")
     .action(action((ctx, org: string, user: string) => installationCommands.orgsRemoveMember(ctx, org, user)));
+  orgs
+    .command('list')
+    .description('list organizations: id, app policy, members, teams, name')
+    .action(action((ctx) => commands.orgsList(ctx), orgTable));
   orgs
     .command('show <org>')
     .description('show an organization with its members and teams')

@@ -285,7 +285,6 @@ export async function setClientRefreshGrace(deps: ChangeDeps, clientId: string, 
   });
 }
 
-/** Renames the client; the same rule as at registration (the name is shown on consent pages). */
 /**
  * Which of the client's current scopes the user may untick on the consent page. Never widens what
  * the app may do, so the owner sets it without review.
@@ -298,6 +297,7 @@ export async function setOptionalScopes(deps: ChangeDeps, clientId: string, opti
   });
 }
 
+/** Renames the client; the same rule as at registration (the name is shown on consent pages). */
 export async function renameClient(deps: ChangeDeps, clientId: string, name: string, by: Actor): Promise<ClientRecord> {
   const valid = validateClientName(name);
   return changeClient(deps, clientId, by, async (trx, current) => {

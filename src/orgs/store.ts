@@ -33,6 +33,8 @@ const idOf = (value: IdInput): number | undefined => (typeof value === 'number' 
 // object rather than the number of rows.
 // PostgreSQL's foreign_key_violation: a row names an organization, team or user that is not there.
 const isMissingReference = (err: unknown) => (err as { code?: string }).code === '23503';
+// check_violation: migration 021's trigger refusing a team member outside the team's organization.
+const isCheckViolation = (err: unknown) => (err as { code?: string }).code === '23514';
 
 type Row = Record<string, any>;
 
@@ -116,14 +118,12 @@ export async function addOrgMember(db: Conn, orgId: number, userId: number, role
 }
 
 /**
- * Removes the user from the organization and from its teams (a team member of an organization's
- * team is always a member of that organization). Returns whether they were a member.
+ * Removes the user from the organization, and so from its teams (migration 021's trigger: a
+ * member of an organization's team is always a member of that organization). Returns whether
+ * they were a member.
  */
 export async function removeOrgMember(db: Conn, orgId: number, userId: number): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    await trx('team_memberships').where('user_id', userId).whereIn('team_id', trx('teams').where('org_id', orgId).select('id')).delete();
-    return (await trx('org_memberships').where({ org_id: orgId, user_id: userId }).delete().returning('user_id')).length > 0;
-  });
+  return (await db('org_memberships').where({ org_id: orgId, user_id: userId }).delete().returning('user_id')).length > 0;
 }
 
 export async function orgRole(db: Conn, orgId: number, userId: number): Promise<OrgRole | undefined> {
@@ -190,6 +190,8 @@ export async function addTeamMember(db: Conn, teamId: number, userId: number, ro
     ));
   } catch (err) {
     if (isMissingReference(err)) throw new NotFoundError(`no user ${userId}`);
+    // The organization membership ended between this statement's check and its insert.
+    if (isCheckViolation(err)) throw new InputError(`user ${userId} is not a member of the organization team ${teamId} belongs to`);
     throw err;
   }
   if (rows[0]) return { teamId: rows[0].team_id, userId: rows[0].user_id, role: rows[0].role };

@@ -196,8 +196,7 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
       await setOptionalScopes(clients, client.clientId, fields(ctx, 'optional_scope'), actor(ctx));
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      ctx.status = 400;
-      return showClient(ctx, client, { optionalError: sentence(err.message) });
+      return refused(ctx, () => showClient(ctx, client, { optionalError: sentence(err.message) }));
     }
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Optional scopes saved.' });
   });
