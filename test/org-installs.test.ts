@@ -23,6 +23,7 @@ import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
 import { createBoundGrant } from '../src/orgs/bindings.ts';
+import { boundTokensFor } from './support/bindings.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
@@ -97,15 +98,9 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
 
   /** Tokens through the flow, their grant bound to the organization (and teams, and installation) as the consent page binds it. */
   async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }) {
-    const tokens = await tokensFor(server, client, user, SCOPE);
-    const db = server.system.db;
-    const { grant_id: grantId } = await db('user_grants').where({ account_id: String(user.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
-    // The consent page bound the grant already (src/web/interactions.ts); the binding under test replaces it.
-    await db('grant_bindings')
-      .insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId })
-      .onConflict('grant_id')
-      .merge();
-    return { ...tokens, grantId: grantId as string };
+    // Made as the consent page makes them, with exactly this binding (test/support/bindings.ts): the
+    // page itself, which installs on an admin's Allow, is tested in test/org-consent.test.ts.
+    return boundTokensFor(server, client, String(user.id), SCOPE, binding);
   }
 
   const refresh = (client: TestClient, refreshToken: string) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: refreshToken, ...client });
