@@ -119,6 +119,17 @@ describe.each<Storage>(['redis', 'sql'])('consent in an organization (%s storage
       expect(plain.headers.get('content-security-policy')).not.toContain('cdn.example.org');
     });
 
+    it('an admin’s Allow installs here too, and a member then gets at most the installation’s teams', async () => {
+      const [admin, member] = await Promise.all([newUser(server), newUser(server)]);
+      const o = await org('allow', ['Sales', 'Support'], [[admin, 'admin', []], [member, 'member', ['Sales', 'Support']]]);
+      const browser = new Browser();
+      const page = await consent(admin, 'TEAM_BOOKING_READ', {}, browser);
+      await backToApp(browser, await allow(browser, page, { drop: [`team_${o.id}`], add: [[`team_${o.id}`, String(o.team('Support').id)]] }));
+      expect(await db()('app_installations').where({ org_id: o.id, status: 'active' }).first()).toMatchObject({ team_ids: [o.team('Support').id], installed_by: admin.id });
+      const memberPage = await consent(member, 'TEAM_BOOKING_READ');
+      expect(teamBoxes(memberPage, o.id)).toEqual([o.team('Support').id]);
+    });
+
     it('a request without team or org scopes, or from a user in no organization, is the consent of before', async () => {
       const [member, loner] = await Promise.all([newUser(server), newUser(server)]);
       await org('block', ['Ops'], [[member, 'member', ['Ops']]]);
@@ -181,6 +192,9 @@ describe.each<Storage>(['redis', 'sql'])('consent in an organization (%s storage
       expect(text(sent, 'h1')).toBe(`Request sent to ${o.name}'s admins`);
       expect(await db()('installation_requests').where({ org_id: o.id, user_id: member.id, client_id: client.client_id })).toMatchObject([{ status: 'pending', scopes: ['TEAM_BOOKING_READ'] }]);
       expect(await grantsOf(member)).toHaveLength(0);
+      // Asking again keeps one pending request.
+      expect((await allow(browser, page)).status).toBe(200);
+      expect(await db()('installation_requests').where({ org_id: o.id, user_id: member.id })).toHaveLength(1);
       const left = await browser.submit(sent, 'button:contains("Back to")');
       const back = new URL((await browser.follow(left.location!, server.url)).location!);
       expect(back.searchParams.get('error')).toBe('access_denied');
