@@ -23,7 +23,6 @@ import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
 import { createBoundGrant } from '../src/orgs/bindings.ts';
-import { boundTokensFor } from './support/bindings.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
@@ -97,10 +96,16 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
   }
 
   /** Tokens through the flow, their grant bound to the organization (and teams, and installation) as the consent page binds it. */
-  async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }) {
-    // Made as the consent page makes them, with exactly this binding (test/support/bindings.ts): the
-    // page itself, which installs on an admin's Allow, is tested in test/org-consent.test.ts.
-    return boundTokensFor(server, client, String(user.id), SCOPE, binding);
+  async function boundTokens(client: TestClient, user: User, binding: { orgId: number; teamIds: number[]; installationId: number | null }, scope = SCOPE) {
+    const tokens = await tokensFor(server, client, user, scope);
+    const db = server.system.db;
+    const { grant_id: grantId } = await db('user_grants').where({ account_id: String(user.id), client_id: client.client_id }).orderBy('granted_at', 'desc').first('grant_id');
+    // The consent page bound the grant already (src/web/interactions.ts); the binding under test replaces it.
+    await db('grant_bindings')
+      .insert({ grant_id: grantId, account_id: String(user.id), client_id: client.client_id, org_id: binding.orgId, team_ids: JSON.stringify(binding.teamIds), installation_id: binding.installationId })
+      .onConflict('grant_id')
+      .merge();
+    return { ...tokens, grantId: grantId as string };
   }
 
   const refresh = (client: TestClient, refreshToken: string) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: refreshToken, ...client });
@@ -274,8 +279,9 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     const { installation } = await installApp(deps, { clientId: installed.client_id, orgId: org.id, allTeams: true, teamIds: [], by: null });
     const ti = await boundTokens(installed, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id });
     const tl = await boundTokens(loose, inB, { orgId: org.id, teamIds: [b.id], installationId: null });
-    // An owner may authorize an app for themselves without installing it, under approval too.
-    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null });
+    // An owner's own grant of an app not installed (asked without team scopes, so that the consent
+    // page does not install it), bound as an admin's may be under approval too.
+    const to = await boundTokens(loose, owner, { orgId: org.id, teamIds: [b.id], installationId: null }, 'PROFILE_READ');
 
     let since = Date.now();
     expect((await setAppPolicy(deps, org.id, 'approval', null)).revoked).toBe(1);
@@ -426,6 +432,22 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       expect((await browser.get(`${server.url}${ORGANIZATIONS_PATH}`)).$('.item').length).toBe(0);
     });
 
+    it('sends strangers to sign in, and answers odd spellings and ids with 404, never a 500', async () => {
+      const { org, owner } = await orgWithTeams();
+      const paths = orgAppsPaths(org.id);
+      const anonymous = await fetch(`${server.url}${paths.page}`, { redirect: 'manual' });
+      expect(anonymous.status).toBe(303);
+      expect(anonymous.headers.get('location')).toMatch(/^\/login\?next=/);
+      expect((await fetch(`${server.url}${paths.policy}`, { method: 'POST', redirect: 'manual' })).status).toBe(401);
+      const browser = await signIn(owner);
+      for (const odd of [`${paths.page}/`, paths.page.toUpperCase(), orgAppsPaths('0' + org.id).page, orgAppsPaths('99999999999').page, orgAppsPaths('1e3').page]) {
+        expect((await browser.get(`${server.url}${odd}`)).status, odd).toBe(404);
+      }
+      for (const odd of [paths.teams('abc'), paths.uninstall('99999999999'), paths.approve('-1'), paths.dismiss('x')]) {
+        expect((await post(browser, odd, [['all_teams', 'yes']])).status, odd).toBe(404);
+      }
+    });
+
     it('lets an admin change teams, uninstall, approve and dismiss requests; a replayed form gets a clear error', async () => {
       const { org, a, b, owner, inA, inB } = await orgWithTeams();
       const client = await approvedClient(server, SCOPE.split(' '), 'Paged App');
@@ -457,6 +479,13 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       const approved = await post(browser, paths.approve(request.id), [['team_ids', String(b.id)]]);
       expect(approved.status, approved.html).toBe(303);
       expect(await orgs.activeInstallation(server.system.db, requested.client_id, org.id)).toMatchObject({ teamIds: [b.id], scopes: ['TEAM_BOOKING_READ'], installedBy: owner.id });
+      // A request for the installed app: its teams are ticked already, and approving keeps its scopes.
+      const again = await orgs.addInstallationRequest(server.system.db, { clientId: client.client_id, orgId: org.id, userId: inB.id, scopes: ['TEAM_BOOKING_READ'] });
+      const form = await browser.get(`${server.url}${paths.page}`);
+      expect(form.$(`[data-request="${again.id}"] input[name=team_ids][value="${a.id}"]`).attr('checked')).toBeDefined();
+      expect((await post(browser, paths.approve(again.id), [['team_ids', String(a.id)], ['team_ids', String(b.id)]])).status).toBe(303);
+      expect(await orgs.activeInstallation(server.system.db, client.client_id, org.id)).toMatchObject({ id: installation.id, teamIds: [a.id, b.id], scopes: SCOPE.split(' ') });
+      await expectLive(ta);
       expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(303);
       expect(await orgs.pendingRequests(server.system.db, org.id)).toEqual([]);
       expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(409);

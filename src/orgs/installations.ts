@@ -121,8 +121,8 @@ export async function lockInstallationForBinding(trx: Knex.Transaction, installa
 }
 
 /**
- * For the consent page, after saving a grant it bound to an installation (bindings.bind commits
- * before grant.save, src/orgs/bindings.ts): whether the installation still covers it. A change
+ * For a binder that saves a grant only after binding it to an installation (the order
+ * src/orgs/bindings.ts suggests): whether the installation still covers it. A change
  * that committed between the binding and the save listed the binding but found no grant to
  * revoke; so when the installation is no longer active, or lost one of the grant's teams, the
  * grant is revoked here and false returned (the user is told to authorize again).

@@ -82,7 +82,10 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     const requests = [];
     for (const r of await orgs.pendingRequests(db, org.id)) {
       const user = await db('users').where('id', r.userId).first('email', 'name');
-      requests.push({ ...r, clientName: await clientName(r.clientId), userName: user?.name || user?.email || `user ${r.userId}`, scopeInfo: r.scopes.map(describeScope) });
+      // An app installed already: its teams are ticked, so that approving adds to them.
+      const current = installed.find((i) => i.clientId === r.clientId);
+      const teamsNow = current ? { allTeams: current.allTeams, chosen: current.teamIds } : { allTeams: false, chosen: [] };
+      requests.push({ ...r, ...teamsNow, clientName: await clientName(r.clientId), userName: user?.name || user?.email || `user ${r.userId}`, scopeInfo: r.scopes.map(describeScope) });
     }
     return page(ctx, 'org-apps', { title: `Apps of ${org.name}`, org, paths: orgAppsPaths(org.id), backPath: ORGANIZATIONS_PATH, policies: APP_POLICIES.map((p) => ({ name: p, words: POLICY_WORDS[p] })), teams, installed, requests });
   });
@@ -115,13 +118,21 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
 
   router.post(ROUTES.approve(':requestId'), ...signedIn, formBody, requireCsrf, async (ctx) => {
     const org = await administered(ctx);
-    const request = (await orgs.pendingRequests(db, org.id)).find((r) => String(r.id) === ctx.params.requestId);
-    if (!request) throw new ConflictError('that request was already settled (or does not exist): nothing was changed');
+    const requestId = parseIntegerId(ctx.params.requestId);
+    const request = (await orgs.pendingRequests(db, org.id)).find((r) => r.id === requestId);
+    if (!request) {
+      const settled = requestId !== undefined && (await db('installation_requests').where({ id: requestId, org_id: org.id }).first('id'));
+      if (settled) throw new ConflictError('that request was already settled: nothing was changed');
+      throw new NotFoundError('no such request');
+    }
     const teams = chosenTeams(ctx, await orgs.teamsOfOrg(db, org.id));
-    // What the member asked for, within what the app may ask now.
+    // What the member asked for, added to what an installation already has (approving never
+    // narrows it), within what the app may ask now.
     const client = await findClient(db, request.clientId);
-    const scopes = request.scopes.filter((s) => client?.scopes.includes(s));
-    const { installation } = await installApp(changes, { clientId: request.clientId, orgId: org.id, ...teams, scopes: scopes.length ? scopes : undefined, by: ctx.state.user!.id });
+    const current = await orgs.activeInstallation(db, request.clientId, org.id);
+    const scopes = [...new Set([...(current?.scopes ?? []), ...request.scopes])].filter((s) => client?.scopes.includes(s));
+    const input = { clientId: request.clientId, orgId: org.id, ...teams, scopes: scopes.length ? scopes : undefined, by: ctx.state.user!.id };
+    const { installation } = await installApp(changes, input, current?.id);
     await audit(ctx, 'installation.saved', { installation_id: installation.id, org_id: org.id, client_id: installation.clientId, request_id: request.id });
     redirectWithFlash(ctx, pageOf(org), { type: 'ok', text: `${client?.name ?? 'The app'} is installed; the request is approved.` });
   });
@@ -130,7 +141,9 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     const org = await administered(ctx);
     const requestId = parseIntegerId(ctx.params.requestId);
     if (requestId === undefined) throw new NotFoundError('no such request');
+    if (!(await db('installation_requests').where({ id: requestId, org_id: org.id }).first('id'))) throw new NotFoundError('no such request');
     await dismissRequest(db, org.id, requestId);
+    await audit(ctx, 'installation_request.dismissed', { org_id: org.id, request_id: requestId });
     redirectWithFlash(ctx, pageOf(org), { type: 'ok', text: 'The request was dismissed.' });
   });
 
