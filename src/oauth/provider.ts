@@ -167,11 +167,25 @@ export function createProvider(deps: ProviderDeps): Provider {
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
       },
+      // Incremental consent (docs/org-consent.md): add to the grant this client already has;
+      // the consent page then asks only for what is new. Only `true` or `false`.
+      include_granted_scopes(_ctx, value) {
+        if (value !== undefined && value !== 'true' && value !== 'false') throw new errors.InvalidRequest('include_granted_scopes must be true or false');
+      },
     },
 
     extraClientMetadata: {
       properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
       validator() {},
+    },
+
+    // The grant the session holds for this client, as the library finds it; with
+    // include_granted_scopes=true and nothing new asked, the token says all the grant holds.
+    async loadExistingGrant(ctx) {
+      const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId);
+      const grant = grantId ? await ctx.oidc.provider.Grant.find(grantId) : undefined;
+      if (grant && ctx.oidc.params?.include_granted_scopes === 'true') includeGrantedScopes(ctx, grant);
+      return grant;
     },
 
     async findAccount(_ctx, sub) {
@@ -233,6 +247,21 @@ export function createProvider(deps: ProviderDeps): Provider {
 }
 
 type Step = (ctx: KoaContextWithOIDC, next: () => Promise<void>) => Promise<void>;
+
+/**
+ * Incremental consent (docs/org-consent.md): when the existing grant already covers every scope
+ * asked, the request's scope widens to what the grant holds (within the client's scopes now), so
+ * the token says all of it. When something is new, the consent page asks for it and sets the
+ * scope itself (src/web/interactions.ts).
+ */
+function includeGrantedScopes(ctx: KoaContextWithOIDC, grant: InstanceType<Provider['Grant']>): void {
+  const held = (grant.getOIDCScope() ?? '').split(' ').filter(Boolean);
+  if (held.includes(LEGACY_FULL_ACCESS)) return;
+  const requested = [...ctx.oidc.requestParamScopes];
+  if (!requested.every((s) => held.includes(s))) return;
+  const allowed = new Set(ctx.oidc.client?.scope?.split(' ') ?? []);
+  ctx.oidc.params!.scope = [...new Set([...requested, ...held.filter((s) => allowed.has(s))])].join(' ');
+}
 
 /** A storage outage inside the provider is our 503 with a retry hint, not its 500. */
 const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) {

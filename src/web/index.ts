@@ -17,6 +17,7 @@ import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
 import { orgAppsRoutes } from './org-apps.ts';
+import type { GrantBindings } from '../orgs/bindings.ts';
 
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
@@ -39,6 +40,8 @@ export interface WebDeps {
   platformName: string;
   publicUrls: PublicUrls;
   webhooks: WebhookPageDeps;
+  /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds, the org apps page revokes. */
+  bindings: GrantBindings;
 }
 
 export interface WebhookPageDeps {

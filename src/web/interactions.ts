@@ -6,7 +6,7 @@ import { errors } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
-import { isLegacyGrant, recordUserGrant } from '../oauth/grants.ts';
+import { isLegacyGrant, recordUserGrant, revokeGrant } from '../oauth/grants.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from '../http/paths.ts';
 import type { Challenge, SignInLimits } from './sign-in-limits.ts';
@@ -18,12 +18,19 @@ import { endAuthorizationSession } from '../oauth/sessions.ts';
 import { endSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { consentPageData } from './consent-page.ts';
-import { field, formBody, page } from './forms.ts';
+import { field, fields, formBody, page } from './forms.ts';
 import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
-import { ConflictError, ForbiddenError } from '../errors.ts';
+import { ConflictError, ForbiddenError, InputError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
+import { allowLogos, checkOrgPost, checkStillAllowed, orgOptions, orgsInvolved } from './org-consent.ts';
+import { grantedScopes, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
+import { findClient } from '../clients/service.ts';
+import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
+import { installApp } from '../orgs/installations.ts';
+import { addInstallationRequest } from '../orgs/store.ts';
+import type { WebhookOutbox } from '../webhooks/outbox.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -43,6 +50,8 @@ function refuseNonOwnerOfPendingClient(client: Client, accountId: string | undef
   if (owner && owner !== accountId) throw refusal('this app is waiting for review by an administrator; only its developer can use it until then');
 }
 
+const sameIds = (a: number[], b: number[]) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
+
 export interface InteractionDeps {
   provider: Provider;
   db: Db;
@@ -54,11 +63,16 @@ export interface InteractionDeps {
   /** PLATFORM_NAME: who reviews apps, as the consent page says it. */
   platformName: string;
   /** Where finished steps are kept (finished-steps.ts): with the provider's artifacts. */
-  artifacts: Pick<ArtifactStorage, 'adapterFor'>;
+  artifacts: Pick<ArtifactStorage, 'adapterFor' | 'revokeGrant'>;
+  /** Grants bound to an organization and teams (src/orgs/bindings.ts). */
+  bindings: GrantBindings;
+  /** Where an admin's installation writes its webhook events (src/orgs/installations.ts). */
+  outbox: WebhookOutbox;
 }
 
-export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox }: InteractionDeps) {
   const users = { db, records };
+  const installations = { db, outbox, artifacts, bindings };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;
@@ -110,6 +124,32 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
   /** Sign-in is due when the provider asks for it, or after the user chose another account. */
   const signInDue = (details: Details) => details.prompt.name === 'login' || !details.session?.accountId;
 
+  /**
+   * What this consent is about, from current data: the organizations involved (org-context consent),
+   * the client's optional scopes among those shown, and, for include_granted_scopes=true, the grant
+   * this request adds to and what it already holds (the page then shows only what is new).
+   */
+  async function consentContext(details: Details, client: Client, accountId: string) {
+    const requested = requestedScopes(details);
+    const clientScopes = client.scope?.split(' ') ?? [];
+    const involved = await orgsInvolved(db, Number(accountId), client.clientId, clientScopes, requested);
+    const found = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
+    const existing = found && !isLegacyGrant(found) ? found : undefined;
+    const binding = existing?.jti ? await bindings.forGrant(existing.jti) : undefined;
+    // A bound grant is joined only in its organization; an unbound one only outside any.
+    const joinable = involved ? involved.offered.some((o) => o.facts.org.id === binding?.orgId) : !binding;
+    let held: string[] = [];
+    if (details.params.include_granted_scopes === 'true' && existing && joinable) {
+      held = (existing.getOIDCScope() ?? '').split(' ').filter((s) => s && clientScopes.includes(s));
+    }
+    let orgs = involved;
+    if (involved && binding && held.length) orgs = { ...involved, offered: involved.offered.filter((o) => o.facts.org.id === binding.orgId) };
+    const fresh = newScopes(requested, held);
+    const shown = fresh.length ? fresh : requested;
+    const optional = ((await findClient(db, client.clientId))?.optionalScopes ?? []).filter((s) => shown.includes(s));
+    return { requested, orgs, existing, binding, held: fresh.length ? held : [], shown, optional };
+  }
+
   async function showLogin(ctx: Context, details: Details, challenge: Challenge | undefined, error = '', email = '') {
     const client = await provider.Client.find(String(details.params.client_id));
     await page(ctx, 'login', {
@@ -140,11 +180,19 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
 
     const user = await findUserById(users, accountId);
     const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
+    const cx = await consentContext(details, client, accountId);
+    // Every organization blocks the app (or allows nothing it asks): no page, the app hears access_denied.
+    if (cx.orgs && cx.orgs.offered.length === 0) return finish(ctx, details, { error: 'access_denied', error_description: 'Your organization does not allow this app.' }, false);
+    const orgChoice = cx.orgs ? await orgOptions(users, cx.orgs.offered, cx.binding?.orgId ?? undefined) : undefined;
+    if (orgChoice) allowLogos(ctx, orgChoice.map((o) => o.logoUrl));
     await page(ctx, 'consent', {
       title: 'Authorize access',
       platformName,
       userEmail: user?.email ?? '',
-      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: requestedScopes(details), redirectUri })),
+      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: cx.shown, redirectUri })),
+      optional: cx.optional,
+      incremental: cx.held.length > 0,
+      orgChoice,
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,
@@ -183,17 +231,27 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     refuseNonOwnerOfPendingClient(client, accountId);
     const allowed = new Set(client.scope?.split(' ') ?? []); // holds the legacy marker only while unmigrated
     const requested = requestedScopes(details);
-    const granted = requested.filter((s) => allowed.has(s));
+    let granted = requested.filter((s) => allowed.has(s));
     if (granted.length === 0) throw new ConflictError('what this app may ask for changed while the page was open; nothing was shared. Please start again from the app');
-    if (granted.length < requested.length) {
-      details.params.scope = granted.join(' ');
+    const cx = await consentContext(details, client, accountId);
+    if (cx.orgs) return confirmInOrganization(ctx, details, client, accountId, cx as typeof cx & { orgs: NonNullable<typeof cx.orgs> });
+
+    // Granular consent: the optional scopes the page showed are granted only when left ticked.
+    granted = grantedScopes(granted, cx.optional, fields(ctx, 'optional_scope'));
+    if (granted.length === 0) throw new InputError('choose at least one permission to share, or deny the request');
+    // Incremental consent: the token then says everything the grant holds (include_granted_scopes).
+    const tokenScopes = [...new Set([...cx.held, ...granted])];
+    if (tokenScopes.join(' ') !== requested.join(' ')) {
+      details.params.scope = tokenScopes.join(' ');
       await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
     }
     const legacyRequest = granted.includes(LEGACY_FULL_ACCESS);
 
-    // A legacy (unscoped) grant and a scoped grant are never merged: each kind has its own.
+    // A legacy (unscoped) grant and a scoped grant are never merged: each kind has its own; nor
+    // is a grant bound to an organization joined outside it.
     let grant = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
     if (grant && isLegacyGrant(grant) !== legacyRequest) grant = undefined;
+    if (grant?.jti && (await bindings.forGrant(grant.jti))) grant = undefined;
     grant ??= new provider.Grant({ accountId, clientId: client.clientId });
     grant.addOIDCScope(granted.join(' '));
     const grantId = await grant.save();
@@ -210,6 +268,70 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (legacyRequest) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
     await finish(ctx, details, { consent: { grantId } }, true);
   });
+
+  type OrgContext = Awaited<ReturnType<typeof consentContext>> & { orgs: NonNullable<Awaited<ReturnType<typeof consentContext>>['orgs']> };
+
+  /**
+   * Allow in an organization's context: the choice checked again from current data, then either a
+   * request to the admins (policy approval), or a grant bound to the organization and teams chosen,
+   * with an admin's choice installing the app for the organization first.
+   */
+  async function confirmInOrganization(ctx: Context, details: Details, client: Client, accountId: string, cx: OrgContext) {
+    const clientId = client.clientId;
+    const userId = Number(accountId);
+    const decision = checkOrgPost(ctx, cx.orgs.offered, cx.orgs.all, cx.optional);
+    const orgId = decision.facts.org.id;
+    if (decision.kind === 'request') {
+      await addInstallationRequest(db, { clientId, orgId, userId, scopes: decision.scopes });
+      await recordAudit(db, { actor: `user:${accountId}`, action: 'installation.requested', clientId, userId, details: { org_id: orgId, scopes: decision.scopes } });
+      // The request stays open: the app hears access_denied only when the user leaves (the page's button).
+      return page(ctx, 'consent-requested', {
+        title: 'Request sent',
+        clientName: client.clientName ?? clientId,
+        orgName: decision.facts.org.name,
+        backAction: `${INTERACTION_PATH}/${details.uid}/abort`,
+        csrf: csrfFor(ctx, details),
+      });
+    }
+
+    let installationId = decision.facts.installation?.id ?? null;
+    if (decision.installs) {
+      const scopes = [...new Set([...(decision.facts.installation?.scopes ?? []), ...decision.scopes.filter(isOrgScope)])];
+      const input = { clientId, orgId, allTeams: decision.allTeams, teamIds: decision.allTeams ? [] : decision.teamIds, scopes, by: userId };
+      installationId = (await installApp(installations, input, decision.facts.installation?.id)).installation.id;
+    }
+    // A binding never changes: the existing grant is joined only with the very same one.
+    const { binding } = cx;
+    const same = Boolean(!decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds));
+    const grant = same ? cx.existing! : createBoundGrant(provider, { accountId, clientId });
+    grant.addOIDCScope(decision.scopes.join(' '));
+    const grantId = await grant.save();
+    try {
+      // Bound in a transaction that holds the organization's, installation's and memberships' rows:
+      // a change (block, uninstall, a member leaving) either waits and then revokes this grant, or
+      // came first and is seen here (src/orgs/installations.ts).
+      await db.transaction(async (trx) => {
+        await checkStillAllowed(trx, decision, userId, installationId);
+        if (!same) await bindings.bind(trx, grantId, { accountId, clientId, orgId, teamIds: decision.teamIds, installationId });
+      });
+    } catch (err) {
+      await revokeGrant(provider, grantId);
+      throw err;
+    }
+
+    const tokenScopes = [...new Set([...(same ? cx.held : []), ...decision.scopes])];
+    details.params.scope = tokenScopes.join(' ');
+    await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
+    await recordAudit(db, {
+      actor: `user:${accountId}`,
+      action: 'consent.given',
+      clientId,
+      userId,
+      details: { scopes: decision.scopes, grant_id: grantId, org_id: orgId, team_ids: decision.teamIds, installation_id: installationId, installed: decision.installs },
+    });
+    await recordUserGrant(db, accountId, clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
+    await finish(ctx, details, { consent: { grantId } }, true);
+  }
 
   router.post(path('/abort'), formBody, async (ctx) => {
     const details = await loadSubmission(ctx);

@@ -44,7 +44,10 @@ export class Browser {
     if (target.length === 0) throw new Error(`no ${selector} on ${page.url}:\n${page.html}`);
     const form = target.is('form') ? target : target.closest('form');
     const body = new URLSearchParams();
-    form.find('input[name]').each((_, el) => {
+    // As a browser does: the form's own inputs, and those outside it that name it (form="id").
+    const id = form.attr('id');
+    const inputs = id ? form.find('input[name]').add(page.$(`input[name][form="${id}"]`)) : form.find('input[name]');
+    inputs.each((_, el) => {
       const input = page.$(el);
       // As a browser does: an unticked checkbox or radio button sends nothing.
       if (input.is('[type=checkbox], [type=radio]') && input.attr('checked') === undefined) return;
