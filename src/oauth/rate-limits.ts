@@ -98,6 +98,8 @@ export interface TokenEndpointLimits {
   refreshHeldBack(clientId: string, accountId: string): number;
   /** Counts an answered refresh against its (client, user) budget; send it with the rotation. */
   spendRefresh(clientId: string, accountId: string): Promise<void>;
+  /** A confidential client's use of its budget in the current minute, read without spending (the developer page); undefined when limits are off. */
+  budgetUse(client: { clientId: string; tokenRequestsPerMinute: number | null }): Promise<BudgetState | undefined>;
   /** In our app, before the provider: a client over its own authenticated budget waits. */
   clientBudget(ctx: Context, next: Next): Promise<void>;
   /** Inside the provider (provider.use): counts what authenticated, throttles what did not. */
@@ -115,6 +117,7 @@ const NO_LIMITS: RateLimits = {
     spend: async () => undefined,
     refreshHeldBack: () => 0,
     spendRefresh: async () => {},
+    budgetUse: async () => undefined,
     clientBudget: (_ctx, next) => next(),
     clientAuthentication: (_ctx, next) => next(),
   },
@@ -194,6 +197,12 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     heldBack,
     spend: spendBudget,
     refreshHeldBack: (clientId, accountId) => heldBudget(userKey(clientId, accountId))?.resetSeconds ?? 0,
+    async budgetUse({ clientId, tokenRequestsPerMinute }) {
+      const points = tokenRequestsPerMinute ?? config.tokenPerMinutePerClient;
+      const res = await budgetLimiter(points).get(clientId);
+      if (!res) return { limit: points, remaining: points, resetSeconds: WINDOW_SECONDS };
+      return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+    },
     spendRefresh,
     async clientBudget(ctx, next) {
       const held = heldBy(claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
