@@ -150,7 +150,10 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
       // Its message only: a Redis error carries the command's arguments (keys and payloads).
       deps.log.error({ message: (err as Error).message }, 'refresh rotation failed');
-      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) });
+      // The client authenticated: its budget is told, as on any answer (if it could be counted).
+      const budget = await spent;
+      const told = budget ? rateLimitHeaders(budget) : {};
+      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter), ...told });
     }
     const budget = await spent;
     // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.
