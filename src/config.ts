@@ -62,6 +62,8 @@ export interface RateLimitConfig {
   enabled: boolean;
   /** Token, revocation and introspection requests per minute of one authenticated client (default; per client: clients set-rate-limit). */
   tokenPerMinutePerClient: number;
+  /** Refreshes per minute of one client for one user: an app refreshing one user's tokens in a loop is stopped, its other users not. */
+  refreshPerMinutePerUser: number;
   /** Requests that fail client authentication, per (claimed client id, address), before they are held back. */
   authFailures: number;
   /** The same from one address across client ids. */
@@ -197,6 +199,9 @@ function readRateLimits(env: Env): RateLimitConfig {
     enabled: switchValue === 'on',
     // An app with 100,000 connected users refreshes about 3,300 times a minute on 30-minute tokens.
     tokenPerMinutePerClient: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', 6000),
+    // A user's tokens are refreshed once per access token lifetime (30 minutes): a few a minute
+    // leaves room for retries and several devices, and stops a loop within seconds.
+    refreshPerMinutePerUser: readCount(env, 'RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER', 10),
     authFailures: readCount(env, 'RATE_LIMIT_AUTH_FAILURES', 10),
     authFailuresPerIp: readCount(env, 'RATE_LIMIT_AUTH_FAILURES_PER_IP', 100),
     authWindowSeconds: readCount(env, 'RATE_LIMIT_AUTH_WINDOW_SECONDS', 900),

@@ -227,6 +227,18 @@ describe('secrets', () => {
     expect(await activeSecretIds(id)).not.toContain(used);
   });
 
+  it("shows the client's use of its token-endpoint budget this minute", async () => {
+    const browser = await signIn(dev);
+    const { id, secret } = await register(browser, 'Budget Shown');
+    await clientsSetStatus(operator(server), id, 'approved');
+    expect((await browser.get(url(`${BASE}/${id}`))).$('#budget').text()).toMatch(/this minute: 0 of 6000/);
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(url('/v2/auth/oauth2/introspect'), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: 'unknown', client_id: id, client_secret: secret! }).toString() });
+      expect(res.headers.get('ratelimit')).toMatch(new RegExp(`^"client";r=${5999 - i};t=\\d+$`));
+    }
+    expect((await browser.get(url(`${BASE}/${id}`))).$('#budget').text()).toMatch(/this minute: 3 of 6000/);
+  });
+
   it('leaves the operator script free to revoke the last secret', async () => {
     const browser = await signIn(dev);
     const { id } = await register(browser, 'Operator Revokes');

@@ -52,7 +52,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 describe('introspection on the hot path', () => {
-  const limitsOff = { heldBack: () => 0, spend: async () => {} } as unknown as TokenEndpointLimits;
+  const limitsOff = { heldBack: () => 0, spend: async () => undefined, refreshHeldBack: () => 0, spendRefresh: async () => {} } as unknown as TokenEndpointLimits;
   const answered = async (headers: Record<string, string>, body: string) =>
     'status' in (await introspection(server.system.provider, server.system.secrets, limitsOff)({ headers, form: new URLSearchParams(body), ip: '127.0.0.1', message: {} }));
 

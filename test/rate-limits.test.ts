@@ -18,7 +18,13 @@ async function tokenFrom(base: string, ip: string, fields: Record<string, string
     body: typeof fields === 'string' ? fields : new URLSearchParams(fields),
   });
   const text = await res.text();
-  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (text.startsWith('{') ? JSON.parse(text) : text) as Record<string, unknown> };
+  return {
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    policy: res.headers.get('ratelimit-policy'),
+    rateLimit: res.headers.get('ratelimit'),
+    body: (text.startsWith('{') ? JSON.parse(text) : text) as Record<string, unknown>,
+  };
 }
 
 describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) => {
@@ -34,6 +40,7 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       RATE_LIMIT_AUTH_FAILURES_PER_IP: '200',
       RATE_LIMIT_AUTH_MAX_DELAY_SECONDS: '8',
       RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT: '40',
+      RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER: '3',
       RATE_LIMIT_SIGNIN_FREE_FAILURES: '2',
       RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP: '20',
       // Small proofs of work, so that the tests can solve hundreds (the defaults: 2000 up to 32000).
@@ -160,6 +167,65 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
     const seen = await tokenFrom(server.url, '192.0.2.80', { token: String(refreshed.body.access_token), ...c }, '/v2/auth/oauth2/introspect');
     expect(seen).toMatchObject({ status: 200, body: { active: true } });
     expect((await tokenFrom(server.url, '192.0.2.80', { token: String(refreshed.body.refresh_token), ...c }, '/v2/auth/oauth2/revoke')).status).toBe(200);
+  });
+
+  it('tells an authenticated client its budget on every answer (RateLimit-Policy, RateLimit), on the fast path and through the provider; never another client\'s count', async () => {
+    const created = await clientsCreate(operator(server), { name: 'Counted App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    await clientsSetRateLimit(operator(server), created.client_id, '6');
+    const app: TestClient = { client_id: created.client_id, client_secret: created.client_secret! };
+    const remaining = (r: { rateLimit: string | null }) => Number(/^"client";r=(\d+);t=(\d+)$/.exec(r.rateLimit ?? '')?.[1]);
+    const { access_token, refresh_token } = await tokensFor(server, app, user, 'PROFILE_READ'); // the code exchange: 1
+    const ip = '192.0.2.60';
+    const answers = [
+      await tokenFrom(server.url, ip, { token: access_token, ...app }, '/v2/auth/oauth2/introspect'), // fast path: 2
+      await tokenFrom(server.url, ip, { token: 'junk', ...app }, '/v2/auth/oauth2/introspect'), // the provider: 3
+      await tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token, ...app }), // fast path: 4
+      await tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: 'junk', ...app }), // the provider, refused: 5
+    ];
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 400]);
+    for (const r of answers) {
+      expect(r.policy).toBe('"client";q=6;w=60');
+      expect(r.rateLimit).toMatch(/^"client";r=\d+;t=([1-9]|[1-5][0-9]|60)$/);
+    }
+    expect(answers.map(remaining)).toEqual([4, 3, 2, 1]);
+    // Another client at full speed leaves this one's count as it was.
+    for (let i = 0; i < 10; i++) await tokenFrom(server.url, ip, { token: 'junk', ...b }, '/v2/auth/oauth2/introspect');
+    const sixth = await tokenFrom(server.url, ip, { token: 'junk', ...app }, '/v2/auth/oauth2/introspect');
+    expect([sixth.status, remaining(sixth)]).toEqual([200, 0]);
+    // Over it: 429 with Retry-After, and the same fields saying nothing is left.
+    const over = await tokenFrom(server.url, ip, { token: 'junk', ...app }, '/v2/auth/oauth2/introspect');
+    expect(over).toMatchObject({ status: 429, policy: '"client";q=6;w=60', body: { error: 'slow_down' } });
+    expect(over.rateLimit).toBe(`"client";r=0;t=${over.retryAfter}`);
+    // A failed authentication is not the client's: no budget is told.
+    const failed = await tokenFrom(server.url, '192.0.2.61', { token: 'junk', client_id: b.client_id, client_secret: 'wrong' }, '/v2/auth/oauth2/introspect');
+    expect([failed.status, failed.policy, failed.rateLimit]).toEqual([401, null, null]);
+  });
+
+  it("stops a client refreshing one user's tokens in a loop, on the fast path and through the provider, without touching its other users", async () => {
+    const created = await clientsCreate(operator(server), { name: 'Looping App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    const app: TestClient = { client_id: created.client_id, client_secret: created.client_secret! };
+    const [looped, other] = [await newUser(server), await newUser(server)];
+    const ip = '192.0.2.70';
+    // Alternating the fast path and the provider (a query string hands a request over): one budget.
+    const refresh = (token: string, i: number) => tokenFrom(server.url, ip, { grant_type: 'refresh_token', refresh_token: token, ...app }, i % 2 ? '/v2/auth/oauth2/token?via=provider' : '/v2/auth/oauth2/token');
+    let token = (await tokensFor(server, app, looped, 'PROFILE_READ')).refresh_token;
+    const answers = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await refresh(token, i);
+      answers.push(r);
+      if (r.status === 200) token = r.body.refresh_token as string;
+    }
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429, 429]);
+    expect(answers[3]).toMatchObject({ body: { error: 'slow_down', error_description: expect.stringContaining("this user's tokens") } });
+    expect(Number(answers[3]!.retryAfter)).toBeGreaterThan(0);
+    expect(Number(answers[3]!.retryAfter)).toBeLessThanOrEqual(60);
+    // Nothing was spent by the refused refreshes: the token still works once the minute is over
+    // — and meanwhile the same app refreshes its other users' tokens as before.
+    const others = await tokensFor(server, app, other, 'PROFILE_READ');
+    expect((await refresh(others.refresh_token, 0)).status).toBe(200);
+    expect((await tokenFrom(server.url, ip, { token: others.access_token, ...app }, '/v2/auth/oauth2/introspect')).status).toBe(200);
   });
 
   it("applies a resource server's own budget, on the introspection hot path and in the provider", async () => {

@@ -12,7 +12,7 @@
 // not see, a store that fails — returns undefined, and the provider answers it, errors, counters
 // and events included.
 import type Provider from 'oidc-provider';
-import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import { rateLimitHeaders, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
 import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
@@ -50,7 +50,7 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token) || live.client.subjectType !== 'public')) return HAND_OVER.not_visible;
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
-    await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
+    const budget = await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
     // The provider's fields in its order, as src/oauth/provider.ts reshapes them (ourResponseShapes):
     // active and sub first (set before the rest), then the token's extra claims (a bound grant's
     // org_id and team_ids), then the others.
@@ -69,6 +69,6 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
       scope: scope === undefined ? undefined : visibleScope(scope),
       token_type: token.tokenType === 'Bearer' ? 'bearer' : token.tokenType,
     };
-    return { status: 200, headers: PROVIDER_HEADERS, body };
+    return { status: 200, headers: budget ? { ...PROVIDER_HEADERS, ...rateLimitHeaders(budget) } : PROVIDER_HEADERS, body };
   };
 }

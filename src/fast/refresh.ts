@@ -17,7 +17,7 @@
 import type Provider from 'oidc-provider';
 import type { Logger } from '../log.ts';
 import type { RefreshRotation } from '../storage/artifacts.ts';
-import type { ClientWithBudget, TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import { rateLimitHeaders, type BudgetState, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
@@ -126,6 +126,8 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const [active, found] = await rotation.together(() => Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]));
     if (!active) return HAND_OVER.secret;
     if (!found) return HAND_OVER.token;
+    // Over its budget of refreshes for this user: the provider refuses it (429), as it would.
+    if (limits.refreshHeldBack(client.clientId, found.token.accountId!)) return HAND_OVER.held_back;
     const next = await successors(found, client);
     // The grace window's single flight is claimed and settled with this answer in the same step:
     // a retry or twin gets the same answer from the provider (refresh-grace.ts), and when another
@@ -135,20 +137,25 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const seconds = grace.secondsFor(client as unknown as GraceClient);
     // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
     // rotation in one write; if the provider answers after all, it does not count it again.
-    let spent: Promise<void> | undefined;
+    let spent: Promise<BudgetState | undefined> | undefined;
     let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
       rotated = await rotation.together(() => {
-        spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => {});
+        spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
+        // The (client, user) count goes out in the same write; it holds back later refreshes.
+        void limits.spendRefresh(client.clientId, found.token.accountId!).catch(() => {});
         return rotation.rotate(presented, next.refresh, next.access, seconds > 0 ? grace.flights.settled(presented, answered, seconds) : undefined);
       });
     } catch (err) {
       // The store failed mid-step: the token may be spent. A 503 to retry; never the provider.
       // Its message only: a Redis error carries the command's arguments (keys and payloads).
       deps.log.error({ message: (err as Error).message }, 'refresh rotation failed');
-      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter) });
+      // The client authenticated: its budget is told, as on any answer (if it could be counted).
+      const budget = await spent;
+      const told = budget ? rateLimitHeaders(budget) : {};
+      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter), ...told });
     }
-    await spent;
+    const budget = await spent;
     // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.
     if (rotated !== 'rotated') return HAND_OVER.not_rotated;
     // Nothing after the rotation may throw: the listener would hand the request to the provider,
@@ -160,6 +167,6 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     } catch (err) {
       deps.log.error({ message: (err as Error).message }, 'a listener of the refresh events failed');
     }
-    return { status: 200, headers: PROVIDER_HEADERS, body: next.body };
+    return { status: 200, headers: budget ? { ...PROVIDER_HEADERS, ...rateLimitHeaders(budget) } : PROVIDER_HEADERS, body: next.body };
   };
 }

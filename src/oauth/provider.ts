@@ -56,6 +56,13 @@ function requestedScopes(ctx: KoaContextWithOIDC): string[] | undefined {
   return typeof raw === 'string' ? parseScopeList(raw) : undefined;
 }
 
+/** 429 slow_down with Retry-After: one client refreshing one user's tokens too often. */
+function tooManyRefreshes(ctx: KoaContextWithOIDC, wait: number): Error {
+  ctx.set('Retry-After', String(wait));
+  const err = new errors.SlowDown(`too many refreshes of this user's tokens; retry after ${wait} seconds`);
+  return Object.assign(err, { status: 429, statusCode: 429 });
+}
+
 export function createProvider(deps: ProviderDeps): Provider {
   const { config, db } = deps;
   const cached = { db, records: deps.records };
@@ -188,7 +195,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       return grant;
     },
 
-    async findAccount(_ctx, sub) {
+    async findAccount(ctx, sub, token) {
+      // The refresh grant looks the account up before it spends the token: a client over its
+      // budget of refreshes for this user (rate-limits.ts) is refused here, with nothing written.
+      const clientId = token?.kind === 'RefreshToken' ? ctx?.oidc?.client?.clientId : undefined;
+      const wait = clientId ? deps.tokenLimits.refreshHeldBack(clientId, sub) : 0;
+      if (wait) throw tooManyRefreshes(ctx, wait);
       const user = await findUserById(cached, sub);
       if (!user) return undefined;
       return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };

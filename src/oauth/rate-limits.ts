@@ -43,11 +43,31 @@ export async function consume(limiter: RateLimiterAbstract, key: string): Promis
 /** 1, 2, 4 … seconds for each attempt past the free ones, up to the maximum. */
 const growingDelay = (over: number, max: number) => (over > 0 ? Math.min(2 ** (over - 1), max) : 0);
 
-function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: number): void {
+/** A client's budget after a request it spent: what the RateLimit headers tell the app. */
+export interface BudgetState {
+  /** Requests a minute. */
+  limit: number;
+  remaining: number;
+  /** Seconds until the window ends. */
+  resetSeconds: number;
+}
+
+const WINDOW_SECONDS = 60;
+
+/**
+ * The IETF fields (draft-ietf-httpapi-ratelimit-headers): the client's policy and what is left
+ * of it, `RateLimit-Policy: "client";q=6000;w=60` and `RateLimit: "client";r=5990;t=42`.
+ */
+export function rateLimitHeaders(state: BudgetState): Record<string, string> {
+  return { 'RateLimit-Policy': `"client";q=${state.limit};w=${WINDOW_SECONDS}`, RateLimit: `"client";r=${state.remaining};t=${state.resetSeconds}` };
+}
+
+function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: number, budget?: BudgetState): void {
   // No challenge: the request is refused for its pace, not its credentials.
   ctx.remove('WWW-Authenticate');
   // `slow_down` is the registered token endpoint error for "too fast" (RFC 8628 3.5).
-  reply(ctx as Context, oauthErrorAnswer(429, 'slow_down', `too many requests; retry after ${retryAfter} seconds`, { 'Retry-After': String(retryAfter) }));
+  const headers = { 'Retry-After': String(retryAfter), ...(budget ? rateLimitHeaders(budget) : {}) };
+  reply(ctx as Context, oauthErrorAnswer(429, 'slow_down', `too many requests; retry after ${retryAfter} seconds`, headers));
 }
 
 /** The provider's routes that are limited, as the provider sees its own paths. */
@@ -65,9 +85,21 @@ export interface TokenEndpointLimits {
   heldBack(claimedClientId: string | undefined, ip: string): number;
   /**
    * Counts a request whose client authenticated against that client's budget, once: the request
-   * (its IncomingMessage) is not counted again when a hot path hands it to the provider.
+   * (its IncomingMessage) is not counted again when a hot path hands it to the provider. The
+   * budget as it stands after it (the same again for a request counted already); undefined
+   * when limits are off.
    */
-  spend(client: ClientWithBudget, ip: string, request: object): Promise<void>;
+  spend(client: ClientWithBudget, ip: string, request: object): Promise<BudgetState | undefined>;
+  /**
+   * Seconds one client's refreshes for one user must wait, that pair being over its budget
+   * (RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER); 0: go ahead. Read from memory: the fast refresh
+   * asks once it has read the token, the provider when it looks the account up (provider.ts).
+   */
+  refreshHeldBack(clientId: string, accountId: string): number;
+  /** Counts an answered refresh against its (client, user) budget; send it with the rotation. */
+  spendRefresh(clientId: string, accountId: string): Promise<void>;
+  /** A confidential client's use of its budget in the current minute, read without spending (the developer page); undefined when limits are off. */
+  budgetUse(client: { clientId: string; tokenRequestsPerMinute: number | null }): Promise<BudgetState | undefined>;
   /** In our app, before the provider: a client over its own authenticated budget waits. */
   clientBudget(ctx: Context, next: Next): Promise<void>;
   /** Inside the provider (provider.use): counts what authenticated, throttles what did not. */
@@ -79,7 +111,16 @@ export interface RateLimits {
 }
 
 const NO_LIMITS: RateLimits = {
-  token: { authenticated: () => {}, heldBack: () => 0, spend: async () => {}, clientBudget: (_ctx, next) => next(), clientAuthentication: (_ctx, next) => next() },
+  token: {
+    authenticated: () => {},
+    heldBack: () => 0,
+    spend: async () => undefined,
+    refreshHeldBack: () => 0,
+    spendRefresh: async () => {},
+    budgetUse: async () => undefined,
+    clientBudget: (_ctx, next) => next(),
+    clientAuthentication: (_ctx, next) => next(),
+  },
 };
 
 export function createRateLimits(config: RateLimitConfig, redis?: RedisClient, prefix = 'oauth:'): RateLimits {
@@ -93,6 +134,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   const failuresPerIp = limiter({ keyPrefix: 'authfail-ip', ...window });
   // One limiter per budget value (an operator can set a client's own): a key counts a minute.
   const budgets = new Map<number, RateLimiterAbstract>();
+  const refreshesPerUser = limiter({ keyPrefix: 'refresh-user', points: config.refreshPerMinutePerUser, duration: WINDOW_SECONDS });
   const budgetLimiter = (points: number) => {
     if (!budgets.has(points)) budgets.set(points, limiter({ keyPrefix: `client-budget-${points}`, points, duration: 60 }));
     return budgets.get(points)!;
@@ -101,27 +143,29 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   // A client found over its budget waits here until its minute ends, without a store round trip
   // per request. Each instance learns it from its own count of the shared counter, so a client
   // may overshoot its budget by at most one request per instance.
-  const overBudgetUntil = new Map<string, number>();
+  const overBudgetUntil = new Map<string, { until: number; limit: number }>();
   const budgetKey = (client: ClientWithBudget, ip: string) =>
     // A public client has no secret: anyone can speak for it, so its budget is per address.
     client.clientAuthMethod === 'none' ? `${client.clientId}|${ip}` : client.clientId;
-  function waitOf(key: string): number {
-    const until = overBudgetUntil.get(key);
-    if (until === undefined) return 0;
-    if (until > Date.now()) return Math.ceil((until - Date.now()) / 1000);
+  /** The budget of a key held back here, as the 429 tells it; undefined when it may go ahead. */
+  function heldBudget(key: string): BudgetState | undefined {
+    const held = overBudgetUntil.get(key);
+    if (held === undefined) return undefined;
+    if (held.until > Date.now()) return { limit: held.limit, remaining: 0, resetSeconds: Math.ceil((held.until - Date.now()) / 1000) };
     overBudgetUntil.delete(key);
-    return 0;
+    return undefined;
   }
 
-  async function spendBudget(client: ClientWithBudget, ip: string, request: object): Promise<void> {
+  async function spendBudget(client: ClientWithBudget, ip: string, request: object): Promise<BudgetState> {
     // Marked on the request itself: the provider sees it through a proxy (src/oauth/mount.ts).
-    const marked = request as { [COUNTED]?: true };
-    if (marked[COUNTED]) return;
-    marked[COUNTED] = true;
-    const points = client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
-    const key = budgetKey(client, ip);
-    const res = await consume(budgetLimiter(points), key);
-    if (res.consumedPoints >= points) overBudgetUntil.set(key, Date.now() + res.msBeforeNext);
+    const marked = request as { [COUNTED]?: Promise<BudgetState> };
+    return (marked[COUNTED] ??= (async () => {
+      const points = client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
+      const key = budgetKey(client, ip);
+      const res = await consume(budgetLimiter(points), key);
+      if (res.consumedPoints >= points) overBudgetUntil.set(key, { until: Date.now() + res.msBeforeNext, limit: points });
+      return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+    })());
   }
 
   /**
@@ -135,7 +179,16 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     return growingDelay(over, config.authMaxDelaySeconds);
   }
 
-  const heldBack = (claimed: string | undefined, ip: string) => (claimed ? Math.max(waitOf(claimed), waitOf(`${claimed}|${ip}`)) : 0);
+  const userKey = (clientId: string, accountId: string) => `${clientId}|user:${accountId}`;
+  async function spendRefresh(clientId: string, accountId: string): Promise<void> {
+    const key = userKey(clientId, accountId);
+    const res = await consume(refreshesPerUser, key);
+    if (res.consumedPoints >= config.refreshPerMinutePerUser) overBudgetUntil.set(key, { until: Date.now() + res.msBeforeNext, limit: config.refreshPerMinutePerUser });
+  }
+
+  /** The budget that holds back what this client (claimed) sends from this address, if one does. */
+  const heldBy = (claimed: string | undefined, ip: string) => (claimed ? (heldBudget(claimed) ?? heldBudget(`${claimed}|${ip}`)) : undefined);
+  const heldBack = (claimed: string | undefined, ip: string) => heldBy(claimed, ip)?.resetSeconds ?? 0;
   // The provider's requests whose client secret check passed (see clientAuthentication).
   const authenticated = new WeakSet<object>();
 
@@ -143,9 +196,17 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     authenticated: (ctx) => void authenticated.add(ctx),
     heldBack,
     spend: spendBudget,
+    refreshHeldBack: (clientId, accountId) => heldBudget(userKey(clientId, accountId))?.resetSeconds ?? 0,
+    async budgetUse({ clientId, tokenRequestsPerMinute }) {
+      const points = tokenRequestsPerMinute ?? config.tokenPerMinutePerClient;
+      const res = await budgetLimiter(points).get(clientId);
+      if (!res) return { limit: points, remaining: points, resetSeconds: WINDOW_SECONDS };
+      return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+    },
+    spendRefresh,
     async clientBudget(ctx, next) {
-      const wait = heldBack(claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
-      return wait ? tooManyTokenRequests(ctx, wait) : next();
+      const held = heldBy(claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
+      return held ? tooManyTokenRequests(ctx, held.resetSeconds, held) : next();
     },
 
     async clientAuthentication(ctx, next) {
@@ -156,11 +217,15 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
         // Counted on the secret check's own word, never guessed from the answer: the library sets
         // the client as soon as it is found, then may still refuse the request (attestation or
         // DPoP headers, malformed parameters …) with a 400 before any secret was compared.
-        if (client && authenticated.has(ctx)) return await spendBudget(client, ctx.ip, ctx.req);
+        // A refresh the provider answered counts for its (client, user) pair too.
+        const refreshed = ctx.status === 200 && ctx.oidc?.params?.grant_type === 'refresh_token' ? ctx.oidc.entities.Account?.accountId : undefined;
+        if (client && refreshed) await spendRefresh(client.clientId, refreshed);
+        // The app learns its budget from every answer to it (RateLimit headers).
+        if (client && authenticated.has(ctx)) return void ctx.set(rateLimitHeaders(await spendBudget(client, ctx.ip, ctx.req)));
         // A public client has no secret: the library accepting its request is all its
         // authentication can be. Its budget is per address, so whoever spends it spends only
         // their own address's share; its refusals are failures like any other.
-        if (client?.clientAuthMethod === 'none' && ctx.status >= 200 && ctx.status < 300) return await spendBudget(client, ctx.ip, ctx.req);
+        if (client?.clientAuthMethod === 'none' && ctx.status >= 200 && ctx.status < 300) return void ctx.set(rateLimitHeaders(await spendBudget(client, ctx.ip, ctx.req)));
         // The same answer whether the claimed client exists or not: nothing tells them apart.
         const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined);
         const wait = await failedAuthentication(claimed, ctx.ip);

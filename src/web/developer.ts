@@ -25,6 +25,7 @@ import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
 import type { WebhookPageDeps } from './index.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
+import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 /** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
@@ -86,7 +87,23 @@ function recentUse(lastUsedAt: Date | null): string | undefined {
   return minutes < 1 ? 'less than a minute ago' : `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
 }
 
-export function developerRoutes({ db, artifacts, outbox, records, publicUrls, webhooks }: { db: Db; artifacts: ClientArtifacts; outbox: WebhookOutbox; records: RecordCache; publicUrls: PublicUrls; webhooks: WebhookPageDeps }) {
+export function developerRoutes({
+  db,
+  artifacts,
+  outbox,
+  records,
+  publicUrls,
+  webhooks,
+  tokenLimits,
+}: {
+  db: Db;
+  artifacts: ClientArtifacts;
+  outbox: WebhookOutbox;
+  records: RecordCache;
+  publicUrls: PublicUrls;
+  webhooks: WebhookPageDeps;
+  tokenLimits: Pick<TokenEndpointLimits, 'budgetUse'>;
+}) {
   const clients = { db, artifacts, outbox, records };
   const router = newRouter();
   const { signedIn } = pageGuards(clients);
@@ -113,6 +130,8 @@ export function developerRoutes({ db, artifacts, outbox, records, publicUrls, we
       grid: GRID,
       secrets: hasSecrets(client.kind) ? await listActiveSecrets(db, client.clientId) : [],
       maxSecrets: MAX_ACTIVE_SECRETS,
+      // Its use of the token-endpoint budget this minute (a public client's is per address: none shown).
+      budget: hasSecrets(client.kind) ? await tokenLimits.budgetUse(client).catch(() => undefined) : undefined,
       secretLifetimes: SECRET_LIFETIMES.map(([value, , text]) => [value, text]),
       rotationOverlaps: ROTATION_OVERLAPS.map(([value, , text]) => [value, text]),
       pending: await pendingChangeOf(db, client.clientId),

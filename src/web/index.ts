@@ -6,6 +6,7 @@ import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import type { SignInLimits } from './sign-in-limits.ts';
+import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { PublicUrls } from '../http/public-endpoints.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
@@ -35,6 +36,8 @@ export interface WebDeps {
   /** Password hashing at the configured cost (src/accounts/password.ts). */
   passwords: PasswordHashing;
   limits: SignInLimits;
+  /** Each client's use of its token-endpoint budget, shown to its owner. */
+  tokenLimits: Pick<TokenEndpointLimits, 'budgetUse'>;
   metrics: Metrics;
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;

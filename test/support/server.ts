@@ -41,7 +41,10 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   const hashing = env.NODE_ENV === 'production' ? {} : { PASSWORD_HASH_LOG_N: FAST_PASSWORD_HASHING };
   // FAST_PATHS=off in the test run's environment (CI runs the suite so once) reaches every instance.
   const fastPaths = process.env.FAST_PATHS ? { FAST_PATHS: process.env.FAST_PATHS } : {};
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...env }), overrides);
+  // Tests refresh one user's tokens far more often than people do: the per-user refresh budget is
+  // raised, except where a test sets it (test/rate-limits.test.ts).
+  const refreshes = { RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER: '100000' };
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), overrides);
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
