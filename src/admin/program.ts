@@ -105,7 +105,8 @@ function printText(value: unknown, indent = ''): string {
   }
   if (value && typeof value === 'object') {
     return Object.entries(value)
-      .map(([k, v]) => (v && typeof v === 'object' ? `${indent}${show(k)}:\n${printText(v, `${indent}  `)}` : `${indent}${show(k)}: ${show(v)}`))
+      // An empty list on its key's line ("optional_scopes: (none)"): every line stays a field.
+      .map(([k, v]) => (Array.isArray(v) && v.length === 0 ? `${indent}${show(k)}: (none)` : v && typeof v === 'object' ? `${indent}${show(k)}:\n${printText(v, `${indent}  `)}` : `${indent}${show(k)}: ${show(v)}`))
       .join('\n');
   }
   return `${indent}${show(value)}`;
