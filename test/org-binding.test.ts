@@ -69,6 +69,8 @@ describe.each<Storage>(['redis', 'sql'])('tokens bound to an organization and te
       const res = await check('GET', uri, bound.access_token);
       expect(res.status, uri).toBe(403);
       expect(res.body).toEqual({ status: 'error', error: { code: 'access_denied', message: 'this token is bound to another organization or other teams' } });
+      // CONTRACT 7: 403 with error="access_denied" in the challenge (the scope is right, the reach is not).
+      expect(res.headers['www-authenticate']).toBe('Bearer realm="api", error="access_denied", error_description="this token is bound to another organization or other teams"');
       expect(res.headers['x-auth-team-ids']).toBeUndefined();
       expect(res.headers['x-auth-user-id']).toBeUndefined();
       expect(res.headers['cache-control']).toBe('no-store');

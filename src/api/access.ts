@@ -6,7 +6,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import getRawBody from 'raw-body';
 import { neededFor } from './route-policy.ts';
-import { rejectRequest, rejectScope, rejectToken, errorAnswer, reply, type Answer } from './responses.ts';
+import { rejectBinding, rejectRequest, rejectScope, rejectToken, errorAnswer, reply, type Answer } from './responses.ts';
 import { LEGACY_FULL_ACCESS, scopeSatisfies } from '../scopes.ts';
 import { artifactKey } from '../storage/artifact-key.ts';
 import type { TokenCache } from '../storage/token-cache.ts';
@@ -31,8 +31,9 @@ export type Decision =
   | { allow: true; token?: VerifiedToken }
   | { allow: false; status: 400; message: string }
   | { allow: false; status: 401; tokenSent: boolean; message: string }
-  // No neededScope: access_denied (the scope is right, the team or organization is not the token's).
-  | { allow: false; status: 403; neededScope?: string; message: string };
+  // No neededScope: access_denied. `boundElsewhere`: the scope is right, the team or organization
+  // is not the token's (its challenge says error="access_denied": docs/gateways.md).
+  | { allow: false; status: 403; neededScope?: string; boundElsewhere?: true; message: string };
 
 export type Refusal = Exclude<Decision, { allow: true }>;
 
@@ -184,7 +185,7 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope` };
   // An unbound token (teamIds undefined) is judged by its scopes alone, as before organizations.
   if (token.teamIds !== undefined && reached && !withinBinding(token, reached)) {
-    return { allow: false, status: 403, message: 'this token is bound to another organization or other teams' };
+    return { allow: false, status: 403, boundElsewhere: true, message: 'this token is bound to another organization or other teams' };
   }
   return { allow: true, token };
 }
@@ -194,6 +195,7 @@ export function refuse(decision: Refusal): Answer {
   if (decision.status === 400) return rejectRequest(decision.message);
   if (decision.status === 401) return rejectToken(decision.tokenSent, decision.message);
   if (decision.neededScope) return rejectScope(decision.neededScope);
+  if (decision.boundElsewhere) return rejectBinding(decision.message);
   return errorAnswer(403, 'access_denied', decision.message);
 }
 

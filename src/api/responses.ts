@@ -24,3 +24,8 @@ export function rejectRequest(message: string): Answer {
 export function rejectScope(needed: string): Answer {
   return errorAnswer(403, 'insufficient_scope', `this call needs the ${needed} scope`, { 'WWW-Authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${needed}"` });
 }
+
+/** 403 for a token bound to another organization or other teams: its scope is right, its reach is not. */
+export function rejectBinding(message: string): Answer {
+  return errorAnswer(403, 'access_denied', message, { 'WWW-Authenticate': `Bearer ${REALM}, error="access_denied", error_description="${message}"` });
+}

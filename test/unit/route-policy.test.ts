@@ -272,7 +272,7 @@ describe('route policy: tokens bound to an organization and teams', () => {
   const unbound: VerifiedToken = { accountId: '7', clientId: 'app', scopes: new Set(ALL_SCOPES), unscoped: false };
   const verifyAs = (token: VerifiedToken) => async () => token;
   const decide = (token: VerifiedToken, path: string, methods = ['GET']) => decideAccess(verifyAs(token), { methods, path }, 'Bearer x');
-  const denied = { allow: false, status: 403, message: 'this token is bound to another organization or other teams' };
+  const denied = { allow: false, status: 403, boundElsewhere: true, message: 'this token is bound to another organization or other teams' };
 
   /** What a lenient server behind the gateway may take the path for: dot segments resolved, each segment decoded. */
   function backendReading(path: string): { orgId?: string; teamId?: string } | undefined {
