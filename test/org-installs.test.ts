@@ -7,8 +7,6 @@
 //
 // The grants here come from the ordinary authorization flow and are bound by writing their
 // grant_bindings row (what the consent page does, H3's part): revocation reads only that row.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
@@ -23,37 +21,14 @@ import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
 import { createBoundGrant } from '../src/orgs/bindings.ts';
+import { receiver, until } from './support/webhook-receiver.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true', REFRESH_GRACE_SECONDS: '0' };
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ';
 
 type User = TestUser & { id: number };
 
-/** A local app receiving its webhooks. */
-async function receiver() {
-  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => (received.push({ headers: req.headers, body }), res.writeHead(204).end()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    received,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  };
-}
 
-async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const check = async (base: string, token: string) =>
   (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/me' } })).status;

@@ -3,14 +3,13 @@
 // and through the provider, the app told ahead and at the expiry (signed webhooks, verified with
 // the `standardwebhooks` package), and a recently used secret revoked only when confirmed. Real
 // HTTP, PostgreSQL and Redis, on both token stores.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import type { CliResult } from './support/processes.ts';
+import { receiver, until } from './support/webhook-receiver.ts';
 import { clientsSetWebhook, secretsGenerate, secretsList, secretsRevoke, secretsRotate, type AdminContext } from '../src/admin/commands.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', REFRESH_GRACE_SECONDS: '0', WEBHOOK_ALLOW_LOOPBACK: 'true' };
@@ -23,31 +22,7 @@ const passed = async (at: string) => {
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 };
 
-async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
-/** A local app receiving webhooks. */
-async function receiver() {
-  const received: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => (received.push({ headers: req.headers, body }), res.writeHead(204).end()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    received,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  };
-}
 
 describe.each<Storage>(['redis', 'sql'])('secrets that expire (%s)', (storage) => {
   let server: TestServer;

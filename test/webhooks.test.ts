@@ -21,6 +21,7 @@ import { clientsSetStatus, clientsSetWebhook as setWebhook, secretsGenerate, sec
 import { createClient } from '../src/clients/service.ts';
 import { decideChange, editClient } from '../src/clients/changes.ts';
 import { isPublicAddress, parseWebhookUrl } from '../src/webhooks/address-policy.ts';
+import { receiver, until, type Received } from './support/webhook-receiver.ts';
 import { postWebhook } from '../src/webhooks/delivery.ts';
 
 const BASE = '/settings/developer/oauth-clients';
@@ -34,40 +35,7 @@ const ops = (server: { system: TestServer['system'] }, ctx: Partial<AdminContext
 /** clientsSetWebhook with the context above; returns the signing secret it made (or undefined). */
 const clientsSetWebhook = async (ctx: AdminContext, clientId: string, url: string) => (await setWebhook(ctx, clientId, url)).webhook_secret!;
 
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
 
-/** A local app that records what it receives and answers with the next status of `statuses` (then 204). */
-async function receiver(statuses: number[] = [], port = 0) {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(statuses.shift() ?? 204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    received,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    events: () => received.map((r) => JSON.parse(r.body) as { id: string; type: string; timestamp: string; data: Record<string, unknown> }),
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  };
-}
-
-async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Verifies a delivery the way an app would: the official `standardwebhooks` package, unmodified, with the app's secret. */
 function verifySignature(secret: string, delivery: Received): boolean {

@@ -25,27 +25,14 @@ import { scopeSatisfies } from '../scopes.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { APP_POLICIES, isOrgAdmin, type AppPolicy, type Installation, type Organization } from './model.ts';
 import * as store from './store.ts';
+import type { BoundGrant, GrantBindings } from './bindings.ts';
 
 /** What the changes revoke through: a grant's codes and tokens (client-artifacts.ts), and which grants are bound where (bindings.ts). */
 export interface InstallationDeps {
   db: Db;
   outbox: WebhookOutbox;
   artifacts: Pick<ClientArtifacts, 'revokeGrant'>;
-  bindings: { grantsBoundTo(filter: BoundTo): Promise<BoundGrant[]> };
-}
-
-/** The filter and answer of src/orgs/bindings.ts grantsBoundTo. */
-export interface BoundTo {
-  orgId?: number;
-  installationId?: number;
-  clientId?: string;
-  accountId?: string;
-  teamId?: number;
-}
-export interface BoundGrant {
-  grantId: string;
-  accountId: string;
-  clientId: string;
+  bindings: Pick<GrantBindings, 'grantsBoundTo'>;
 }
 
 export interface InstallInput {
