@@ -75,7 +75,8 @@ describe('operator scripts and a server on Redis', () => {
     const refreshed = await refreshWith(server, client, tokens.refresh_token);
     expect(refreshed.status).toBe(200);
 
-    expect((await admin(['--json', 'secrets', 'revoke', client.client_id, String(secret.id)], withRedis)).code).toBe(0);
+    // The secret was just used: the revocation is confirmed (--force), as an operator would.
+    expect((await admin(['--json', 'secrets', 'revoke', client.client_id, String(secret.id), '--force'], withRedis)).code).toBe(0);
     expect((await refreshWith(server, client, String(refreshed.body.refresh_token))).body.error).toBe('invalid_client');
   });
 

@@ -95,7 +95,7 @@ describe('the record cache', () => {
     const [first] = (await pg.db('oauth_client_secrets').where('client_id', client.client_id).whereNot('id', second.secret_id).select('id')) as [{ id: number }];
     // The instances hold the client with both secrets in memory; the operator revokes one and,
     // with no wait at all, both refuse it (its mark in Redis), and take the other.
-    await secretsRevoke(ops, client.client_id, String(first.id));
+    await secretsRevoke(ops, client.client_id, String(first.id), { force: true }); // just used: confirmed
     for (const base of [a.url, b.url]) {
       expect(await authenticates(base, client, client.client_secret)).toBe(false);
       expect(await authenticates(base, client, second.client_secret)).toBe(true);
