@@ -88,7 +88,7 @@ describe('the start page', () => {
 
   it('has one spelling: other spellings of it and of the pages are not found, and other methods are refused', async () => {
     const browser = new Browser();
-    for (const path of ['//', '/index.html', '/Login', '/login/', '/settings/connected-apps/', '/SETTINGS/connected-apps', '/admin/oauth-clients/', '/Admin/oauth-clients']) {
+    for (const path of ['//', '/index.html', '/Login', '/login/', '/settings/connected-apps/', '/SETTINGS/connected-apps', '/admin/oauth-clients/', '/Admin/oauth-clients', '/Settings/developer/oauth-clients', '/demo/callback/', '/auth/oauth2/authorize/', '/AUTH/oauth2/authorize']) {
       const res = await browser.get(url(path));
       expect(res.status, path).toBe(404);
     }
