@@ -49,7 +49,7 @@ async function register(browser: Browser, name: string, kind = 'confidential', s
   const res = await post(browser, BASE, { name, kind, redirect_uris: REDIRECT, scope: scopes });
   expect([200, 303]).toContain(res.status);
   const row = await db()('oauth_clients').where('name', name).first();
-  return { id: row.id as string, secret: res.$('input#secret').val() as string | undefined };
+  return { id: row.id as string, secret: res.$('#secret').val() as string | undefined };
 }
 
 const stored = async (id: string) => db()('oauth_clients').where('id', id).first();
@@ -195,7 +195,7 @@ describe('secrets', () => {
     const [old] = await activeSecretIds(id);
     const shown = await post(browser, `${BASE}/${id}/secrets/rotate`, { overlap: '1d' });
     expect(shown.status).toBe(200);
-    expect(shown.$('input#secret').val()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(shown.$('#secret').val()).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(shown.$('main').text()).toContain(`current secret (id ${old}) keeps working until`);
     const oldExpiry = (await db()('oauth_client_secrets').where('id', old).first()).expires_at as Date;
     expect(Math.round((oldExpiry.getTime() - Date.now()) / 3_600_000)).toBe(24);

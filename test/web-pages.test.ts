@@ -80,7 +80,7 @@ describe('developer settings', () => {
     expect(shown.status).toBe(200);
     expect(shown.headers.get('cache-control')).toBe('no-store');
     expect(shown.html).toContain('you will not see this again');
-    const secret = shown.$('input#secret').val() as string;
+    const secret = shown.$('#secret').val() as string;
     expect(Buffer.from(secret, 'base64url')).toHaveLength(32);
 
     const list = await browser.get(url('/settings/developer/oauth-clients'));
@@ -167,14 +167,14 @@ describe('developer settings', () => {
   it('rotates secrets from the client page: at most two, revoke with confirmation', async () => {
     const browser = await signIn(dev);
     const first = await register(browser, { name: 'Rotator', kind: 'confidential', redirect_uris: REDIRECT, scope: 'PROFILE_READ' });
-    const oldSecret = first.$('input#secret').val() as string;
+    const oldSecret = first.$('#secret').val() as string;
     const client = await server.pg.db('oauth_clients').where('name', 'Rotator').first();
     const detailUrl = url(`/settings/developer/oauth-clients/${client.id}`);
 
     let detail = await browser.get(detailUrl);
     const second = await browser.submit(detail, 'form[action$="/secrets"] button');
     expect(second.status).toBe(200);
-    const newSecret = second.$('input#secret').val() as string;
+    const newSecret = second.$('#secret').val() as string;
     expect(newSecret).not.toBe(oldSecret);
     detail = await browser.get(detailUrl);
     expect(detail.$('form[action$="/secrets"] button').attr('disabled')).toBeDefined();
@@ -235,7 +235,7 @@ describe('admin review and pending changes', () => {
   it('holds widening changes of an approved client for review while narrowing applies at once', async () => {
     const devBrowser = await signIn(dev);
     const created = await register(devBrowser, { name: 'Growing App', kind: 'confidential', redirect_uris: `${REDIRECT}\nhttps://app.example.com/old`, scope: ['PROFILE_READ', 'BOOKING_READ'] });
-    const secret = created.$('input#secret').val() as string;
+    const secret = created.$('#secret').val() as string;
     const clientId = (await server.pg.db('oauth_clients').where('name', 'Growing App').first()).id as string;
     const adminBrowser = await signIn(admin);
     let review = await adminBrowser.get(url('/admin/oauth-clients'));
@@ -278,7 +278,7 @@ describe('apps with access', () => {
     const adminBrowser = await signIn(admin);
     const devBrowser = await signIn(dev);
     const created = await register(devBrowser, { name: 'Connected One', kind: 'confidential', redirect_uris: REDIRECT, scope: ['PROFILE_READ', 'SCHEDULE_READ'] });
-    const secret = created.$('input#secret').val() as string;
+    const secret = created.$('#secret').val() as string;
     const clientId = (await server.pg.db('oauth_clients').where('name', 'Connected One').first()).id as string;
     await adminBrowser.submit(await adminBrowser.get(url('/admin/oauth-clients')), '.item:has(h3:contains("Connected One")) button[value=approve]');
     const code = (await authorize(new Browser(), server.url, { client_id: clientId, redirect_uri: REDIRECT, scope: 'PROFILE_READ SCHEDULE_READ', state: 's' }, other)).searchParams.get('code')!;

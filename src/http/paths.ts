@@ -18,6 +18,8 @@ export const OAUTH_ENDPOINTS: ReadonlySet<string> = new Set([TOKEN_PATH, REVOCAT
 export const ME_PATH = '/v2/me';
 export const CHECK_PATH = '/v2/auth/check';
 
+/** The start page on APP_URL (src/web/start.ts): what this server is, and the ways in. */
+export const START_PATH = '/';
 export const LOGIN_PATH = '/login';
 export const LOGOUT_PATH = '/logout';
 export const CONNECTED_APPS_PATH = '/settings/connected-apps';

@@ -14,13 +14,13 @@ import { newRouter } from '../http/router.ts';
 import { NotFoundError } from '../errors.ts';
 import { page } from './forms.ts';
 
-interface DemoClient {
+export interface DemoClient {
   clientId: string;
   redirectUri: string;
 }
 
-/** The client the demo seed created, while it still returns here. */
-async function findDemoClient(db: Db): Promise<DemoClient | undefined> {
+/** The client the demo seed created, while it still returns here (also: the start page offers the demo). */
+export async function findDemoClient(db: Db): Promise<DemoClient | undefined> {
   const created = await db('audit_events').where({ actor: DEMO_ACTOR, action: 'client.created' }).first<{ client_id: string | null } | undefined>('client_id');
   const client = created?.client_id ? await findClient(db, created.client_id) : undefined;
   const redirectUri = client?.redirectUris.find((uri) => new URL(uri).pathname === DEMO_CALLBACK_PATH);
@@ -47,6 +47,12 @@ export function exchangeCommand(tokenEndpoint: string, demo: DemoClient, code: s
   ].join(' \\\n  ');
 }
 
+/** The demo's authorization request on this site (a fresh state each time): where the demo starts. */
+export function demoAuthorizePath(demo: DemoClient): string {
+  const query = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: randomBytes(8).toString('hex') });
+  return `${APP_AUTHORIZE_PATH}?${query}`;
+}
+
 export function demoCallbackRoutes({ db, publicUrls }: { db: Db; publicUrls: PublicUrls }) {
   const router = newRouter();
   router.get(DEMO_CALLBACK_PATH, async (ctx) => {
@@ -55,8 +61,6 @@ export function demoCallbackRoutes({ db, publicUrls }: { db: Db; publicUrls: Pub
     const endpoints = publicEndpoints(publicUrls);
     const code = queryValue(ctx, 'code');
     const error = queryValue(ctx, 'error');
-    const again = new URL(endpoints.authorization);
-    again.search = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: randomBytes(8).toString('hex') }).toString();
     await page(ctx, 'demo-callback', {
       title: error ? 'The demo app was not authorized' : code ? 'The demo app got a code' : 'The demo app’s callback',
       code: error ? undefined : code,
@@ -66,7 +70,7 @@ export function demoCallbackRoutes({ db, publicUrls }: { db: Db; publicUrls: Pub
       codeSeconds: AUTHORIZATION_CODE_TTL,
       exchange: code && !error ? exchangeCommand(endpoints.token, demo, code) : undefined,
       useToken: `curl -s ${shellQuote(`${publicUrls.baseUrl}${ME_PATH}`)} -H "Authorization: Bearer ACCESS_TOKEN"`,
-      startAgain: `${APP_AUTHORIZE_PATH}${again.search}`,
+      startAgain: demoAuthorizePath(demo),
     });
   });
   return router;

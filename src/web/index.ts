@@ -1,4 +1,4 @@
-// The pages: sign-in and consent of the authorization flow, and the web application (developer
+// The pages: the start page, sign-in and consent of the authorization flow, and the web application (developer
 // settings, admin review, apps with access). Each route
 // names its own guard (src/web/account.ts pageGuards); only those routes read the web session.
 import type Koa from 'koa';
@@ -18,6 +18,7 @@ import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
 import { demoCallbackRoutes } from './demo-callback.ts';
 import { orgAppsRoutes } from './org-apps.ts';
+import { startRoutes } from './start.ts';
 import type { GrantBindings } from '../orgs/bindings.ts';
 
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
@@ -55,7 +56,7 @@ export interface WebhookPageDeps {
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {
-  for (const router of [interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), orgAppsRoutes(deps), demoCallbackRoutes(deps)]) {
+  for (const router of [startRoutes(deps), interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), orgAppsRoutes(deps), demoCallbackRoutes(deps)]) {
     app.use(router.routes()).use(router.allowedMethods());
   }
 }
