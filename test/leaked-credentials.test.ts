@@ -124,9 +124,10 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
     const user = await newUser(server);
     const tokens = await tokensFor(server, client, user, SCOPE);
     const code = await codeFor(server, client, user, SCOPE);
-    const badAccess = [flipped(tokens.access_token), tokens.access_token.slice(0, -1), `${tokens.access_token}0`, tokens.refresh_token];
-    const badRefresh = [flipped(tokens.refresh_token), tokens.refresh_token.slice(0, 30), tokens.access_token, code];
-    const badCode = [flipped(code), `${code}A`, tokens.refresh_token];
+    const overLong = (prefix: string) => `${prefix}${'A'.repeat(4000)}`;
+    const badAccess = [flipped(tokens.access_token), tokens.access_token.slice(0, -1), `${tokens.access_token}0`, overLong('spat_'), tokens.refresh_token];
+    const badRefresh = [flipped(tokens.refresh_token), tokens.refresh_token.slice(0, 30), overLong('sprt_'), tokens.access_token, code];
+    const badCode = [flipped(code), `${code}A`, overLong('spac_'), tokens.refresh_token];
 
     // The watch sees reads: a well-formed unknown token is looked up (the control).
     expect(await readsOf(async () => expect(await me(generateCredential('access_token'))).toBe(401))).not.toEqual([]);
@@ -134,7 +135,7 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
       expect(await readsOf(async () => expect(await me(value)).toBe(401)), value).toEqual([]);
       expect(await readsOf(async () => expect(await check(value)).toBe(401)), value).toEqual([]);
     }
-    for (const value of [...badAccess.slice(0, 3), ...badRefresh.slice(0, 2)]) {
+    for (const value of [...badAccess.slice(0, 4), ...badRefresh.slice(0, 3)]) {
       // The client's secret is checked (its status read), the token is not looked up.
       const seen = await readsOf(async () => {
         expect(await post(INTROSPECT, { token: value }, client)).toEqual({ status: 200, body: { active: false } });
@@ -152,7 +153,7 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
     }
     // A malformed secret: refused, and no secret's status read (the right one is: the control).
     expect(await readsOf(() => post(INTROSPECT, { token: tokens.access_token }, client))).not.toEqual([]);
-    for (const secret of [flipped(client.client_secret), client.client_secret.slice(0, 40), `${client.client_secret}x`, tokens.access_token]) {
+    for (const secret of [flipped(client.client_secret), client.client_secret.slice(0, 40), `${client.client_secret}x`, overLong('spcs_'), tokens.access_token]) {
       const seen = await readsOf(async () => {
         expect(await post(INTROSPECT, { token: tokens.access_token }, { ...client, client_secret: secret })).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
         expect(await post(TOKEN, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, { ...client, client_secret: secret })).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
