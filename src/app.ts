@@ -47,6 +47,8 @@ import type { Envelope } from './http/envelope.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { leakReportRoutes } from './credentials/revoke-endpoint.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -86,6 +88,8 @@ export interface AppDeps {
   records: RecordCache;
   /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
   fastPaths: boolean;
+  /** Reports of leaked credentials per address (src/credentials/revoke-endpoint.ts); none with RATE_LIMITS=off. */
+  leakReportLimiter?: RateLimiterAbstract | undefined;
 }
 
 
@@ -203,7 +207,8 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   const app = appWithCommonSteps(deps, wrap, toTheBackChannel(backChannel));
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the provider's endpoints for people and metadata.
-  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
+  const leakReports = leakReportRoutes({ provider, db, outbox: deps.outbox, records: deps.records, artifacts: deps.artifacts }, deps.leakReportLimiter);
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings });
   app.use(providerEndpoints(provider));
   return app;

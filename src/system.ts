@@ -31,6 +31,7 @@ import { recordArtifactStore } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
+import { leakReportLimiter } from './credentials/revoke-endpoint.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -154,6 +155,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     records,
     refreshGraceSeconds: config.refreshGraceSeconds,
     fastPaths,
+    leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX),
   });
 
   // Secrets expiring or expired: the app is told, once (src/clients/secret-expiry.ts).

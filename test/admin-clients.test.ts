@@ -65,7 +65,7 @@ describe('client lifecycle scripts', () => {
     const c = await createClient();
     const second = ok(await admin('secrets', 'generate', c.client_id));
     expect(second).toEqual({ secret_id: expect.any(Number), client_secret: expect.any(String), expires_at: null });
-    expect(Buffer.from(second.client_secret, 'base64url')).toHaveLength(32);
+    expect(second.client_secret).toMatch(/^spcs_[0-9A-Za-z]{49}$/); // docs/credentials.md
     refused(await admin('secrets', 'generate', c.client_id), /already has 2 active secrets/);
 
     const listed = ok(await admin('secrets', 'list', c.client_id));

@@ -55,8 +55,8 @@ describe('operator scripts', () => {
       scopes: ['PROFILE_READ', 'BOOKING_READ', 'EVENT_TYPE_READ'],
       redirect_uris: ['https://acme.example/cb', 'http://localhost:8080/cb'],
     });
-    // 256 bits of randomness, base64url.
-    expect(Buffer.from(created.client_secret, 'base64url')).toHaveLength(32);
+    // 256 bits of randomness in the credential format (docs/credentials.md).
+    expect(created.client_secret).toMatch(/^spcs_[0-9A-Za-z]{49}$/);
     const stored = await cli.pg.db('oauth_client_secrets').where('client_id', created.client_id);
     expect(stored).toHaveLength(1);
     expect(stored[0].secret_hash).not.toContain(created.client_secret);
@@ -154,11 +154,11 @@ describe('operator scripts', () => {
   it('prints "shown only once" next to a secret in text mode (JSON unchanged)', async () => {
     const created = await runText(['clients', 'create', '--name', 'Once', '--redirect-uri', 'https://once.example/cb', '--scope', 'PROFILE_READ'], cli.env);
     expect(created.code, created.stderr).toBe(0);
-    expect(created.stdout).toMatch(/^client_secret: [A-Za-z0-9_-]{43} +\(shown only once\)$/m);
+    expect(created.stdout).toMatch(/^client_secret: spcs_[0-9A-Za-z]{49} +\(shown only once\)$/m);
     const id = /^client_id: (\S+)$/m.exec(created.stdout)![1]!;
     const generated = await runText(['secrets', 'generate', id], cli.env);
     expect(generated.code, generated.stderr).toBe(0);
-    expect(generated.stdout).toMatch(/^client_secret: [A-Za-z0-9_-]{43} +\(shown only once\)$/m);
+    expect(generated.stdout).toMatch(/^client_secret: spcs_[0-9A-Za-z]{49} +\(shown only once\)$/m);
     const json = await admin('secrets', 'list', id);
     expect(json.stdout).not.toContain('shown only once');
   });

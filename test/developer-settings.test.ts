@@ -195,7 +195,7 @@ describe('secrets', () => {
     const [old] = await activeSecretIds(id);
     const shown = await post(browser, `${BASE}/${id}/secrets/rotate`, { overlap: '1d' });
     expect(shown.status).toBe(200);
-    expect(shown.$('#secret').val()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(shown.$('#secret').val()).toMatch(/^spcs_[0-9A-Za-z]{49}$/);
     expect(shown.$('main').text()).toContain(`current secret (id ${old}) keeps working until`);
     const oldExpiry = (await db()('oauth_client_secrets').where('id', old).first()).expires_at as Date;
     expect(Math.round((oldExpiry.getTime() - Date.now()) / 3_600_000)).toBe(24);

@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { boundTokensFor } from './support/bindings.ts';
+import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.ts';
 
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
@@ -146,6 +147,20 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
     expect(fastIntrospection.answer).toMatchObject({ status: 200, body: { active: true, org_id: '10', team_ids: ['1', '3'] } });
     const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
     expect(served.map((v) => v.value)).toEqual([2, 2]);
+  });
+
+  it('tokens from both paths are of the documented formats, with their checksums (docs/credentials.md)', async () => {
+    const servedBefore = async () => (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.find((v) => v.labels.route === 'token' && v.labels.outcome === 'served')?.value ?? 0;
+    const before = await servedBefore();
+    for (const s of [on, off]) {
+      const { headers, body } = await request(s, { endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false });
+      const issued = JSON.parse((await raw(s.server.url, 'POST', TOKEN, headers, body)).body) as Record<string, string>;
+      expect(issued.access_token).toMatch(CREDENTIAL_PATTERNS.access_token);
+      expect(issued.refresh_token).toMatch(CREDENTIAL_PATTERNS.refresh_token);
+      expect([credentialKind(issued.access_token!), credentialKind(issued.refresh_token!)]).toEqual(['access_token', 'refresh_token']);
+    }
+    // The first was the fast path's refresh.
+    expect(await servedBefore()).toBe(before + 1);
   });
 
   it('agree on answers and side effects over generated requests', async () => {

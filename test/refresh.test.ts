@@ -38,7 +38,7 @@ const json = (answer: Raw) => JSON.parse(answer.body) as Record<string, unknown>
 /** An answer with its token values replaced by their shape, so that two issuances compare. */
 function shaped(answer: Raw) {
   const body = json(answer);
-  for (const key of ['access_token', 'refresh_token']) if (typeof body[key] === 'string') body[key] = /^[A-Za-z0-9_-]{43}$/.test(body[key] as string) ? '<token>' : body[key];
+  for (const key of ['access_token', 'refresh_token']) if (typeof body[key] === 'string') body[key] = /^sp(at|rt)_[0-9A-Za-z]{49}$/.test(body[key] as string) ? '<token>' : body[key];
   return { ...comparable(answer), body };
 }
 

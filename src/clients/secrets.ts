@@ -1,10 +1,13 @@
-// Client secrets: 256-bit random values, shown once, stored as SHA-256 hashes.
+// Client secrets: 256-bit random values in the credential format (`spcs_…`, docs/credentials.md),
+// shown once, stored as SHA-256 hashes. Secrets issued before the format (43 base64url
+// characters) keep matching by their hash.
 // An unsalted fast hash is enough because the secrets are long server-generated random
 // values (no dictionary to try); it keeps client authentication cheap on the hot path.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { generateCredential } from '../credentials/format.ts';
 
 export function generateClientSecret(): string {
-  return randomBytes(32).toString('base64url');
+  return generateCredential('client_secret');
 }
 
 export function generateClientId(): string {

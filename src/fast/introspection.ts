@@ -20,6 +20,7 @@ import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
 import { hasOnlyKnownExtra } from './assumptions.ts';
+import { refusedAs } from '../credentials/format.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.
@@ -38,6 +39,8 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     const params = singleParams(form, PARAMS);
     const credentials = params?.token && secretCredentials(headers, params);
     if (!params || !credentials) return HAND_OVER.not_plain;
+    // Not an access token (a malformed one of ours, or a refresh token): the provider's to answer (docs/credentials.md).
+    if (refusedAs('access_token', params.token!)) return HAND_OVER.token;
     if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client) return HAND_OVER.client;

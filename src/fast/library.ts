@@ -67,6 +67,26 @@ export async function fromStore<T>(model: unknown, stored: AdapterPayload): Prom
   }
 }
 
+/**
+ * Makes the ids (the values: opaque tokens are their ids) of new access tokens, refresh tokens and
+ * authorization codes with `make` (src/credentials/format.ts) instead of the library's nanoid. Its
+ * generateTokenId is what every save() and the fast refresh (toSave) call, so this covers both
+ * paths. The library's own runs first: for an access token it decides the format
+ * (lib/models/formats/index.js); a JWT keeps the library's jti. Throws when the models no longer
+ * make their ids there.
+ */
+export function makeTokenIds(provider: Provider, make: (model: 'AccessToken' | 'RefreshToken' | 'AuthorizationCode') => string): void {
+  for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode'] as const) {
+    const proto = (provider[model] as unknown as { prototype: { generateTokenId?: (this: { format?: string }) => string } }).prototype;
+    const libraryMade = proto.generateTokenId;
+    if (typeof libraryMade !== 'function') throw new Error(`oidc-provider's ${model} no longer has generateTokenId: review src/fast/library.ts`);
+    proto.generateTokenId = function generateTokenId() {
+      const id = libraryMade.call(this);
+      return this.format === 'jwt' ? id : make(model);
+    };
+  }
+}
+
 /** A new token's id, payload and lifetime, made as its model's save() makes them. */
 export async function toSave(token: NewToken): Promise<{ id: string; payload: AdapterPayload; expiresIn: number }> {
   token.jti = token.generateTokenId();

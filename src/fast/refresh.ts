@@ -26,6 +26,7 @@ import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
 import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
+import { refusedAs } from '../credentials/format.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -119,6 +120,8 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
     if (!presented || !credentials) return HAND_OVER.not_plain;
+    // A malformed credential of ours: the provider refuses it, also without reading a store (docs/credentials.md).
+    if (refusedAs('refresh_token', presented)) return HAND_OVER.token;
     if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return HAND_OVER.client;

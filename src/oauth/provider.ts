@@ -21,6 +21,8 @@ import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
+import { makeTokenIds } from '../fast/library.ts';
+import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -222,6 +224,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
 
   const provider = new Provider(config.issuer, configuration);
+  // Tokens and codes that say what they are and carry a checksum (docs/credentials.md), on the
+  // provider's path and the fast refresh alike (src/fast/library.ts makeTokenIds).
+  makeTokenIds(provider, (model) => generateCredential(TOKEN_MODEL_KINDS[model]));
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;

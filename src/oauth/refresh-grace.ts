@@ -25,6 +25,7 @@ import { isLive } from './token-liveness.ts';
 import { NO_STORE } from '../http/envelope.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import { bodyReadByApp } from '../fast/library.ts';
+import { refusedAs } from '../credentials/format.ts';
 
 type Next = () => Promise<void>;
 
@@ -202,7 +203,8 @@ export function refreshGrace(provider: Provider, { flights: grace, secondsFor }:
 
   return async function refreshRetriesGetTheSameAnswer(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
     const presented = presentedRefreshToken(ctx);
-    if (!presented) return next();
+    // A malformed refresh token of ours claims no flight: the provider refuses it unread (docs/credentials.md).
+    if (!presented || refusedAs('refresh_token', presented.token)) return next();
     const { token, params } = presented;
     // Single flight: the first presentation in the window goes to the provider; a retry or a twin
     // gets its answer (or, when that may not be given again, reuse detection by the provider).

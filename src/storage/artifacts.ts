@@ -8,6 +8,8 @@ import { defineArtifactScripts, readRefreshToken, type ArtifactScripts, RedisAda
 import { clientArtifacts, type ClientArtifacts } from './client-artifacts.ts';
 import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
+import { refusingMalformed } from '../credentials/lookups.ts';
+import { refusedAs } from '../credentials/format.ts';
 
 export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
@@ -36,7 +38,8 @@ export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, 
 export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_REDIS_PREFIX, tokenCache?: TokenCache): ArtifactStorage {
   const scripts = redis && defineArtifactScripts(redis); // now, before any traffic (see defineArtifactScripts)
   return {
-    adapterFor: (model) => (redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model)),
+    // A malformed credential is not looked up (src/credentials/lookups.ts).
+    adapterFor: (model) => refusingMalformed(model, redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
     ...(scripts && !redis.isCluster ? { refreshRotation: redisRotation(redis, scripts, prefix) } : {}),
     ...clientArtifacts(db, redis, prefix, tokenCache),
@@ -60,7 +63,7 @@ const flightKey = (prefix: string, key: string) => `${prefix}flight:${key}`;
 
 function redisRotation(redis: RedisClient, scripts: ArtifactScripts, prefix: string): RefreshRotation {
   return {
-    read: (id) => readRefreshToken(scripts, prefix, id),
+    read: async (id) => (refusedAs('refresh_token', id) ? undefined : readRefreshToken(scripts, prefix, id)),
     rotate: (spent, refresh, access, flight) => rotateRefreshToken(scripts, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
     together: (issue) => inOneWrite(redis, issue),
   };

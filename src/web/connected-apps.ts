@@ -12,6 +12,7 @@ import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { CONNECTED_APPS_PATH } from '../http/paths.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
+import { leakNoticesFor } from '../credentials/leaks.ts';
 
 const PATH = CONNECTED_APPS_PATH;
 const NO_ACCESS = 'That app has no access to your account.';
@@ -28,7 +29,9 @@ export function connectedAppsRoutes({ db, outbox, records, provider }: { db: Db;
 
   router.get(PATH, ...signedIn, async (ctx) => {
     const apps = await appsWithAccess(db, provider, String(ctx.state.user!.id));
-    return page(ctx, 'connected-apps', { title: 'Apps with access to your account', apps: apps.map((a) => ({ ...a, scopes: a.scopes.map(describeScope) })) });
+    // Credentials of the user's grants reported as leaked and revoked (src/credentials/leaks.ts).
+    const leaks = await leakNoticesFor(db, ctx.state.user!.id);
+    return page(ctx, 'connected-apps', { title: 'Apps with access to your account', apps: apps.map((a) => ({ ...a, scopes: a.scopes.map(describeScope) })), leaks });
   });
 
   router.get(`${PATH}/:clientId/revoke`, ...signedIn, async (ctx) => {

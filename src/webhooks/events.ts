@@ -13,7 +13,9 @@ export type GrantRevokedReason =
   | 'installation_removed'
   | 'installation_changed'
   | 'membership_ended'
-  | 'org_policy';
+  | 'org_policy'
+  // One of its refresh tokens or codes was reported as leaked (src/credentials/leaks.ts):
+  | 'credential_leaked';
 
 /** An installation of the app in an organization, as events tell it (ids as strings, like the tokens' org_id and team_ids). */
 export interface InstallationEventData {
@@ -54,12 +56,18 @@ export interface WebhookEventData {
   'secret.expiring': { secret_id: number; expires_at: string };
   /** The secret expired: it is refused from now on. */
   'secret.expired': { secret_id: number; expired_at: string };
+  /**
+   * A credential of the app was reported as leaked (POST /v2/auth/credentials/revoke) and revoked:
+   * `hint` is its prefix and last four characters, never the credential; `user_id` when it was of
+   * a user's grant, `secret_id` for a client secret.
+   */
+  'credential.leaked': { kind: 'access_token' | 'refresh_token' | 'authorization_code' | 'client_secret'; hint: string; reported_at: string; user_id?: string; secret_id?: number };
   /** Sent from the developer page's "Send test event". */
   'webhook.test': { message: string };
 }
 
 export type WebhookEventType = keyof WebhookEventData;
-export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'installation.removed', 'installation.changed', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'secret.expiring', 'secret.expired', 'webhook.test'] as const satisfies readonly WebhookEventType[];
+export const WEBHOOK_EVENT_TYPES = ['grant.revoked', 'installation.removed', 'installation.changed', 'client.status_changed', 'client.change_decided', 'secret.generated', 'secret.revoked', 'secret.expiring', 'secret.expired', 'credential.leaked', 'webhook.test'] as const satisfies readonly WebhookEventType[];
 
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   id: string;

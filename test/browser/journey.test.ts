@@ -51,7 +51,7 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     await devSide.page.getByRole('button', { name: 'Register' }).click();
     await expect(devSide.page.getByText('you will not see this again')).toBeDefined();
     const secret = await devSide.page.locator('#secret').inputValue();
-    expect(secret).toHaveLength(43);
+    expect(secret).toMatch(/^spcs_[0-9A-Za-z]{49}$/); // docs/credentials.md
     await screenshot(devSide.page, 'developer-secret-shown-once');
     await devSide.page.getByRole('link', { name: 'I have stored it safely' }).click();
     const clientId = (await devSide.page.locator('dd code').first().textContent())!.trim();

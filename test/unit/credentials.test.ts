@@ -7,9 +7,10 @@ import { csrfToken, csrfValid } from '../../src/http/csrf.ts';
 import { claimedClientId, presentedCredentials } from '../../src/fast/credentials.ts';
 
 describe('client secrets', () => {
-  it('are 256-bit random values, matched by hash against every active secret', () => {
+  it('are 256-bit random values in the credential format, matched by hash against every active secret', () => {
     const [a, b] = [generateClientSecret(), generateClientSecret()];
-    expect(Buffer.from(a, 'base64url')).toHaveLength(32);
+    // spcs_, 43 base62 characters (256 bits), a 6-character checksum (docs/credentials.md).
+    expect(a).toMatch(/^spcs_[0-9A-Za-z]{49}$/);
     expect(a).not.toBe(b);
     const stored = [
       { id: 1, hash: hashClientSecret(a) },
@@ -21,6 +22,9 @@ describe('client secrets', () => {
     expect(matchClientSecret('', stored)).toBeUndefined();
     expect(matchClientSecret(a, [{ id: 3, hash: 'not-hex' }])).toBeUndefined();
     expect(hashClientSecret(a)).not.toContain(a);
+    // A secret issued before the format (base64url) still matches its hash.
+    const older = '1dn0suZd1Ahgz9RiXphGE6Nvlc889abhS6dQszkVT9U';
+    expect(matchClientSecret(older, [{ id: 4, hash: hashClientSecret(older) }])).toBe(4);
   });
 });
 

@@ -20,6 +20,7 @@ const MIRRORED: Array<[file: string, mirroredBy: string, sha256: string]> = [
   ['lib/models/base_model.js', 'src/fast/library.ts (fromStore, toSave, grantWithId: the id given to a Grant kept), the events the fast refresh emits', '77623c1d7d76d840f93f58b1aef57713c7d48dde1f689686208827320ef06d2c'],
   ['lib/models/refresh_token.js', 'src/fast/refresh.ts (consume, session binding skipped)', '395763fba05b7deb4e3297adc41ed6f9142602fab9b64270b58e84533f1dbd9c'],
   ['lib/models/formats/opaque.js', 'src/fast/library.ts (toSave: extraTokenClaims called with the token, outside a request), src/fast/introspection.ts (extra)', '116a242cbe98d59b50d2c25e6c9b1810b97bc9a3d505a6ac3f03c54d43e9cb15'],
+  ['lib/models/formats/index.js', 'src/fast/library.ts (makeTokenIds: the library decides an access token\'s format in generateTokenId; only opaque ids are ours)', '2e89935f9f822621edc3d9fb5de22ddf273953e78d140c3010ae2f67cf533fab'],
   ['lib/shared/selective_body.js', 'src/fast/library.ts (withBodyToRead)', '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8'],
 ];
 

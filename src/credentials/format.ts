@@ -1,0 +1,92 @@
+// The form of every credential this server issues (docs/credentials.md): a prefix that says what
+// it is, 43 base62 characters of randomness (256 bits, as many as the library's default opaque
+// tokens), and a checksum of the rest — CRC32 in base62, 6 characters — so that a secret scanner
+// recognises a leaked one offline without false positives, and so that a mistyped, truncated or
+// invented value is refused here, before any store is read (docs/credentials.md#refused-early).
+// Credentials issued before this form (no prefix) keep going to the store as they always did.
+import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+
+export type CredentialKind = 'access_token' | 'refresh_token' | 'authorization_code' | 'client_secret';
+
+export const CREDENTIAL_PREFIXES: Readonly<Record<CredentialKind, string>> = {
+  access_token: 'spat_',
+  refresh_token: 'sprt_',
+  authorization_code: 'spac_',
+  client_secret: 'spcs_',
+};
+
+const KINDS = Object.keys(CREDENTIAL_PREFIXES) as CredentialKind[];
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** 43 × log2(62) ≈ 256.03 bits. */
+export const RANDOM_LENGTH = 43;
+/** 62^6 > 2^32: every CRC32 fits. */
+export const CHECKSUM_LENGTH = 6;
+const PREFIX_LENGTH = 5;
+export const CREDENTIAL_LENGTH = PREFIX_LENGTH + RANDOM_LENGTH + CHECKSUM_LENGTH;
+
+/** One pattern per kind, for secret scanners (docs/credentials.md lists them as written here). */
+export const CREDENTIAL_PATTERNS: Readonly<Record<CredentialKind, RegExp>> = Object.fromEntries(
+  KINDS.map((kind) => [kind, new RegExp(`\\b${CREDENTIAL_PREFIXES[kind]}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}\\b`)]),
+) as Record<CredentialKind, RegExp>;
+
+const WHOLE = /^sp(?:at|rt|ac|cs)_[0-9A-Za-z]{49}$/;
+
+function base62(n: number, width: number): string {
+  let out = '';
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 62)) out = BASE62[rest % 62]! + out;
+  return out.padStart(width, '0');
+}
+
+/** The checksum of the prefix and the random part. */
+export const checksumOf = (body: string): string => base62(crc32(body), CHECKSUM_LENGTH);
+
+/** Uniform base62 characters: bytes of 248 and more are drawn again (248 = 4 × 62), so no character is likelier. */
+function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length + 8)) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** A new credential of this kind. */
+export function generateCredential(kind: CredentialKind): string {
+  const body = CREDENTIAL_PREFIXES[kind] + randomBase62(RANDOM_LENGTH);
+  return body + checksumOf(body);
+}
+
+/** What a value is when it is one of ours, whole and with its checksum right; else undefined. */
+export function credentialKind(value: string): CredentialKind | undefined {
+  if (value.length !== CREDENTIAL_LENGTH || !WHOLE.test(value)) return undefined;
+  const body = value.slice(0, -CHECKSUM_LENGTH);
+  if (checksumOf(body) !== value.slice(-CHECKSUM_LENGTH)) return undefined;
+  return KINDS.find((kind) => value.startsWith(CREDENTIAL_PREFIXES[kind]));
+}
+
+/** Whether a value starts with one of our prefixes (it then must be whole and of the right kind). */
+export const hasOurPrefix = (value: string): boolean => value.length >= PREFIX_LENGTH && value[4] === '_' && KINDS.some((kind) => value.startsWith(CREDENTIAL_PREFIXES[kind]));
+
+/**
+ * Whether a value presented as a credential of `kind` is refused without asking any store: it
+ * carries one of our prefixes, but its checksum or length fails, or it is another kind (an access
+ * token sent as a refresh token). A value without our prefix is not refused here: it may be a
+ * credential issued before the prefixes (docs/credentials.md#older-credentials).
+ */
+export const refusedAs = (kind: CredentialKind, value: string): boolean => hasOurPrefix(value) && credentialKind(value) !== kind;
+
+/**
+ * A hint that identifies a credential to its owner without being usable: its prefix and last four
+ * characters (the checksum's; as GitHub shows them), e.g. `spat_…x9Zq`.
+ */
+export const credentialHint = (value: string): string => `${value.slice(0, PREFIX_LENGTH)}…${value.slice(-4)}`;
+
+/** The provider's token models and the kind of credential each issues. */
+export const TOKEN_MODEL_KINDS = { AccessToken: 'access_token', RefreshToken: 'refresh_token', AuthorizationCode: 'authorization_code' } as const satisfies Record<string, CredentialKind>;
+export type TokenModel = keyof typeof TOKEN_MODEL_KINDS;
+
+/** The kind a provider model's ids are, or undefined for models that are not credentials (Grant, Session…). */
+export const kindOfModel = (model: string): CredentialKind | undefined => (TOKEN_MODEL_KINDS as Record<string, CredentialKind>)[model];
