@@ -21,6 +21,7 @@ import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
+import { audienceOf, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -66,6 +67,7 @@ function tooManyRefreshes(ctx: KoaContextWithOIDC, wait: number): Error {
 export function createProvider(deps: ProviderDeps): Provider {
   const { config, db } = deps;
   const cached = { db, records: deps.records };
+  const platform = platformResource(config.baseUrl);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -87,7 +89,9 @@ export function createProvider(deps: ProviderDeps): Provider {
       pushedAuthorizationRequests: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       userinfo: { enabled: false },
-      resourceIndicators: { enabled: false },
+      // RFC 8707 (src/oauth/resources.ts, docs/resources.md): `resource` names the platform API or
+      // a registered resource server; without it, a token is for the platform API as before.
+      resourceIndicators: resourceIndicators(cached, config.baseUrl),
       registration: { enabled: false },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
@@ -102,11 +106,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       // lists any — but never their refresh tokens. Another client's token also needs its client
       // usable, as every path does (token-liveness.ts): a token that outlived its client (a row
       // deleted before the sweep) is inactive, where the library would read the missing client's
-      // subject type and fail (a 500).
+      // subject type and fail (a 500). And only tokens for the resource it serves (RFC 8707).
       introspection: {
         enabled: true,
         allowedPolicy: async (ctx, client, token) =>
-          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
+          token.clientId === client.clientId ||
+          (resourceServerMayIntrospect(client, token, platform) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
       },
     },
 
@@ -182,7 +187,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri'],
       validator() {},
     },
 
@@ -233,7 +238,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
-  provider.use(ourResponseShapes(config));
+  provider.use(ourResponseShapes(config, platform));
   provider.use(storageOutagesAs503);
 
   // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
@@ -286,7 +291,7 @@ const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) 
 };
 
 /** Token and introspection answers as docs/endpoints.md describes them; discovery with our public addresses. */
-function ourResponseShapes(config: Config): Step {
+function ourResponseShapes(config: Config, platform: string): Step {
   return async function ourResponseShapes(ctx, next) {
     await next();
     const body = ctx.body as Record<string, unknown> | undefined;
@@ -296,6 +301,8 @@ function ourResponseShapes(config: Config): Step {
       if (body.token_type === 'Bearer') body.token_type = 'bearer';
       if (typeof body.scope === 'string') body.scope = visibleScope(body.scope);
     }
+    // An access token's audience (RFC 8707): one stored without any is for the platform API.
+    if (ctx.oidc?.route === 'introspection') introspectedAudience(body, platform);
     if (ctx.oidc?.route === 'discovery') publishOurAddresses(body, config);
   };
 }
@@ -334,10 +341,24 @@ async function grantBeingRevoked(ctx: KoaContextWithOIDC): Promise<string | unde
   return typeof code === 'string' ? (await ctx.oidc.provider.AuthorizationCode.find(code, { ignoreExpiration: true }))?.grantId : undefined;
 }
 
-/** Whether a resource server may introspect another client's token (RFC 7662 2.1; see features.introspection). */
-export function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {
-  const { resource_server: isResourceServer, introspect_scopes: wanted = [] } = client as { resource_server?: boolean; introspect_scopes?: string[] };
+/**
+ * An introspection answer's `aud` (RFC 7662 2.2): the provider answers a stored audience; an active
+ * access token stored without one (no `resource` asked, as every token before resources) is for
+ * the platform API. Shared with the hot path (src/fast/introspection.ts), which must answer alike.
+ */
+export function introspectedAudience(body: Record<string, unknown>, platform: string): void {
+  if (body.active === true && body.token_type !== undefined && body.aud === undefined) body.aud = platform;
+}
+
+/**
+ * Whether a resource server may introspect another client's token (RFC 7662 2.1; see
+ * features.introspection): an access token for the resource it serves (its resource URI, or the
+ * platform API when it has none), with one of its scopes if it lists any.
+ */
+export function resourceServerMayIntrospect(client: object, token: WithAudience & { kind: string; scope?: string | undefined }, platform: string): boolean {
+  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = client as { resource_server?: boolean; introspect_scopes?: string[]; resource_uri?: string | null };
   if (!isResourceServer || token.kind !== 'AccessToken') return false;
+  if (!audienceOf(token, platform).includes(serves ?? platform)) return false;
   const scopes = (token.scope ?? '').split(' ');
   // An unscoped legacy token may do everything its user can: it carries every scope.
   return wanted.length === 0 || scopes.includes(LEGACY_FULL_ACCESS) || wanted.some((s) => scopes.includes(s));
