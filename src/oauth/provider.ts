@@ -21,7 +21,7 @@ import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
-import { audienceOf, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
+import { audienceOf, checkRefreshResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -68,6 +68,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const { config, db } = deps;
   const cached = { db, records: deps.records };
   const platform = platformResource(config.baseUrl);
+  const resources = resourceIndicators(cached, config.baseUrl);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -91,7 +92,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       userinfo: { enabled: false },
       // RFC 8707 (src/oauth/resources.ts, docs/resources.md): `resource` names the platform API or
       // a registered resource server; without it, a token is for the platform API as before.
-      resourceIndicators: resourceIndicators(cached, config.baseUrl),
+      resourceIndicators: resources,
       registration: { enabled: false },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
@@ -206,6 +207,8 @@ export function createProvider(deps: ProviderDeps): Provider {
       const clientId = token?.kind === 'RefreshToken' ? ctx?.oidc?.client?.clientId : undefined;
       const wait = clientId ? deps.tokenLimits.refreshHeldBack(clientId, sub) : 0;
       if (wait) throw tooManyRefreshes(ctx, wait);
+      // Its `resource` too (RFC 8707): refused here, before the token is spent (resources.ts).
+      if (clientId) await checkRefreshResource(ctx, token as { resource?: string | string[] }, resources);
       const user = await findUserById(cached, sub);
       if (!user) return undefined;
       return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };

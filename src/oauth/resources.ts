@@ -43,6 +43,28 @@ function requested(ctx: KoaContextWithOIDC): string[] {
 
 type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
 
+/** A refresh token as the refresh check reads it: the resources granted at authorization. */
+interface GrantedResources {
+  resource?: string | string[] | undefined;
+}
+
+/**
+ * A refresh's `resource`, checked before the refresh token is spent. The library settles the
+ * resource only after it rotated the token (lib/actions/grants/refresh_token.js): an invalid_target
+ * there would leave the client without a refresh token, and its retry with the spent one would
+ * revoke the grant. So the same rules run first (lib/helpers/resolve_resource.js): one value at
+ * most, among those granted (narrowing, never widening; a token granted none keeps none), and
+ * still registered. Called from findAccount, which the grant runs before it spends anything.
+ */
+export async function checkRefreshResource(ctx: KoaContextWithOIDC, token: GrantedResources, indicators: ResourceIndicators): Promise<void> {
+  const asked = requested(ctx);
+  if (asked.length === 0) return;
+  if (asked.length > 1) throw new errors.InvalidTarget('only a single resource indicator value must be requested/resolved during Access Token Request');
+  const granted = token.resource === undefined ? [] : Array.isArray(token.resource) ? token.resource : [token.resource];
+  if (!granted.includes(asked[0]!)) throw new errors.InvalidTarget('the resource was not granted to this refresh token');
+  await indicators.getResourceServerInfo!(ctx, asked[0]!, ctx.oidc.client!);
+}
+
 /**
  * The provider's features.resourceIndicators. The library refuses relative values and fragments
  * (invalid_target, lib/shared/check_resource.js) and more than one value at the token endpoint;
