@@ -8,6 +8,7 @@ import { Browser } from './support/browser.ts';
 import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetStatus, clientsShow } from '../src/admin/commands.ts';
+import { admin } from './support/processes.ts';
 
 const MCP = 'https://mcp.example.com/mcp';
 const basic = (c: TestClient) => `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString('base64')}`;
@@ -74,6 +75,22 @@ describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)',
     await expect(create(MCP)).rejects.toThrow(/already serves/);
     await expect(clientsCreate(operator(server), { name: 'App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'], resourceUri: 'https://x.example.com/' })).rejects.toThrow(/only a resource server/);
     expect(await create('http://127.0.0.1:9/mcp', { allowLoopback: true })).toMatchObject({ resource_uri: 'http://127.0.0.1:9/mcp' });
+  });
+
+  it('takes --resource-uri from the operator script, and refuses a bad one with one line, changing nothing', async () => {
+    const env = { DATABASE_URL: server.pg.url };
+    const uri = `https://cli-${storage}.example.com/mcp`;
+    const created = await admin(['--json', 'clients', 'create', '--resource-server', '--name', 'CLI MCP', '--scope', 'PROFILE_READ', '--resource-uri', uri], env);
+    expect(created.code, created.stderr).toBe(0);
+    const { client_id } = JSON.parse(created.stdout) as { client_id: string };
+    expect(JSON.parse(created.stdout)).toMatchObject({ kind: 'resource_server', resource_uri: uri });
+    const shown = await admin(['--json', 'clients', 'show', client_id], env);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ resource_uri: uri });
+    const before = await server.pg.db('oauth_clients').count({ n: '*' }).first();
+    const refused = await admin(['--json', 'clients', 'create', '--resource-server', '--name', 'Bad', '--resource-uri', `${uri}#x`], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^error: the resource URI must not have a fragment/)]);
+    expect(await server.pg.db('oauth_clients').count({ n: '*' }).first()).toEqual(before);
   });
 
   it('issues a token for a resource server: its audience, its scopes, seen by it alone, refused by the platform API', async () => {

@@ -255,8 +255,9 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (grant?.jti && (await bindings.forGrant(grant.jti))) grant = undefined;
     grant ??= new provider.Grant({ accountId, clientId: client.clientId });
     grant.addOIDCScope(granted.join(' '));
-    // The resources the request named (RFC 8707), each with what was granted: its tokens' audience.
-    grantRequestedResources(grant, details.params.resource, granted);
+    // The resources the request named (RFC 8707), each with what its token is to say (what was
+    // held and what was granted now): the audience of the tokens issued from this consent.
+    grantRequestedResources(grant, details.params.resource, tokenScopes);
     const grantId = await grant.save();
 
     await recordAudit(db, {
@@ -308,7 +309,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const same = Boolean(!decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds));
     const grant = same ? cx.existing! : createBoundGrant(provider, { accountId, clientId });
     grant.addOIDCScope(decision.scopes.join(' '));
-    grantRequestedResources(grant, details.params.resource, decision.scopes);
+    grantRequestedResources(grant, details.params.resource, [...new Set([...(same ? cx.held : []), ...decision.scopes])]);
     const grantId = await grant.save();
     try {
       // Bound in a transaction that holds the organization's, installation's and memberships' rows:
