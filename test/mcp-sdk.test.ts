@@ -15,7 +15,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
@@ -233,6 +233,17 @@ describe.each<Storage>(['redis', 'sql'])('the MCP SDK’s client auth against an
       expect(check.status).toBe(401);
       expect(check.headers.get('www-authenticate')).toMatch(/error="invalid_token".*resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/v2"/);
       expect((await fetch(`${server.url}/v2/me`, { headers: { authorization: `Bearer ${mcpToken}` } })).status).toBe(401);
+
+      // The SDK's refresh (with `resource`, as it sends it): a new token, for the MCP server still.
+      const spent = provider.tokens()!.refresh_token;
+      expect(await auth(provider, { serverUrl: mcp.url })).toBe('AUTHORIZED');
+      expect(provider.tokens()!.refresh_token).not.toBe(spent);
+      expect(provider.codes).toHaveLength(1); // no new authorization
+      const client = new Client({ name: 'sdk-test-agent', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider }));
+      const again = await client.callTool({ name: TOOL });
+      await client.close();
+      expect(JSON.parse((again.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ aud: mcp.url });
     });
   }
 
