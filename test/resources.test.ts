@@ -38,10 +38,10 @@ describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)',
   }
 
   /** Sign-in and Allow for `scope` with these extra authorization parameters, then the code exchange. */
-  async function tokensWith(scope: string, extra: { resource?: string | string[] } = {}, exchange: Record<string, string> = {}) {
+  async function tokensWith(scope: string, extra: { resource?: string | string[]; browser?: Browser } = {}, exchange: Record<string, string> = {}) {
     const url = new URL(authorizeUrl(server.url, { client_id: app.client_id, redirect_uri: REDIRECT, scope, state: 's' }));
     for (const resource of [extra.resource ?? []].flat()) url.searchParams.append('resource', resource);
-    const back = await authorize(new Browser(), server.url, url, user);
+    const back = await authorize(extra.browser ?? new Browser(), server.url, url, user);
     const code = back.searchParams.get('code');
     expect(code, back.href).toBeTruthy();
     const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, ...app, ...exchange });
@@ -162,6 +162,18 @@ describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)',
     const named = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: plain.refresh_token, resource: MCP, ...app });
     expect(named.body.error).toBe('invalid_target');
     expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: plain.refresh_token, ...app })).status).toBe(200);
+  });
+
+  it('asks consent again for a resource the grant does not cover yet, and issues a token for it from the same grant', async () => {
+    const browser = new Browser();
+    const first = await tokensWith('PROFILE_READ', { browser });
+    const second = await tokensWith('PROFILE_READ', { browser, resource: MCP });
+    const [a, b] = await Promise.all([first, second].map((t) => server.system.provider.AccessToken.find(t.access_token)));
+    expect(b!.grantId).toBe(a!.grantId);
+    expect([a!.aud, b!.aud]).toEqual([undefined, MCP]);
+    // Both tokens stay good where each belongs.
+    expect((await getMe(server.url, first.access_token)).status).toBe(200);
+    expect(await introspect(mcp, second.access_token)).toMatchObject({ active: true, aud: MCP });
   });
 
   it('refuses bad resource values at the authorization endpoint with invalid_target, issuing nothing', async () => {
