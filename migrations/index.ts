@@ -23,6 +23,7 @@ import * as m021 from './021_organizations.ts';
 import * as m022 from './022_grant_bindings.ts';
 import * as m023 from './023_secret_expiry.ts';
 import * as m024 from './024_credential_leaks.ts';
+import * as m025 from './025_resource_uri.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '022_grant_bindings': m022,
   '023_secret_expiry': m023,
   '024_credential_leaks': m024,
+  '025_resource_uri': m025,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

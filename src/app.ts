@@ -30,6 +30,8 @@ import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
 import { INTROSPECTION_PATH, OAUTH_ENDPOINTS, TOKEN_PATH } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
+import { platformResource, protectedResourceMetadataUrl } from './oauth/resources.ts';
+import { resourceMetadataRoutes } from './api/resource-metadata.ts';
 
 /** The ALTCHA widget's files (its `external` build: no inline styles or blob: workers, for our CSP). */
 const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('altcha/external'))), '..');
@@ -149,8 +151,11 @@ function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router 
  * (another form of the request target, such as absolute-form).
  */
 export function createListener(deps: AppDeps): RequestListener {
-  const verify = accessTokenVerifier(deps.provider, deps.tokenCache);
-  const api = { verify, answerCheck: gatewayCheck(verify), answerMe: readMe(verify, deps) };
+  const { baseUrl } = deps.publicUrls;
+  // Tokens for the platform API only (RFC 8707); every 401 names where to learn how to get one (RFC 9728).
+  const verify = accessTokenVerifier(deps.provider, platformResource(baseUrl), deps.tokenCache);
+  const resourceMetadata = protectedResourceMetadataUrl(baseUrl);
+  const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
   // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
   const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps) });
   const backChannel = createBackChannelApp(deps, wrap).callback();
@@ -165,7 +170,7 @@ export function createListener(deps: AppDeps): RequestListener {
 /** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
   const { provider, log, rateLimits, secrets } = deps;
-  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token)]]);
+  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token, platformResource(deps.publicUrls.baseUrl))]]);
   const refresh = refreshGrant({
     provider,
     secrets,
@@ -201,14 +206,15 @@ function toTheBackChannel(backChannel: RequestListener) {
   };
 }
 
-function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: ReturnType<typeof gatewayCheck> }, wrap: Envelope, backChannel: RequestListener): Koa {
+function createApp(deps: AppDeps, api: { verify: VerifyToken; resourceMetadata: string; answerCheck: ReturnType<typeof gatewayCheck> }, wrap: Envelope, backChannel: RequestListener): Koa {
   const { provider, db, metrics } = deps;
   // A token request goes to the back channel's app before any step here: that app takes them.
   const app = appWithCommonSteps(deps, wrap, toTheBackChannel(backChannel));
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the provider's endpoints for people and metadata.
   const leakReports = leakReportRoutes({ provider, db, outbox: deps.outbox, records: deps.records, artifacts: deps.artifacts }, deps.leakReportLimiter);
-  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
+  const metadata = resourceMetadataRoutes(deps.publicUrls.baseUrl, provider.issuer);
+  for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps, api.resourceMetadata), metadata, leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings });
   app.use(providerEndpoints(provider));
   return app;

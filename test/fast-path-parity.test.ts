@@ -5,7 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
+import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
+import { authorize, authorizeUrl, tokenRequest } from './support/oauth.ts';
+import { Browser } from './support/browser.ts';
+import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.ts';
@@ -13,6 +16,8 @@ import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.t
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
 const SCOPE = 'PROFILE_READ BOOKING_READ';
+/** A resource server's resource (RFC 8707), registered on both sides. */
+const MCP = 'https://mcp.example.com/mcp';
 const EVENTS = ['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success', 'grant.error', 'grant.revoked', 'introspection.error'];
 
 interface Side {
@@ -29,6 +34,8 @@ let off: Side;
 async function side(env: Record<string, string>): Promise<Side> {
   const server = await startTestServer('redis', env);
   const [app, other] = await Promise.all([approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']), approvedClient(server, ['PROFILE_READ'], 'Other App')]);
+  const rs = await clientsCreate(operator(server), { name: 'MCP server', resourceServer: true, resourceUri: MCP, scope: ['PROFILE_READ'] });
+  await clientsSetStatus(operator(server), rs.client_id, 'approved');
   const events: string[] = [];
   for (const name of EVENTS) server.system.provider.on(name as 'grant.success', () => void events.push(name));
   return { server, app, other, user: await newUser(server), events };
@@ -51,24 +58,51 @@ interface Case {
   endpoint: 'refresh' | 'introspect';
   credentials: Credentials;
   presented: Presented;
-  extra: '' | 'scope' | 'unknown' | 'twice' | 'hint';
+  extra: '' | 'scope' | 'unknown' | 'twice' | 'hint' | 'resource' | 'widen';
+  /** The resource named at authorization (RFC 8707): none (the platform API, no audience stored), the platform API, or the MCP server. */
+  resource: 'none' | 'platform' | 'mcp';
   /** A grant bound to an organization and teams (src/orgs/bindings.ts): its tokens carry org_id and team_ids. */
   bound: boolean;
 }
 
-const cases = fc.record<Case>({
-  endpoint: fc.constantFrom('refresh', 'introspect'),
-  credentials: fc.constantFrom('basic', 'basic', 'post', 'wrong', 'other', 'none'),
-  presented: fc.constantFrom('live', 'live', 'spent', 'junk', 'access', 'refresh'),
-  extra: fc.constantFrom('', '', '', 'scope', 'unknown', 'twice', 'hint'),
-  bound: fc.boolean(),
-});
+const cases = fc
+  .record<Case>({
+    endpoint: fc.constantFrom('refresh', 'introspect'),
+    credentials: fc.constantFrom('basic', 'basic', 'post', 'wrong', 'other', 'none'),
+    presented: fc.constantFrom('live', 'live', 'spent', 'junk', 'access', 'refresh'),
+    extra: fc.constantFrom('', '', '', 'scope', 'unknown', 'twice', 'hint', 'resource', 'widen'),
+    bound: fc.boolean(),
+    resource: fc.constantFrom('none', 'none', 'platform', 'mcp'),
+  })
+  // Bound grants come from an organization's consent (test/support/bindings.ts), without resources.
+  .map((c) => (c.bound ? { ...c, resource: 'none' as const } : c));
+
+/** A token family whose authorization and code exchange named `resource` (RFC 8707). */
+async function tokensForResource(s: Side, resource: string) {
+  const url = new URL(authorizeUrl(s.server.url, { client_id: s.app.client_id, redirect_uri: REDIRECT, scope: SCOPE, state: 's' }));
+  url.searchParams.append('resource', resource);
+  const code = (await authorize(new Browser(), s.server.url, url, s.user)).searchParams.get('code')!;
+  const res = await tokenRequest(s.server.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, resource, ...s.app });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as { access_token: string; refresh_token: string };
+}
+
+/** The resource a case names: the granted one on `resource`, another on `widen`. */
+function resourceNamed(s: Side, c: Case): string {
+  const platform = `${s.server.url}/v2`;
+  if (c.extra === 'resource') return c.resource === 'mcp' ? MCP : platform;
+  return c.resource === 'mcp' ? platform : MCP;
+}
 
 const BINDING = { orgId: 10, teamIds: [3, 1] };
 
 /** The request of a case, on one side: a fresh token family, last uses cleared. */
 async function request(s: Side, c: Case): Promise<{ headers: Record<string, string>; body: string }> {
-  const tokens = c.bound ? await boundTokensFor(s.server, s.app, String(s.user.id), SCOPE, BINDING) : await tokensFor(s.server, s.app, s.user, SCOPE);
+  const tokens = c.bound
+    ? await boundTokensFor(s.server, s.app, String(s.user.id), SCOPE, BINDING)
+    : c.resource === 'none'
+      ? await tokensFor(s.server, s.app, s.user, SCOPE)
+      : await tokensForResource(s, c.resource === 'mcp' ? MCP : `${s.server.url}/v2`);
   if (c.presented === 'spent') {
     const first = await raw(s.server.url, 'POST', TOKEN, { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=refresh_token&refresh_token=${tokens.refresh_token}&client_id=${s.app.client_id}&client_secret=${s.app.client_secret}`);
     expect(first.status).toBe(200);
@@ -79,7 +113,8 @@ async function request(s: Side, c: Case): Promise<{ headers: Record<string, stri
   let body = c.endpoint === 'refresh' ? `grant_type=refresh_token&refresh_token=${value}` : `token=${value}`;
   if (c.credentials === 'post') body += `&client_id=${client.client_id}&client_secret=${client.client_secret}`;
   else if (c.credentials !== 'none') headers.authorization = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
-  body += { '': '', scope: '&scope=PROFILE_READ', unknown: '&foo=bar', twice: c.endpoint === 'refresh' ? `&refresh_token=${value}` : `&token=${value}`, hint: '&token_type_hint=access_token' }[c.extra];
+  body += { '': '', scope: '&scope=PROFILE_READ', unknown: '&foo=bar', twice: c.endpoint === 'refresh' ? `&refresh_token=${value}` : `&token=${value}`, hint: '&token_type_hint=access_token', resource: '', widen: '' }[c.extra];
+  if (c.extra === 'resource' || c.extra === 'widen') body += `&resource=${encodeURIComponent(resourceNamed(s, c))}`;
   // Last uses cleared, written uses flushed first: what this request records is what is seen.
   await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
   await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).update({ last_used_at: null });
@@ -93,6 +128,8 @@ async function request(s: Side, c: Case): Promise<{ headers: Record<string, stri
 function shaped(answer: Raw, server: string) {
   const body = JSON.parse(answer.body) as Record<string, unknown>;
   for (const key of ['access_token', 'refresh_token', 'jti', 'sub', 'client_id', 'exp', 'iat', 'iss']) if (key in body) body[key] = typeof body[key];
+  // The platform API's audience names each side's own address.
+  if (typeof body.aud === 'string') body.aud = body.aud.replaceAll(server, '<server>');
   const { 'content-length': _length, ...headers } = comparable(answer).headers;
   for (const name in headers) if (typeof headers[name] === 'string') headers[name] = (headers[name] as string).replaceAll(server, '<server>');
   return { status: answer.status, headers, body };
@@ -106,10 +143,17 @@ async function traces(s: Side) {
   return { events: [...s.events], secretUsed, grantUsed };
 }
 
-/** The extra claims of the access token a refresh issued (a bound grant's binding), as stored. */
+/**
+ * What a refresh issued, as stored: the access token's extra claims (a bound grant's binding),
+ * audience (RFC 8707) and scope, and the new refresh token's granted resources.
+ */
 async function issuedExtra(s: Side, answer: Raw) {
-  const issued = answer.status === 200 ? (JSON.parse(answer.body) as { access_token?: string }).access_token : undefined;
-  return issued ? { extra: (await s.server.system.provider.AccessToken.find(issued))?.extra ?? null } : undefined;
+  const issued = answer.status === 200 ? (JSON.parse(answer.body) as { access_token?: string; refresh_token?: string }) : undefined;
+  if (!issued?.access_token) return undefined;
+  const access = await s.server.system.provider.AccessToken.find(issued.access_token);
+  const refresh = issued.refresh_token ? await s.server.system.provider.RefreshToken.find(issued.refresh_token) : undefined;
+  const named = (value: unknown) => (value === undefined ? null : JSON.parse(JSON.stringify(value).replaceAll(s.server.url, '<server>')));
+  return { extra: access?.extra ?? null, aud: named(access?.aud), scope: access?.scope ?? null, resource: named(refresh?.resource) };
 }
 
 async function both(c: Case) {
@@ -124,13 +168,14 @@ async function both(c: Case) {
 
 describe('the fast path and the provider leave the same traces (FAST_PATHS on and off)', () => {
   it('the plain cases are answered on the fast path, with the provider’s events and last uses', async () => {
-    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false });
+    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false, resource: 'none' });
     expect(fast).toEqual(provider);
+    expect(fast.issued).toEqual({ extra: null, aud: null, scope: SCOPE, resource: null });
     expect(fast.events).toEqual(['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success']);
     expect(fast).toMatchObject({ secretUsed: ['app'], grantUsed: true });
-    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: false });
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: false, resource: 'none' });
     expect(fastIntrospection).toEqual(providerIntrospection);
-    expect(fastIntrospection).toMatchObject({ secretUsed: ['app'], answer: { status: 200, body: { active: true } } });
+    expect(fastIntrospection).toMatchObject({ secretUsed: ['app'], answer: { status: 200, body: { active: true, aud: '<server>/v2' } } });
     // Both were the fast path's to answer.
     const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
     expect(served.map((v) => v.labels.route).sort()).toEqual(['introspection', 'token']);
@@ -138,11 +183,11 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
   });
 
   it('bound tokens too: the same binding on the refreshed token, the same introspection answer, both on the fast path', async () => {
-    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: true });
+    const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: true, resource: 'none' });
     expect(fast).toEqual(provider);
     expect(fast).toMatchObject({ issued: { extra: { org_id: '10', team_ids: ['1', '3'] } }, secretUsed: ['app'], grantUsed: true });
     expect(fast.events).toEqual(['refresh_token.consumed', 'refresh_token.saved', 'access_token.saved', 'grant.success']);
-    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: true });
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: true, resource: 'none' });
     expect(fastIntrospection).toEqual(providerIntrospection);
     expect(fastIntrospection.answer).toMatchObject({ status: 200, body: { active: true, org_id: '10', team_ids: ['1', '3'] } });
     const served = (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served');
@@ -153,7 +198,7 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
     const servedBefore = async () => (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.find((v) => v.labels.route === 'token' && v.labels.outcome === 'served')?.value ?? 0;
     const before = await servedBefore();
     for (const s of [on, off]) {
-      const { headers, body } = await request(s, { endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false });
+      const { headers, body } = await request(s, { endpoint: 'refresh', credentials: 'basic', presented: 'live', extra: '', bound: false, resource: 'none' });
       const issued = JSON.parse((await raw(s.server.url, 'POST', TOKEN, headers, body)).body) as Record<string, string>;
       expect(issued.access_token).toMatch(CREDENTIAL_PATTERNS.access_token);
       expect(issued.refresh_token).toMatch(CREDENTIAL_PATTERNS.refresh_token);
@@ -161,6 +206,31 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
     }
     // The first was the fast path's refresh.
     expect(await servedBefore()).toBe(before + 1);
+  });
+
+  it('tokens for a resource (RFC 8707): the same audience answered and stored; a refresh of one, or naming one, is the provider’s', async () => {
+    const servedBefore = async () => (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.outcome === 'served').map((v) => `${v.labels.route}:${v.value}`).sort();
+    const before = await servedBefore();
+    const [fastIntrospection, providerIntrospection] = await both({ endpoint: 'introspect', credentials: 'basic', presented: 'live', extra: '', bound: false, resource: 'mcp' });
+    expect(fastIntrospection).toEqual(providerIntrospection);
+    expect(fastIntrospection.answer).toMatchObject({ status: 200, body: { active: true, aud: MCP, scope: 'PROFILE_READ' } });
+    // Introspection of a token with an audience is answered on the fast path…
+    expect(await servedBefore()).not.toEqual(before);
+    const afterIntrospection = await servedBefore();
+    for (const c of [
+      { extra: '', resource: 'mcp' }, // a refresh token granted a resource: kept
+      { extra: 'resource', resource: 'mcp' }, // named again
+      { extra: 'widen', resource: 'mcp' }, // widened: invalid_target, nothing spent
+      { extra: 'resource', resource: 'none' }, // a token without one names the platform API: invalid_target
+      { extra: 'resource', resource: 'platform' },
+    ] as const) {
+      const [fast, provider] = await both({ endpoint: 'refresh', credentials: 'basic', presented: 'live', bound: false, ...c });
+      expect(fast, JSON.stringify(c)).toEqual(provider);
+      if (c.extra === 'widen' || c.resource === 'none') expect(fast.answer, JSON.stringify(c)).toMatchObject({ status: 400, body: { error: 'invalid_target' } });
+      else expect(fast.issued, JSON.stringify(c)).toMatchObject({ aud: c.resource === 'mcp' ? MCP : '<server>/v2', resource: c.resource === 'mcp' ? MCP : '<server>/v2' });
+    }
+    // …a refresh of one, or one naming a resource, never.
+    expect(await servedBefore()).toEqual(afterIntrospection);
   });
 
   it('agree on answers and side effects over generated requests', async () => {

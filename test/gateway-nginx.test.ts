@@ -4,8 +4,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { getMe, tokenRequest } from './support/oauth.ts';
-import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
+import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
+import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
+import { Browser } from './support/browser.ts';
+import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
 import { freePort, nginxTestsEnabled, startNginx, type RunningNginx } from './support/nginx.ts';
 import { boundTokensFor } from './support/bindings.ts';
 
@@ -159,10 +161,10 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
     expect((await send(nginx.url, 'GET', '/v2/bookings/uid-1')).status).toBe(401);
   });
 
-  it('answers a call without a token with 401 and exactly one challenge', async () => {
+  it('answers a call without a token with 401 and exactly one challenge, naming the protected-resource metadata (RFC 9728)', async () => {
     const res = await send(nginx.url, 'GET', '/v2/bookings/uid-1');
     expect(res.status).toBe(401);
-    expect(res.all('www-authenticate')).toEqual(['Bearer realm="api"']);
+    expect(res.all('www-authenticate')).toEqual([`Bearer realm="api", resource_metadata="${server.url}/.well-known/oauth-protected-resource/v2"`]);
     expect(JSON.parse(res.body)).toEqual({ status: 'error', error: { code: 'unauthorized', message: expect.any(String) } });
     expect(api.received).toEqual([]);
   });
@@ -210,6 +212,27 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
     const metadata = await fetch(`${nginx.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`);
     expect(metadata.status).toBe(200);
     expect((await send(nginx.url, 'GET', '/login')).status).toBe(200);
+    expect(api.received).toEqual([]);
+  });
+
+  it('serves the protected-resource metadata and passes on the challenge for a token meant for another resource (RFC 8707)', async () => {
+    const metadata = await send(nginx.url, 'GET', '/.well-known/oauth-protected-resource/v2');
+    expect(metadata.status).toBe(200);
+    expect(JSON.parse(metadata.body)).toMatchObject({ resource: `${server.url}/v2`, authorization_servers: [`${server.url}/v2/auth/oauth2`], bearer_methods_supported: ['header'] });
+    const mcp = 'https://mcp.example.com/mcp';
+    const rs = await clientsCreate(operator(server), { name: 'MCP server', resourceServer: true, resourceUri: mcp, scope: ['BOOKING_READ'] });
+    await clientsSetStatus(operator(server), rs.client_id, 'approved');
+    const url = new URL(authorizeUrl(server.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'BOOKING_READ', state: 's' }));
+    url.searchParams.set('resource', mcp);
+    const code = (await authorize(new Browser(), server.url, url, user)).searchParams.get('code')!;
+    const foreign = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...client });
+    expect(foreign.status, JSON.stringify(foreign.body)).toBe(200);
+    const res = await send(nginx.url, 'GET', '/v2/bookings/uid-3', bearer(foreign.body.access_token as string));
+    expect(res.status).toBe(401);
+    expect(res.all('www-authenticate')).toEqual([
+      `Bearer realm="api", error="invalid_token", error_description="the access token is for another resource", resource_metadata="${server.url}/.well-known/oauth-protected-resource/v2"`,
+    ]);
+    expect(JSON.parse(res.body).error.code).toBe('invalid_token');
     expect(api.received).toEqual([]);
   });
 

@@ -67,7 +67,7 @@ describe('gateway decision', () => {
   it('answers 401 per RFC 6750 for no token and a bad token', async () => {
     const none = await check('GET', '/v2/teams/12/bookings');
     expect(none.status).toBe(401);
-    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="api"');
+    expect(none.headers.get('www-authenticate')).toBe(`Bearer realm="api", resource_metadata="${server.url}/.well-known/oauth-protected-resource/v2"`);
     const bad = await check('GET', '/v2/teams/12/bookings', 'not-a-token');
     expect(bad.status).toBe(401);
     expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer realm="api", error="invalid_token"/);
@@ -292,7 +292,7 @@ describe('gateway decision: the other ways gateways name the call', () => {
     expect(write.headers['www-authenticate']).toBe('Bearer realm="api", error="insufficient_scope", scope="TEAM_BOOKING_WRITE"');
     const none = await envoyCheck('GET', '/v2/teams/12/bookings');
     expect(none.status).toBe(401);
-    expect(none.headers['www-authenticate']).toBe('Bearer realm="api"');
+    expect(none.headers['www-authenticate']).toBe(`Bearer realm="api", resource_metadata="${server.url}/.well-known/oauth-protected-resource/v2"`);
     for (const path of ['/v2/bookings', '/v2/bookings/abc/cancel', '/v2/bookings/abc/reschedule']) {
       const open = await envoyCheck('POST', path);
       expect(open.status, path).toBe(200);

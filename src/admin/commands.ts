@@ -74,6 +74,8 @@ export function clientJson(client: ClientRecord) {
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
+    // A resource server's resource (RFC 8707): its tokens' audience; null: the platform API.
+    ...(client.kind === 'resource_server' ? { resource_uri: client.resourceUri } : {}),
     created_at: client.createdAt.toISOString(),
     updated_at: client.updatedAt.toISOString(),
   };
@@ -118,6 +120,8 @@ export interface ClientsCreateOptions {
   legacy?: boolean;
   /** An API or gateway that introspects other clients' tokens; its scopes limit which. */
   resourceServer?: boolean;
+  /** A resource server's resource (RFC 8707, docs/resources.md); absent: it serves the platform API. */
+  resourceUri?: string;
   /** Links shown to users on the consent page (https, or http on localhost). */
   policyUri?: string;
   tosUri?: string;
@@ -141,6 +145,8 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       legacy: Boolean(options.legacy),
       policyUri: options.policyUri,
       tosUri: options.tosUri,
+      resourceUri: options.resourceUri,
+      allowLoopback: ctx.allowLoopback === true,
     },
     by,
   );

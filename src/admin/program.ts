@@ -223,6 +223,7 @@ function buildProgram(io: AdminIo): Command {
     .option('--resource-server', 'an API or gateway that introspects other clients\' access tokens (RFC 7662) and obtains none itself')
     .option('--policy-uri <url>', "the app's privacy policy, linked on the consent page (https, or http on localhost)")
     .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
+    .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what] of [
     ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)'],

@@ -11,6 +11,7 @@ import { LEGACY_FULL_ACCESS, scopeSatisfies } from '../scopes.ts';
 import { artifactKey } from '../storage/artifact-key.ts';
 import type { TokenCache } from '../storage/token-cache.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
+import { isFor } from '../oauth/resources.ts';
 
 export interface VerifiedToken {
   accountId: string;
@@ -61,7 +62,7 @@ interface Known {
  * goes: a revoked token, its grant destroyed or its client suspended (each announced to every
  * instance), its expiry, a lost revocation channel — or at the expiry of its grant.
  */
-export function accessTokenVerifier(provider: Provider, cache?: TokenCache): VerifyToken {
+export function accessTokenVerifier(provider: Provider, platform: string, cache?: TokenCache): VerifyToken {
   return async function verifyAccessToken(value) {
     const key = cache?.serving ? artifactKey(value) : undefined;
     const known = key ? cache!.known<Known>(key) : undefined;
@@ -70,6 +71,8 @@ export function accessTokenVerifier(provider: Provider, cache?: TokenCache): Ver
     if (!live) return 'the access token is invalid, expired or revoked';
     const { token, grant } = live;
     if (token.isSenderConstrained()) return 'sender-constrained tokens are not accepted here';
+    // A token asked for another resource (RFC 8707) is not for this API (none stored: it is).
+    if (!isFor(token, platform, platform)) return 'the access token is for another resource';
     const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
     const unscoped = scopes.delete(LEGACY_FULL_ACCESS);
     const facts: VerifiedToken = { accountId: String(token.accountId), clientId: token.clientId!, scopes, unscoped };
@@ -190,10 +193,13 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   return { allow: true, token };
 }
 
-/** The answer to a refusal: the /v2 error body (docs/errors.md) and the RFC 6750 challenge. */
-export function refuse(decision: Refusal): Answer {
+/**
+ * The answer to a refusal: the /v2 error body (docs/errors.md) and the RFC 6750 challenge; a 401's
+ * names the platform API's protected-resource metadata (RFC 9728), `resourceMetadata`.
+ */
+export function refuse(decision: Refusal, resourceMetadata?: string): Answer {
   if (decision.status === 400) return rejectRequest(decision.message);
-  if (decision.status === 401) return rejectToken(decision.tokenSent, decision.message);
+  if (decision.status === 401) return rejectToken(decision.tokenSent, decision.message, resourceMetadata);
   if (decision.neededScope) return rejectScope(decision.neededScope);
   if (decision.boundElsewhere) return rejectBinding(decision.message);
   return errorAnswer(403, 'access_denied', decision.message);
@@ -216,10 +222,10 @@ export async function formHasToken(ctx: Context): Promise<boolean> {
 }
 
 /** Koa middleware for this service's own resource routes: enforces the route policy. */
-export function routePolicy(verify: VerifyToken) {
+export function routePolicy(verify: VerifyToken, resourceMetadata?: string) {
   return async function enforceRoutePolicy(ctx: Context, next: Next) {
     const decision = await decideRequest(verify, koaRequest(ctx), await formHasToken(ctx));
-    if (!decision.allow) return reply(ctx, refuse(decision));
+    if (!decision.allow) return reply(ctx, refuse(decision, resourceMetadata));
     ctx.state.token = decision.token;
     return next();
   };

@@ -11,8 +11,8 @@ import { ALL_SCOPES } from '../scopes.ts';
 import { CHECK_PATH } from '../http/paths.ts';
 import { namedCall } from './gateway-call.ts';
 
-/** The answer to a check request. */
-export function gatewayCheck(verify: VerifyToken) {
+/** The answer to a check request; `resourceMetadata`: the platform API's metadata (RFC 9728), named in every 401. */
+export function gatewayCheck(verify: VerifyToken, resourceMetadata?: string) {
   return async function answerCheck(request: ApiRequest): Promise<Answer> {
     const call = namedCall(request);
     if (typeof call === 'string') return errorAnswer(400, 'invalid_request', call, { 'Cache-Control': 'no-store' });
@@ -24,7 +24,7 @@ export function gatewayCheck(verify: VerifyToken) {
     const sent = bearerHeader(request, [forwardedQuery, new URLSearchParams(request.search.slice(1))]);
     const decision = typeof sent === 'object' ? sent : await decideAccess(verify, { methods: callMethods(method, request.headers, forwardedQuery), path: uri }, sent);
     if (!decision.allow) {
-      const refusal = refuse(decision);
+      const refusal = refuse(decision, resourceMetadata);
       refusal.headers['Cache-Control'] = 'no-store';
       return refusal;
     }

@@ -23,27 +23,29 @@ function profileChanges(body: unknown): ProfileChanges {
   return { ...(name !== undefined ? { name } : {}), ...(timeZone !== undefined ? { timeZone } : {}) };
 }
 
-const userAnswer = (user: User | undefined): Answer => (user ? dataAnswer(user) : rejectToken(true, 'the user of this access token no longer exists'));
+/** The user, or a 401 (naming the platform API's metadata, RFC 9728) when the token's user is gone. */
+const userAnswer = (user: User | undefined, resourceMetadata?: string): Answer =>
+  user ? dataAnswer(user) : rejectToken(true, 'the user of this access token no longer exists', resourceMetadata);
 
 /** The answer to GET /v2/me; `bodyHasToken`: a form body also carried an access_token. */
-export function readMe(verify: VerifyToken, users: CachedDb) {
+export function readMe(verify: VerifyToken, users: CachedDb, resourceMetadata?: string) {
   return async function answerMe(request: ApiRequest, bodyHasToken = false): Promise<Answer> {
     const decision = await decideRequest(verify, request, bodyHasToken);
-    if (!decision.allow) return refuse(decision);
-    return userAnswer(await findUserById(users, decision.token!.accountId));
+    if (!decision.allow) return refuse(decision, resourceMetadata);
+    return userAnswer(await findUserById(users, decision.token!.accountId), resourceMetadata);
   };
 }
 
-export function meRoutes(verify: VerifyToken, users: CachedDb): Router {
+export function meRoutes(verify: VerifyToken, users: CachedDb, resourceMetadata?: string): Router {
   const router = newRouter();
-  const policy = routePolicy(verify);
-  const answerMe = readMe(verify, users);
+  const policy = routePolicy(verify, resourceMetadata);
+  const answerMe = readMe(verify, users, resourceMetadata);
 
   router.get(ME_PATH, async (ctx: Context) => reply(ctx, await answerMe(koaRequest(ctx), await formHasToken(ctx))));
 
   router.patch(ME_PATH, policy, jsonBody, async (ctx) => {
     // Bad input throws InputError: a 400 invalid_request from the one error responder.
-    reply(ctx, userAnswer(await updateUserProfile(users, ctx.state.token!.accountId, profileChanges(ctx.request.body))));
+    reply(ctx, userAnswer(await updateUserProfile(users, ctx.state.token!.accountId, profileChanges(ctx.request.body)), resourceMetadata));
   });
 
   return router;

@@ -10,9 +10,14 @@ export const errorAnswer = apiErrorAnswer;
 
 const REALM = 'realm="api"';
 
-/** 401 with the RFC 6750 challenge; no `error` attribute when no token was sent (RFC 6750 3.1). */
-export function rejectToken(tokenSent: boolean, message: string): Answer {
-  const challenge = tokenSent ? `Bearer ${REALM}, error="invalid_token", error_description="${message}"` : `Bearer ${REALM}`;
+/**
+ * 401 with the RFC 6750 challenge; no `error` attribute when no token was sent (RFC 6750 3.1).
+ * `resourceMetadata`: where a client finds how to get a token for this API (RFC 9728 5.1), last, so
+ * the attributes before it read as they always did.
+ */
+export function rejectToken(tokenSent: boolean, message: string, resourceMetadata?: string): Answer {
+  const discovery = resourceMetadata ? `, resource_metadata="${resourceMetadata}"` : '';
+  const challenge = tokenSent ? `Bearer ${REALM}, error="invalid_token", error_description="${message}"${discovery}` : `Bearer ${REALM}${discovery}`;
   return errorAnswer(401, tokenSent ? 'invalid_token' : 'unauthorized', message, { 'WWW-Authenticate': challenge });
 }
 

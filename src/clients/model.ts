@@ -65,6 +65,11 @@ export interface ClientRecord {
   /** The app's privacy policy and terms of service, shown on the consent page; null when not given. */
   policyUri: string | null;
   tosUri: string | null;
+  /**
+   * A resource server's resource (RFC 8707, docs/resources.md): the audience of the tokens issued
+   * for it, and the only tokens it may introspect. Null: it serves the platform API.
+   */
+  resourceUri?: string | null;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -12,7 +12,7 @@ import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChan
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -27,6 +27,7 @@ interface ClientRow {
   refresh_grace_seconds: number | null;
   policy_uri: string | null;
   tos_uri: string | null;
+  resource_uri: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -50,6 +51,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     refreshGraceSeconds: row.refresh_grace_seconds,
     policyUri: row.policy_uri,
     tosUri: row.tos_uri,
+    resourceUri: row.resource_uri ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -63,6 +65,12 @@ export async function readClient(q: Q, clientId: string): Promise<ClientRecord |
   if (!PLAUSIBLE_CLIENT_ID.test(clientId)) return undefined;
   const row: ClientRow | undefined = await q('oauth_clients').where('id', clientId).first(CLIENT_COLUMNS);
   return row ? toRecord(row, await redirectUrisOf(q, clientId)) : undefined;
+}
+
+/** The resource server registered for a resource URI (RFC 8707), by its exact spelling. */
+export async function resourceServerIdFor(q: Q, resourceUri: string): Promise<string | undefined> {
+  const row: { id: string } | undefined = await q('oauth_clients').where({ resource_uri: resourceUri, kind: 'resource_server' }).first('id');
+  return row?.id;
 }
 
 /**
@@ -99,11 +107,13 @@ export interface ClientFields {
   ownerUserId: number | null;
   policyUri: string | null;
   tosUri: string | null;
+  /** A resource server's resource (RFC 8707); null: the platform API. */
+  resourceUri?: string | null;
 }
 
 export async function insertClient(trx: Knex.Transaction, clientId: string, fields: ClientFields, redirectUris: string[], records: RecordCache): Promise<ClientRecord> {
   const [row] = await trx('oauth_clients')
-    .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId, policy_uri: fields.policyUri, tos_uri: fields.tosUri })
+    .insert({ id: clientId, name: fields.name, kind: fields.kind, legacy: fields.legacy, scopes: JSON.stringify(fields.scopes), owner_user_id: fields.ownerUserId, policy_uri: fields.policyUri, tos_uri: fields.tosUri, resource_uri: fields.resourceUri ?? null })
     .returning(CLIENT_COLUMNS);
   await replaceRedirectUris(trx, clientId, redirectUris);
   await records.announce(trx, 'client', clientId); // an earlier "no such client" may be cached

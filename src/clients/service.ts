@@ -8,7 +8,7 @@ import { ConflictError, InputError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
-import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris } from './validate.ts';
+import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris, validateResourceUri } from './validate.ts';
 import {
   canMove,
   hasSecrets,
@@ -51,6 +51,10 @@ export interface NewClient extends ClientLinks {
   kind: ClientKind;
   legacy: boolean;
   ownerUserId?: number;
+  /** A resource server's resource (RFC 8707): its tokens' audience. Absent: the platform API. */
+  resourceUri?: string | undefined;
+  /** http on loopback allowed for the resource URI (WEBHOOK_ALLOW_LOOPBACK, development). */
+  allowLoopback?: boolean;
 }
 
 export interface CreatedClient {
@@ -100,11 +104,14 @@ export async function createClient({ db, records }: CachedDb, input: NewClient, 
   const clientId = generateClientId();
   const secretValue = hasSecrets(input.kind) ? generateClientSecret() : undefined;
   if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
+  if (input.resourceUri !== undefined && input.kind !== 'resource_server') throw new InputError('only a resource server has a resource URI (--resource-server)');
+  const resourceUri = input.resourceUri === undefined ? null : validateResourceUri(input.resourceUri, input.allowLoopback === true);
+  if (resourceUri && (await repo.resourceServerIdFor(db, resourceUri))) throw new InputError(`another resource server already serves ${resourceUri}`);
   return db.transaction(async (trx) => {
-    const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links };
+    const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links, resourceUri };
     const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
     const secret = secretValue ? { id: (await repo.insertSecret(trx, clientId, hashClientSecret(secretValue))).id, value: secretValue } : undefined;
-    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links) }) });
+    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links), ...(resourceUri ? { resource_uri: resourceUri } : {}) }) });
     return { client, ...(secret ? { secret } : {}) };
   });
 }

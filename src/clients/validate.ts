@@ -97,3 +97,32 @@ export function validateClientLink(value: string | undefined, what: string): str
 export function validateClientLinks(links: ClientLinks): { policyUri: string | null; tosUri: string | null } {
   return { policyUri: validateClientLink(links.policyUri, 'privacy policy'), tosUri: validateClientLink(links.tosUri, 'terms of service') };
 }
+
+/** The longest resource URI a resource server may register (it is compared, stored and shown). */
+export const MAX_RESOURCE_URI_LENGTH = 500;
+
+/**
+ * A resource server's resource (RFC 8707 2): an absolute https URI without a fragment, compared
+ * exactly as spelled (so it is kept as the URL parser writes it). http only on this machine's
+ * loopback, and only where loopback webhooks are allowed (WEBHOOK_ALLOW_LOOPBACK: development, tests).
+ */
+export function validateResourceUri(value: string, allowLoopback: boolean): string {
+  const uri = value.trim();
+  if (!uri || uri.length > MAX_RESOURCE_URI_LENGTH) throw new InputError(`the resource URI must be 1 to ${MAX_RESOURCE_URI_LENGTH} characters`);
+  if (hasUnsafeText(uri)) throw new InputError('the resource URI must not contain control or text-direction characters');
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new InputError(`the resource URI must be an absolute URL: "${uri}"`);
+  }
+  if (uri.includes('#')) throw new InputError(`the resource URI must not have a fragment (RFC 8707): "${uri}"`);
+  if (url.username || url.password) throw new InputError(`the resource URI must not carry credentials: "${uri}"`);
+  const loopback = url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  if (url.protocol !== 'https:' && !(loopback && allowLoopback)) {
+    throw new InputError(`the resource URI must use https (http on localhost only with WEBHOOK_ALLOW_LOOPBACK=true): "${uri}"`);
+  }
+  // Tokens name it as sent in `resource`; the parser's spelling is the one clients see everywhere.
+  if (url.href !== uri) throw new InputError(`write the resource URI as "${url.href}" (it is compared exactly)`);
+  return uri;
+}

@@ -13,8 +13,12 @@ import { BINDING_CLAIM_NAMES } from '../orgs/bindings.ts';
 type Configuration = Record<string, unknown>;
 
 // Features whose requests the fast path does not read (sender-constrained tokens, authorization
-// details, resources, attestation, JWT introspection answers): they must be off.
-const FEATURES_OFF = ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection'] as const;
+// details, attestation, JWT introspection answers): they must be off. Resource indicators (RFC
+// 8707) may be on: the fast refresh takes only a request without `resource` for a token stored
+// without one, which the library then treats exactly as with the feature off
+// (lib/helpers/resolve_resource.js: no resource, whatever the configured functions say), and
+// hands over every other; the fast introspection answers a stored audience as the provider does.
+const FEATURES_OFF = ['dPoP', 'mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection'] as const;
 
 /**
  * The only claims an access token's `extra` may hold for the fast path to answer as the provider

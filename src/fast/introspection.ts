@@ -13,7 +13,7 @@
 // and events included.
 import type Provider from 'oidc-provider';
 import { rateLimitHeaders, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
-import { resourceServerMayIntrospect } from '../oauth/provider.ts';
+import { introspectedAudience, resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
 import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
@@ -26,7 +26,8 @@ import { refusedAs } from '../credentials/format.ts';
 // client authentication methods); it refuses any of them sent twice and ignores others.
 const PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret'] as const;
 
-export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits): AnswerBackChannel {
+/** `platform`: the platform API's resource (src/oauth/resources.ts), the audience of a token stored without one. */
+export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits, platform: string): AnswerBackChannel {
   /** A live access token, which the provider would describe as we do here. */
   async function describable(value: string) {
     const live = await liveAccessToken(provider, value);
@@ -50,7 +51,7 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     if (!live) return HAND_OVER.token;
     const { token } = live;
     // The provider reads the token's client (for pairwise subjects, which we never configure).
-    if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token) || live.client.subjectType !== 'public')) return HAND_OVER.not_visible;
+    if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token, platform) || live.client.subjectType !== 'public')) return HAND_OVER.not_visible;
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
     const budget = await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
@@ -72,6 +73,8 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
       scope: scope === undefined ? undefined : visibleScope(scope),
       token_type: token.tokenType === 'Bearer' ? 'bearer' : token.tokenType,
     };
+    // Its audience as the provider's answer says it (ourResponseShapes in src/oauth/provider.ts).
+    introspectedAudience(body, platform);
     return { status: 200, headers: budget ? { ...PROVIDER_HEADERS, ...rateLimitHeaders(budget) } : PROVIDER_HEADERS, body };
   };
 }

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { registerPlainMetric, requestMetrics, type Series } from './request-metrics.ts';
-import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
+import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROTECTED_RESOURCE_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).
 const EXACT = new Map<string, string>([
@@ -16,6 +16,7 @@ const EXACT = new Map<string, string>([
   [`${PROVIDER_PATH}/jwks`, 'jwks'],
   [RFC8414_PATH, 'discovery'],
   [`${PROVIDER_PATH}/.well-known/openid-configuration`, 'discovery'],
+  [PROTECTED_RESOURCE_PATH, 'discovery'], // RFC 9728, the platform API's
   [CHECK_PATH, 'gateway_check'],
   [ME_PATH, 'me'],
   ['/health', 'operations'],

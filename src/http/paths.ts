@@ -43,3 +43,5 @@ export function orgAppsPaths(orgId: number | string) {
 }
 /** The demo client's redirect URI on APP_URL (src/demo.ts); answered only where the demo was set up. */
 export const DEMO_CALLBACK_PATH = '/demo/callback';
+/** RFC 9728 protected-resource metadata of the platform API (`$BASE_URL/v2`): the well-known path before the resource's path. */
+export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/v2';

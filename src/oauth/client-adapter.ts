@@ -34,6 +34,8 @@ function resourceServer({ client, secrets }: UsableClient): AdapterPayload {
     resource_server: true,
     // It may introspect only tokens with at least one of these scopes; none listed: any token.
     introspect_scopes: client.scopes,
+    // The resource it serves (RFC 8707): it sees only tokens for it; null: the platform API's.
+    resource_uri: client.resourceUri ?? null,
     // Its budget, as any client's: a gateway introspects on every call it serves.
     token_requests_per_minute: client.tokenRequestsPerMinute,
   };

@@ -23,6 +23,7 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
 import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
+import { audienceOf, checkRefreshResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -68,6 +69,8 @@ function tooManyRefreshes(ctx: KoaContextWithOIDC, wait: number): Error {
 export function createProvider(deps: ProviderDeps): Provider {
   const { config, db } = deps;
   const cached = { db, records: deps.records };
+  const platform = platformResource(config.baseUrl);
+  const resources = resourceIndicators(cached, config.baseUrl);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -89,7 +92,9 @@ export function createProvider(deps: ProviderDeps): Provider {
       pushedAuthorizationRequests: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       userinfo: { enabled: false },
-      resourceIndicators: { enabled: false },
+      // RFC 8707 (src/oauth/resources.ts, docs/resources.md): `resource` names the platform API or
+      // a registered resource server; without it, a token is for the platform API as before.
+      resourceIndicators: resources,
       registration: { enabled: false },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
@@ -104,11 +109,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       // lists any — but never their refresh tokens. Another client's token also needs its client
       // usable, as every path does (token-liveness.ts): a token that outlived its client (a row
       // deleted before the sweep) is inactive, where the library would read the missing client's
-      // subject type and fail (a 500).
+      // subject type and fail (a 500). And only tokens for the resource it serves (RFC 8707).
       introspection: {
         enabled: true,
         allowedPolicy: async (ctx, client, token) =>
-          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
+          token.clientId === client.clientId ||
+          (resourceServerMayIntrospect(client, token, platform) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
       },
     },
 
@@ -184,7 +190,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri'],
       validator() {},
     },
 
@@ -203,6 +209,8 @@ export function createProvider(deps: ProviderDeps): Provider {
       const clientId = token?.kind === 'RefreshToken' ? ctx?.oidc?.client?.clientId : undefined;
       const wait = clientId ? deps.tokenLimits.refreshHeldBack(clientId, sub) : 0;
       if (wait) throw tooManyRefreshes(ctx, wait);
+      // Its `resource` too (RFC 8707): refused here, before the token is spent (resources.ts).
+      if (clientId) await checkRefreshResource(ctx, token as { resource?: string | string[] }, resources);
       const user = await findUserById(cached, sub);
       if (!user) return undefined;
       return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };
@@ -238,7 +246,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
-  provider.use(ourResponseShapes(config));
+  provider.use(ourResponseShapes(config, platform));
   provider.use(storageOutagesAs503);
 
   // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
@@ -291,7 +299,7 @@ const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) 
 };
 
 /** Token and introspection answers as docs/endpoints.md describes them; discovery with our public addresses. */
-function ourResponseShapes(config: Config): Step {
+function ourResponseShapes(config: Config, platform: string): Step {
   return async function ourResponseShapes(ctx, next) {
     await next();
     const body = ctx.body as Record<string, unknown> | undefined;
@@ -301,6 +309,8 @@ function ourResponseShapes(config: Config): Step {
       if (body.token_type === 'Bearer') body.token_type = 'bearer';
       if (typeof body.scope === 'string') body.scope = visibleScope(body.scope);
     }
+    // An access token's audience (RFC 8707): one stored without any is for the platform API.
+    if (ctx.oidc?.route === 'introspection') introspectedAudience(body, platform);
     if (ctx.oidc?.route === 'discovery') publishOurAddresses(body, config);
   };
 }
@@ -339,10 +349,24 @@ async function grantBeingRevoked(ctx: KoaContextWithOIDC): Promise<string | unde
   return typeof code === 'string' ? (await ctx.oidc.provider.AuthorizationCode.find(code, { ignoreExpiration: true }))?.grantId : undefined;
 }
 
-/** Whether a resource server may introspect another client's token (RFC 7662 2.1; see features.introspection). */
-export function resourceServerMayIntrospect(client: object, token: { kind: string; scope?: string | undefined }): boolean {
-  const { resource_server: isResourceServer, introspect_scopes: wanted = [] } = client as { resource_server?: boolean; introspect_scopes?: string[] };
+/**
+ * An introspection answer's `aud` (RFC 7662 2.2): the provider answers a stored audience; an active
+ * access token stored without one (no `resource` asked, as every token before resources) is for
+ * the platform API. Shared with the hot path (src/fast/introspection.ts), which must answer alike.
+ */
+export function introspectedAudience(body: Record<string, unknown>, platform: string): void {
+  if (body.active === true && body.token_type !== undefined && body.aud === undefined) body.aud = platform;
+}
+
+/**
+ * Whether a resource server may introspect another client's token (RFC 7662 2.1; see
+ * features.introspection): an access token for the resource it serves (its resource URI, or the
+ * platform API when it has none), with one of its scopes if it lists any.
+ */
+export function resourceServerMayIntrospect(client: object, token: WithAudience & { kind: string; scope?: string | undefined }, platform: string): boolean {
+  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = client as { resource_server?: boolean; introspect_scopes?: string[]; resource_uri?: string | null };
   if (!isResourceServer || token.kind !== 'AccessToken') return false;
+  if (!audienceOf(token, platform).includes(serves ?? platform)) return false;
   const scopes = (token.scope ?? '').split(' ');
   // An unscoped legacy token may do everything its user can: it carries every scope.
   return wanted.length === 0 || scopes.includes(LEGACY_FULL_ACCESS) || wanted.some((s) => scopes.includes(s));

@@ -7,6 +7,7 @@ import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { isLegacyGrant, recordUserGrant, revokeGrant } from '../oauth/grants.ts';
+import { grantRequestedResources } from '../oauth/resources.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from '../http/paths.ts';
 import type { Challenge, SignInLimits } from './sign-in-limits.ts';
@@ -254,6 +255,9 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     if (grant?.jti && (await bindings.forGrant(grant.jti))) grant = undefined;
     grant ??= new provider.Grant({ accountId, clientId: client.clientId });
     grant.addOIDCScope(granted.join(' '));
+    // The resources the request named (RFC 8707), each with what its token is to say (what was
+    // held and what was granted now): the audience of the tokens issued from this consent.
+    grantRequestedResources(grant, details.params.resource, tokenScopes);
     const grantId = await grant.save();
 
     await recordAudit(db, {
@@ -305,6 +309,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const same = Boolean(!decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds));
     const grant = same ? cx.existing! : createBoundGrant(provider, { accountId, clientId });
     grant.addOIDCScope(decision.scopes.join(' '));
+    grantRequestedResources(grant, details.params.resource, [...new Set([...(same ? cx.held : []), ...decision.scopes])]);
     const grantId = await grant.save();
     try {
       // Bound in a transaction that holds the organization's, installation's and memberships' rows:

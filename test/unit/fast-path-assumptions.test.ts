@@ -69,7 +69,7 @@ describe('the fast path’s assumptions (src/fast/assumptions.ts)', () => {
       ['team ids as numbers', (c) => void (c.extraTokenClaims = async (_ctx: unknown, t: { grantId: string }) => (t.grantId.startsWith('bound.') ? { team_ids: [1] } : undefined)), /team_ids/],
       ['binding claims read from the request', (c) => void (c.extraTokenClaims = async (ctx: { oidc: unknown }) => (ctx.oidc ? undefined : undefined)), /extraTokenClaims reads the request context/],
     ];
-    for (const feature of ['dPoP', 'mTLS', 'richAuthorizationRequests', 'resourceIndicators', 'attestClientAuth', 'jwtIntrospection']) {
+    for (const feature of ['dPoP', 'mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection']) {
       cases.push([`${feature} on`, (c) => void (c.features = { ...(c.features as object), [feature]: { enabled: true } }), new RegExp(`features\\.${feature}`)]);
     }
     for (const [what, change, reason] of cases) expect(await fastPathMismatch(ourProviderWith(change), LIBRARY_VERSION), what).toMatch(reason);
