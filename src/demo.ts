@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
 import type { Db } from './storage/db.ts';
+import { ADMIN_COMMAND } from './admin/command-line.ts';
 import { createUser, type PasswordDeps } from './accounts/store.ts';
 import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, LOGIN_PATH, ME_PATH } from './http/paths.ts';
@@ -16,8 +17,6 @@ import { addOrgMember, addTeamMember, createOrg, createTeam } from './orgs/store
 export const DEMO_ACTOR = 'system:demo-seed';
 const DEMO = { actor: DEMO_ACTOR, reason: 'first start of the embedded default' };
 export const DEMO_EMAIL = 'demo@example.com';
-/** The operator scripts as one types them (package.json "admin"). */
-export const ADMIN_COMMAND = 'npm run --silent admin --';
 /** What the exchange command says when $CLIENT_SECRET is unset (the shell's ${VAR:?message}). */
 export const SECRET_UNSET = 'run the export CLIENT_SECRET=... line that npm start printed first';
 
