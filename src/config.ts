@@ -38,7 +38,7 @@ export interface Config {
   logLevel: string;
   /** LOG_FORMAT: json in production, pretty lines elsewhere (src/log.ts). */
   logFormat: LogFormat;
-  /** The level of the one line per request: info in production, debug elsewhere (a quiet console in development). */
+  /** The level of the one line per request: debug in development (a quiet console), info otherwise. */
   requestLogLevel: 'info' | 'debug';
   /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
   passwordHashLogN: number;
@@ -320,7 +320,7 @@ export function loadConfig(env: Env = process.env): Config {
     passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
     logFormat: readLogFormat(env.LOG_FORMAT, nodeEnv),
-    requestLogLevel: nodeEnv === 'production' ? 'info' : 'debug',
+    requestLogLevel: nodeEnv === 'development' ? 'debug' : 'info',
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
     platformName: readPlatformName(env.PLATFORM_NAME),
