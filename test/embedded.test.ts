@@ -103,7 +103,8 @@ describe('the embedded default', () => {
 
     // The second start: no new demo, a reminder of where the credentials were and how to reset
     // them; the issued token still works, and the new password signs in.
-    server = await startServerProcess({ DATA_DIR: dataDir });
+    // (With LOG_LEVEL=debug: the development console reads as lines, request lines at debug.)
+    server = await startServerProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' });
     expect(server.output()).not.toContain('First start');
     expect(server.output()).toContain(`Demo: sign in as demo@example.com`);
     expect(server.output()).toContain('npm run --silent admin -- users set-password demo@example.com --password NEW-PASSWORD');
@@ -111,5 +112,10 @@ describe('the embedded default', () => {
     expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(200);
     const again = await authorize(new Browser(), server.url, params, { email: demo.email, password: 'a-new-demo-password' });
     expect(again.searchParams.get('code')).toBeTruthy();
+    await fetch(`${server.url}/health`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: using the embedded PostgreSQL \(PGlite\)/m);
+    expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] DEBUG: request .*"path":"\/health"/m);
+    expect(server.output()).not.toMatch(/^\{"level"/m);
   }, 90_000);
 });
