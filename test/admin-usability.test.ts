@@ -24,6 +24,8 @@ describe('operator scripts people can use', () => {
     expect(help.stdout).toMatch(/^Usage: npm run --silent admin -- \[options\] \[command\]$/m);
     expect(help.stdout).toMatch(/^Examples:$/m);
     expect(help.stdout).toMatch(/^ {2}npm run --silent admin -- clients approve CLIENT_ID/m);
+    const none = await admin();
+    expect(JSON.parse(none.stdout)).toEqual({ error: { message: 'no command given: see npm run --silent admin -- --help' } });
     const sub = await text('clients', 'approve', '--help');
     expect(sub.stdout).toMatch(/^Usage: npm run --silent admin -- clients approve \[options\] <id>$/m);
   });

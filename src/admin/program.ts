@@ -464,7 +464,7 @@ export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}
       // Help exits 0; usage errors were already printed by commander.
       if (err.exitCode === 0) return 0;
       code = err.exitCode;
-      message = err.code === 'commander.help' ? 'no command given (see --help)' : err.message.replace(/^error: /, '');
+      message = err.code === 'commander.help' ? `no command given: see ${ADMIN_COMMAND} --help` : err.message.replace(/^error: /, '');
     } else {
       const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
       message = known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
