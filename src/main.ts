@@ -62,6 +62,7 @@ async function main(): Promise<void> {
     console.log(`Metrics on http://${config.metricsHost}:${(metricsServer.address() as AddressInfo).port}/metrics`);
   }
   // Read-only operator scripts while this server holds the embedded database (src/admin/channel.ts).
+  // Without it (a socket path too long for the system, say) the server still serves; scripts then refuse as before.
   const closeChannel = config.databaseUrl
     ? () => {}
     : await openAdminChannel(config.dataDir, async (argv) => {
@@ -69,6 +70,9 @@ async function main(): Promise<void> {
         let stderr = '';
         const code = await runAdmin(argv, { env: process.env, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, { serverDb: system.db });
         return { code, stdout, stderr };
+      }).catch((err: Error) => {
+        log.warn({ err: { message: err.message } }, 'operator scripts cannot reach this server (read-only commands need it stopped)');
+        return () => {};
       });
   const { port } = server.address() as AddressInfo;
   console.log(`Listening on http://${config.host}:${port} (APP_URL ${config.appUrl}, BASE_URL ${config.baseUrl})`);
