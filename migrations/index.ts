@@ -24,6 +24,7 @@ import * as m022 from './022_grant_bindings.ts';
 import * as m023 from './023_secret_expiry.ts';
 import * as m024 from './024_credential_leaks.ts';
 import * as m025 from './025_resource_uri.ts';
+import * as m027 from './027_form_submissions.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '023_secret_expiry': m023,
   '024_credential_leaks': m024,
   '025_resource_uri': m025,
+  '027_form_submissions': m027,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

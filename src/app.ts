@@ -59,6 +59,8 @@ export interface AppDeps {
   log: Logger;
   /** Proxy hops in front of us whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
+  /** The level of the one line per request (config.requestLogLevel); info when absent. */
+  requestLogLevel?: 'info' | 'debug';
   production: boolean;
   rateLimits: RateLimits;
   signInLimits: SignInLimits;
@@ -157,7 +159,7 @@ export function createListener(deps: AppDeps): RequestListener {
   const resourceMetadata = protectedResourceMetadataUrl(baseUrl);
   const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
   // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
-  const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps) });
+  const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps), requestLogLevel: deps.requestLogLevel });
   const backChannel = createBackChannelApp(deps, wrap).callback();
   const app = createApp(deps, api, wrap, backChannel);
   // Off: the app answers everything, the back channel through the provider.

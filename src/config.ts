@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { hasUnsafeText } from './text.ts';
 import { DEFAULT_LOG_N } from './accounts/password.ts';
+import { LOG_FORMATS, type LogFormat } from './log.ts';
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -35,6 +36,10 @@ export interface Config {
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
+  /** LOG_FORMAT: json in production, pretty lines elsewhere (src/log.ts). */
+  logFormat: LogFormat;
+  /** The level of the one line per request: debug in development (a quiet console), info otherwise. */
+  requestLogLevel: 'info' | 'debug';
   /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
   passwordHashLogN: number;
   rateLimits: RateLimitConfig;
@@ -156,6 +161,13 @@ function readAllowLoopback(value: string | undefined, nodeEnv: Config['env']): b
   // A webhook to this machine is a way into it: for development and tests only.
   if (nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for development only; NODE_ENV=production refuses it');
   return true;
+}
+
+/** LOG_FORMAT, else JSON in production (and tests) and readable lines in development. */
+function readLogFormat(value: string | undefined, nodeEnv: string): LogFormat {
+  if (value === undefined || value === '') return nodeEnv === 'development' ? 'pretty' : 'json';
+  if (!LOG_FORMATS.includes(value as LogFormat)) throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}, got "${value}"`);
+  return value as LogFormat;
 }
 
 function readFastPaths(value: string | undefined): boolean {
@@ -307,6 +319,8 @@ export function loadConfig(env: Env = process.env): Config {
     proxyHops: readProxyHops(env.TRUST_PROXY),
     passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
+    logFormat: readLogFormat(env.LOG_FORMAT, nodeEnv),
+    requestLogLevel: nodeEnv === 'development' ? 'debug' : 'info',
     rateLimits: readRateLimits(env),
     refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
     platformName: readPlatformName(env.PLATFORM_NAME),

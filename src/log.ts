@@ -1,6 +1,8 @@
-// Structured JSON logs. Only paths are logged, never query strings, bodies or headers, which can
-// carry codes, tokens, secrets and passwords.
+// Structured JSON logs in production; one readable line per entry in development (LOG_FORMAT).
+// Only paths are logged, never query strings, bodies or headers, which can carry codes, tokens,
+// secrets and passwords.
 import pino from 'pino';
+import pretty from 'pino-pretty';
 
 export type Logger = pino.Logger;
 
@@ -34,10 +36,24 @@ const OPTIONS: pino.LoggerOptions = {
   serializers: { err: (err: unknown) => withoutCommandArguments(err) },
 };
 
-/** The process's logger: to stdout, buffered; or to `destination` (tests read what is logged). */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+/** LOG_FORMAT: `json` (one JSON document a line, for collectors) or `pretty` (for a person at a terminal). */
+export type LogFormat = 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+
+/**
+ * A development console: `14:03:07 INFO: message key=value` on one line each, colours on a
+ * terminal. Synchronous, so the start banner (console.log) and the lines stay in order. It reads the
+ * same JSON lines pino writes (the request lines of src/http/envelope.ts too).
+ */
+function prettyStream(): pino.DestinationStream {
+  return pretty({ sync: true, colorize: Boolean(process.stdout.isTTY), singleLine: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
+}
+
+/** The process's logger: to stdout, buffered JSON or pretty lines; or to `destination` (tests read what is logged). */
+export function createLogger(level: string, destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
   if (level === 'silent') return pino({ level });
   if (destination) return pino({ level, ...OPTIONS }, destination);
+  if (format === 'pretty') return pino({ level, ...OPTIONS }, prettyStream());
   const stdout = pino.destination({ dest: 1, minLength: 16_000, sync: false });
   setInterval(() => {
     try {

@@ -59,6 +59,33 @@ export function isKnownScope(name: string): boolean {
   return BY_NAME.has(name);
 }
 
+/** Edit distance (insertions, deletions, substitutions), for suggesting a scope name. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * The scope a mistyped name most likely meant ("profile-read", "PROFILE_REED", "PROFILE" →
+ * PROFILE_READ), or undefined when none is close: for "did you mean …?" in refusals.
+ */
+export function suggestScope(name: string): string | undefined {
+  const typed = name.trim().toUpperCase().replace(/[\s.:-]+/g, '_');
+  if (isKnownScope(typed)) return typed;
+  if (isKnownScope(`${typed}_READ`)) return `${typed}_READ`;
+  let best: { scope: string; d: number } | undefined;
+  for (const scope of ALL_SCOPES) {
+    const d = distance(typed, scope);
+    if (!best || d < best.d) best = { scope, d };
+  }
+  return best && best.d <= Math.max(2, Math.floor(best.scope.length / 5)) ? best.scope : undefined;
+}
+
 export function describeScope(name: string): ScopeInfo {
   return BY_NAME.get(name) ?? { name, description: name };
 }

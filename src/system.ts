@@ -81,7 +81,7 @@ const SECRET_EXPIRY_SWEEP_MS = 60_000;
 const STORE_RECORD_INTERVAL_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
-  const log = overrides.log ?? createLogger(config.logLevel);
+  const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
   const passwords = passwordHashing({ logN: config.passwordHashLogN });
@@ -137,6 +137,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     redis,
     log,
     proxyHops: config.proxyHops,
+    requestLogLevel: config.requestLogLevel,
     production,
     rateLimits,
     signInLimits,

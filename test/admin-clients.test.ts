@@ -128,7 +128,7 @@ describe('client lifecycle scripts', () => {
     const results = await Promise.all(commands.map((c) => runAdmin([...c, '--help'], cli.env)));
     results.forEach((res, i) => {
       expect(res.code, commands[i]!.join(' ')).toBe(0);
-      expect(res.stdout).toMatch(/^Usage: admin /);
+      expect(res.stdout).toMatch(/^Usage: npm run --silent admin -- /);
       // The global options work after any subcommand, so its help lists them.
       expect(res.stdout, commands[i]!.join(' ')).toMatch(/Global Options:\n  --json .*\n  --reason <text>/);
     });

@@ -1,7 +1,9 @@
 // The demo ends somewhere (src/web/demo-callback.ts): the demo client returns to this server's
-// callback page, which shows the code, its lifetime, the state and the curl that exchanges it —
-// and that curl works. Without the demo the page does not exist.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// callback page, which shows the code, its lifetime, the state and one command that exchanges it
+// and calls /v2/me — and that command works in a real shell, stops plainly without
+// $CLIENT_SECRET, and a spent or expired code is said in words. Without the demo the page does not exist.
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
 import { getMe, reachConsent } from './support/oauth.ts';
@@ -17,20 +19,17 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-/** Runs the page's curl as curl would: its URL and its --data-urlencode fields, with $CLIENT_SECRET set. */
-async function runCurl(command: string, env: Record<string, string>) {
-  const words = [...command.matchAll(/'((?:[^']|'\\'')*)'|"([^"]*)"|(\S+)/g)]
-    .map(([, single, double, bare]) => single?.replaceAll(`'\\''`, "'") ?? double?.replace(/\$([A-Z_]+)/g, (_, name: string) => env[name] ?? '') ?? bare!)
-    .filter((word) => word !== '\\');
-  expect(words.slice(0, 2)).toEqual(['curl', '-s']);
-  const body = new URLSearchParams();
-  for (let i = 3; i < words.length; i += 2) {
-    expect(words[i]).toBe('--data-urlencode');
-    const [name, ...value] = words[i + 1]!.split('=');
-    body.append(name!, value.join('='));
-  }
-  const res = await fetch(words[2]!, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
-  return { status: res.status, body: (await res.json()) as Record<string, string> };
+/** Runs a command of the page in a real shell, as a person pasting it would, with this environment. */
+function runInShell(command: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', command], { env: { PATH: process.env.PATH, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
 }
 
 describe('the demo callback page', () => {
@@ -44,10 +43,12 @@ describe('the demo callback page', () => {
     output = await seedDemo(server.system, loadConfig({ NODE_ENV: 'test', APP_URL: server.url, DATABASE_URL: server.pg.url }));
     const secret = pick(/client_secret:\s+(\S+)/);
     expect(pick(/redirect_uri:\s+(\S+)/)).toBe(`${server.url}/demo/callback`);
+    // The export comes first, before the link to open.
     expect(output).toContain(`export CLIENT_SECRET=${secret}`);
+    expect(output.indexOf('export CLIENT_SECRET=')).toBeLessThan(output.indexOf('2. open'));
 
     const browser = new Browser();
-    const consent = await reachConsent(browser, server.url, new URL(pick(/1\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });
+    const consent = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });
     const allowed = await browser.submit(consent, 'button:contains("Allow")');
     const back = await browser.get(allowed.location!);
     expect(back.location).toMatch(new RegExp(`^${server.url}/demo/callback\\?code=`));
@@ -57,20 +58,70 @@ describe('the demo callback page', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.$('#demo-code').text()).toBe(code);
-    expect(page.$('#demo-state').text()).toBe(new URL(pick(/1\. open\s+(\S+)/)).searchParams.get('state'));
+    expect(page.$('#demo-state').text()).toBe(new URL(pick(/2\. open\s+(\S+)/)).searchParams.get('state'));
     expect(page.$('.notice').text()).toContain('60 seconds');
     expect(page.html).not.toContain(secret);
-    const curl = page.$('#demo-exchange').text();
-    expect(curl).toContain('$CLIENT_SECRET');
+    expect(page.$('#demo-exchange').text()).toContain('${CLIENT_SECRET:?');
+    // Copy buttons for each command (shown by /assets/copy.js).
+    for (const id of ['demo-exchange-and-call', 'demo-exchange', 'demo-use-token']) expect(page.$(`button[data-copy-target="${id}"]`)).toHaveLength(1);
+    const command = page.$('#demo-exchange-and-call').text();
 
-    const tokens = await runCurl(curl, { CLIENT_SECRET: secret });
-    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
-    expect((await getMe(server.url, tokens.body.access_token)).body.data.email).toBe('demo@example.com');
+    // Without the export: the shell stops with a plain sentence, and nothing is sent (the code still works).
+    const unset = await runInShell(command, {});
+    expect(unset.code).not.toBe(0);
+    expect(unset.stderr).toMatch(/CLIENT_SECRET: run the export CLIENT_SECRET=\.\.\. line that npm start printed first/);
+    expect(unset.stdout).toBe('');
+
+    // With it: one command exchanges the code and calls /v2/me.
+    const ran = await runInShell(command, { CLIENT_SECRET: secret });
+    expect(ran.code, ran.stderr).toBe(0);
+    const [answer, me] = ran.stdout.trim().split('\n');
+    expect(JSON.parse(answer!)).toMatchObject({ token_type: 'bearer', access_token: expect.any(String) });
+    expect(JSON.parse(me!).data.email).toBe('demo@example.com');
+    expect((await getMe(server.url, JSON.parse(answer!).access_token)).status).toBe(200);
+
+    // The page again (a reload): the code is spent, and the page says so; so does a second exchange.
+    const reloaded = await browser.get(back.location!);
+    expect(reloaded.$('#demo-code-state').text()).toMatch(/already exchanged/);
+    const again = await runInShell(page.$('#demo-exchange').text(), { CLIENT_SECRET: secret });
+    expect(JSON.parse(again.stdout)).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/already used/) });
+    const stopped = await runInShell(command, { CLIENT_SECRET: secret });
+    expect(stopped.code).not.toBe(0);
+    expect(stopped.stderr).toMatch(/ACCESS_TOKEN: the exchange above gave no access_token/);
+  });
+
+  it('says in words when the code has expired', async () => {
+    const browser = new Browser();
+    const consent = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });
+    const back = await browser.get((await browser.submit(consent, 'button:contains("Allow")')).location!);
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    try {
+      vi.setSystemTime(Date.now() + 61_000);
+      const page = await browser.get(back.location!);
+      expect(page.$('#demo-code-state').text()).toMatch(/expired: codes are valid for 60 seconds/);
+      expect(page.$('.notice')).toHaveLength(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('words other refusals plainly, and a missing response_type as such', async () => {
+    const authorize = new URL(pick(/2\. open\s+(\S+)/));
+    authorize.searchParams.delete('response_type');
+    const browser = new Browser();
+    const res = await browser.get(`${server.url}${authorize.pathname}${authorize.search}`);
+    const page = await browser.get(res.location!);
+    expect(page.$('.alert').text()).toMatch(/authorization request was not valid/);
+    expect(page.$('dd').text()).toContain('the response_type parameter is missing');
+    expect(page.html).not.toContain('response_mode');
+
+    const scope = await new Browser().get(`${server.url}/demo/callback?error=invalid_scope&error_description=x&state=s`);
+    expect(scope.$('.alert').text()).toMatch(/asked for a scope this app may not use/);
   });
 
   it('shows a refusal nicely, with its state', async () => {
     const browser = new Browser();
-    const consent = await reachConsent(browser, server.url, new URL(pick(/1\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });
+    const consent = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });
     const denied = await browser.submit(consent, 'button:contains("Deny")');
     const page = await browser.follow(denied.location!, server.url);
     expect(page.url).toContain('/demo/callback?error=access_denied');

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServerProcess, spawnAdmin, type RunningServer } from './support/processes.ts';
+import { runServerToExit, startServerProcess, spawnAdmin, type CliResult, type RunningServer } from './support/processes.ts';
 import { Browser } from './support/browser.ts';
 import { authorize, getMe, tokenRequest } from './support/oauth.ts';
 
@@ -24,8 +24,17 @@ function demoFrom(output: string) {
     clientId: pick(/client_id:\s+(\S+)/)!,
     clientSecret: pick(/client_secret:\s+(\S+)/)!,
     redirectUri: pick(/redirect_uri:\s+(\S+)/)!,
-    authorizeUrl: pick(/1\. open\s+(\S+)/)!,
+    authorizeUrl: pick(/2\. open\s+(\S+)/)!,
   };
+}
+
+/** A refusal at the command line: non-zero, one line (no stack trace), matching `reason`. */
+function expectOneLine(result: CliResult, reason: RegExp) {
+  expect(result.code).not.toBe(0);
+  const lines = `${result.stdout}${result.stderr}`.split('\n').filter((l) => l.trim() && !l.startsWith('oidc-provider WARNING'));
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(reason);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
 }
 
 describe('the embedded default', () => {
@@ -59,20 +68,54 @@ describe('the embedded default', () => {
     expect(me.status).toBe(200);
     expect(me.body.data.email).toBe('demo@example.com');
 
-    // Operator scripts refuse to open the data directory while the server holds it.
-    const refused = await spawnAdmin(['clients', 'show', demo.clientId], { DATA_DIR: dataDir });
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(refused.stderr).toMatch(/stop it|DATABASE_URL/);
+    // Read-only scripts work while the server holds the data directory (through its channel).
+    const shownWhileRunning = await spawnAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir });
+    expect(shownWhileRunning.code, shownWhileRunning.stderr).toBe(0);
+    expect(JSON.parse(shownWhileRunning.stdout)).toMatchObject({ client_id: demo.clientId, status: 'approved' });
+    const listed = await spawnAdmin(['clients', 'list'], { DATA_DIR: dataDir });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${demo.clientId} +approved +confidential`, 'm'));
+    const orgs = await spawnAdmin(['--json', 'orgs', 'show', '1'], { DATA_DIR: dataDir });
+    expect(JSON.parse(orgs.stdout)).toMatchObject({ name: 'Demo Organization', members: [{ email: 'demo@example.com', role: 'owner' }] });
+    // Changes refuse at once, in one line that says what to do, and change nothing.
+    const refused = await spawnAdmin(['users', 'set-password', demo.email, '--password', 'another-password-1'], { DATA_DIR: dataDir });
+    expectOneLine(refused, /the server \(pid \d+\) is using the embedded database .*stop it \(Ctrl-C\) to make changes, or run both on PostgreSQL \(DATABASE_URL\)/);
 
-    // A graceful stop, then a second start: no new demo, and the issued token still works.
+    // A second npm start on the same data directory: one line, what to do, no stack trace.
+    expectOneLine(await runServerToExit({ DATA_DIR: dataDir }), /in use by process \d+.*stop that process/);
+    // A port in use (another data directory, the same port): one line naming PORT=.
+    const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-port-'));
+    try {
+      const port = new URL(server.url).port;
+      expectOneLine(await runServerToExit({ DATA_DIR: otherDir, PORT: port }), new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use.*PORT=${Number(port) + 1} npm start`));
+    } finally {
+      fs.rmSync(otherDir, { recursive: true, force: true });
+    }
+
+    // A graceful stop: now changes work; a lost demo password is reset.
     expect(await server.stop()).toBe(0);
     const shown = await spawnAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir });
     expect(shown.code, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ client_id: demo.clientId, status: 'approved' });
+    const reset = await spawnAdmin(['users', 'set-password', demo.email, '--password-stdin'], { DATA_DIR: dataDir }, 'a-new-demo-password\n');
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toMatch(/^password_set: true$/m);
 
-    server = await startServerProcess({ DATA_DIR: dataDir });
+    // The second start: no new demo, a reminder of where the credentials were and how to reset
+    // them; the issued token still works, and the new password signs in.
+    // (With LOG_LEVEL=debug: the development console reads as lines, request lines at debug.)
+    server = await startServerProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' });
     expect(server.output()).not.toContain('First start');
+    expect(server.output()).toContain(`Demo: sign in as demo@example.com`);
+    expect(server.output()).toContain('npm run --silent admin -- users set-password demo@example.com --password NEW-PASSWORD');
+    expect(server.output()).toContain(`npm run --silent admin -- secrets rotate ${demo.clientId} --overlap 0s`);
     expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(200);
+    const again = await authorize(new Browser(), server.url, params, { email: demo.email, password: 'a-new-demo-password' });
+    expect(again.searchParams.get('code')).toBeTruthy();
+    await fetch(`${server.url}/health`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: using the embedded PostgreSQL \(PGlite\)/m);
+    expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] DEBUG: request .*"path":"\/health"/m);
+    expect(server.output()).not.toMatch(/^\{"level"/m);
   }, 90_000);
 });

@@ -1,7 +1,7 @@
 // The operator scripts' actions (docs/operations.md): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
 import { migrateLatest, type Db } from '../storage/db.ts';
-import { createUser, setAdmin, type PasswordDeps } from '../accounts/store.ts';
+import { createUser, MIN_PASSWORD_LENGTH, setAdmin, type PasswordDeps } from '../accounts/store.ts';
 import {
   addRedirectUri,
   createClient,
@@ -20,9 +20,11 @@ import {
   setClientRefreshGrace,
   setClientStatus,
   sweepClient,
+  deleteClient,
   type ClientDeps,
 } from '../clients/service.ts';
-import { CLIENT_STATUSES, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
+import { usersWithGrants } from '../clients/repository.ts';
+import { CLIENT_STATUSES, hasSecrets, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError, NotFoundError } from '../errors.ts';
@@ -106,6 +108,23 @@ export async function usersSetAdmin(ctx: AdminContext, email: string, options: {
   return { id: user.id, email: user.email, admin: !options.revoke };
 }
 
+/**
+ * A new password for a user (id or e-mail), e.g. a lost demo password. Their sign-in sessions end:
+ * whoever knew the old password is signed out. Only the hash is stored.
+ */
+export async function usersSetPassword(ctx: AdminContext & PasswordDeps, userRef: string, password: string) {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  const user = await resolveUser(ctx.db, userRef);
+  const hash = await ctx.passwords.hash(password);
+  const ended = await ctx.db.transaction(async (trx) => {
+    await trx('users').where('id', user.id).update({ password_hash: hash, updated_at: trx.fn.now() });
+    const sessions = await trx('web_sessions').where('user_id', user.id).delete();
+    await recordAudit(trx, { actor: ctx.by.actor, action: 'user.password_set', userId: user.id, details: { sessions_ended: sessions, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) } });
+    return sessions;
+  });
+  return { id: user.id, email: user.email, password_set: true, sessions_ended: ended };
+}
+
 /** Every user, for finding an id or who is an administrator. */
 export async function usersList({ db }: AdminContext) {
   const rows = await db('users').orderBy('id').select('id', 'email', 'username', 'name', 'is_admin');
@@ -157,6 +176,11 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
 }
 
 export async function clientsSetStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
+  return (await clientsChangeStatus(ctx, clientId, status)).client;
+}
+
+/** The status change and whether it changed anything (`from`: the status before), for the one-line outcome. */
+export async function clientsChangeStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
   const current = await getClient(ctx.db, clientId);
   await ctx.assertStoresReachable?.();
   // Already there: a success like `users set-admin`, so scripts can repeat it (no audit row). A
@@ -164,9 +188,28 @@ export async function clientsSetStatus(ctx: AdminContext, clientId: string, stat
   // operator makes sure, after one run where the tokens were out of reach.
   if (current.status === status) {
     if (status !== 'approved') await sweepClient(ctx, clientId);
-    return clientJson(current);
+    return { client: clientJson(current), from: current.status, changed: false };
   }
-  return clientJson(await setClientStatus(ctx, clientId, status, ctx.by));
+  return { client: clientJson(await setClientStatus(ctx, clientId, status, ctx.by)), from: current.status, changed: true };
+}
+
+/**
+ * Deletes a client for good, as its owner can on the developer page: the client, its secrets, its
+ * users' grants and every token and code it holds. Like the page (which asks for the name typed),
+ * it needs a confirmation: without `force` it refuses, saying what would go.
+ */
+export async function clientsDelete(ctx: AdminContext, clientId: string, opts: { force?: boolean } = {}) {
+  const client = await getClient(ctx.db, clientId);
+  const secrets = hasSecrets(client.kind) ? (await listActiveSecrets(ctx.db, clientId)).length : 0;
+  const users = (await usersWithGrants(ctx.db, clientId)).length;
+  const installations = (await orgs.listInstallations(ctx.db, { clientId })).filter((i) => i.status === 'active').length;
+  if (!opts.force) {
+    const what = [`${secrets} active secret${secrets === 1 ? '' : 's'}`, `the access of ${users} user${users === 1 ? '' : 's'}`, ...(installations ? [`${installations} installation${installations === 1 ? '' : 's'}`] : [])];
+    throw new InputError(`deleting removes client ${clientId} ("${client.name}", ${client.status}) for good, with ${what.join(', ')} and every token it holds: run again with --force to delete it; nothing was changed`);
+  }
+  await ctx.assertStoresReachable?.();
+  await deleteClient(ctx, clientId, ctx.by);
+  return { client_id: clientId, name: client.name, deleted: true, secrets_removed: secrets, users_with_access_removed: users };
 }
 
 export async function clientsRename(ctx: AdminContext, clientId: string, name: string) {

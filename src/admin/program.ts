@@ -4,7 +4,7 @@
 import os from 'node:os';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { connectDb } from '../storage/db.ts';
+import { connectDb, type Db } from '../storage/db.ts';
 import { connectRedis, type RedisClient } from '../storage/redis.ts';
 import { holdsMark, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
 import { DEFAULT_REDIS_PREFIX } from '../storage/redis-keys.ts';
@@ -20,8 +20,22 @@ import type { AdminContext } from './commands.ts';
 import { createDataCipher } from '../storage/data-encryption.ts';
 import { uncachedRecords } from '../storage/record-cache.ts';
 import { passwordHashing, type PasswordHashing } from '../accounts/password.ts';
+import { askServer, channelPath } from './channel.ts';
+import { ADMIN_COMMAND } from './command-line.ts';
 
 class Refusal extends Error {}
+/** The running server answered the command (src/admin/channel.ts): its output is printed, its exit code returned. */
+class Forwarded extends Error {
+  constructor(readonly code: number) {
+    super('forwarded');
+  }
+}
+
+/** How the scripts are run: by an operator (default), or inside the running embedded server for its channel. */
+export interface AdminMode {
+  /** The server's own database connection: only read-only commands run (src/admin/channel.ts). */
+  serverDb?: Db;
+}
 
 interface Session extends AdminContext {
   passwords: PasswordHashing;
@@ -47,22 +61,36 @@ async function assertStoresReachable(record: StoreRecord | undefined, redis: Red
   if (!(await holdsMark(redis, record))) throw new Refusal(`${servers}, and the Redis of REDIS_URL here is not theirs (it lacks their mark): run with the servers' Redis settings; nothing was changed`);
 }
 
-async function open(env: AdminIo['env'], reason: string | undefined): Promise<Session> {
+/**
+ * While a server holds the embedded database: a read-only command goes to it over its channel
+ * (its answer printed here); a change is refused, naming what to do.
+ */
+async function throughRunningServer(env: AdminIo['env'], argv: string[], readOnly: boolean, io: AdminIo): Promise<void> {
   const config = loadConfig(env);
-  if (!config.databaseUrl) {
-    const pid = lockHolder(config.dataDir);
-    if (pid) {
-      throw new Refusal(
-        `the server (pid ${pid}) is using the embedded database in ${config.dataDir}; stop it before running operator scripts, or run both on PostgreSQL (DATABASE_URL)`,
-      );
-    }
+  if (config.databaseUrl) return;
+  const pid = lockHolder(config.dataDir);
+  if (!pid) return;
+  if (!readOnly) {
+    throw new Refusal(
+      `the server (pid ${pid}) is using the embedded database in ${config.dataDir}: stop it (Ctrl-C) to make changes, or run both on PostgreSQL (DATABASE_URL); nothing was changed (read-only commands such as clients list work while it runs)`,
+    );
   }
-  const db = connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
-  const redis = config.redis ? connectRedis(config.redis) : undefined;
+  const answer = await askServer(config.dataDir, argv);
+  if (!answer) throw new Refusal(`the server (pid ${pid}) holds the embedded database in ${config.dataDir} but did not answer on ${channelPath(config.dataDir)}: try again once it has started, or stop it`);
+  io.stdout(answer.stdout);
+  io.stderr(answer.stderr);
+  throw new Forwarded(answer.code);
+}
+
+async function open(env: AdminIo['env'], reason: string | undefined, mode: AdminMode): Promise<Session> {
+  const config = loadConfig(env);
+  // Inside the server: its connection (kept open), and no Redis (read-only commands need none).
+  const db = mode.serverDb ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
+  const redis = config.redis && !mode.serverDb ? connectRedis(config.redis) : undefined;
   // Under the servers' key prefix (a test server's own one, say), as they recorded it.
   const record = await readArtifactStore(db).catch(async (err) => {
     redis?.disconnect();
-    await db.destroy();
+    if (!mode.serverDb) await db.destroy();
     throw err;
   });
   // Changes of a client with a webhook URL queue their events; the queue starts only then, and
@@ -86,7 +114,7 @@ async function open(env: AdminIo['env'], reason: string | undefined): Promise<Se
       outbox.close();
       await (await queue?.catch(() => undefined))?.stop({ graceful: false });
       redis?.disconnect();
-      await db.destroy();
+      if (!mode.serverDb) await db.destroy();
     },
   };
 }
@@ -156,9 +184,28 @@ const withSecretNote = (result: { client_secret?: string }) =>
 const withWebhookSecretNote = (result: { webhook_secret?: string }) =>
   printText(result.webhook_secret === undefined ? result : { ...result, webhook_secret: `${result.webhook_secret}  (shown only once)` });
 
-function buildProgram(io: AdminIo): Command {
-  const program = new Command('admin')
+/** approve / reject / suspend in text mode: one line saying what happened (or that nothing did). */
+function statusOutcome(r: Awaited<ReturnType<typeof commands.clientsChangeStatus>>, effect: string): string {
+  const who = `client ${show(r.client.client_id)} ("${show(r.client.name)}")`;
+  if (!r.changed) return `${who} is already ${r.client.status}: nothing changed`;
+  return `${r.client.status === 'approved' && r.from === 'suspended' ? 'reinstated' : r.client.status} ${who}: ${effect}`;
+}
+
+const EXAMPLES = `
+Examples:
+  ${ADMIN_COMMAND} clients list
+  ${ADMIN_COMMAND} clients create --name "My app" --redirect-uri https://app.example/callback --scope PROFILE_READ,BOOKING_READ
+  ${ADMIN_COMMAND} clients approve CLIENT_ID --reason "reviewed"
+  ${ADMIN_COMMAND} users set-admin you@example.com
+  ${ADMIN_COMMAND} users set-password demo@example.com --password-stdin
+  ${ADMIN_COMMAND} --json clients show CLIENT_ID
+
+On the embedded database, read-only commands (list, show) work while npm start runs; changes need it stopped.`;
+
+function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
+  const program = new Command(ADMIN_COMMAND)
     .description('Operator scripts of the OAuth authorization server')
+    .addHelpText('after', EXAMPLES)
     .option('--json', 'print exactly one JSON document')
     .option('--reason <text>', 'why: recorded in the audit trail with the change')
     .exitOverride()
@@ -166,14 +213,23 @@ function buildProgram(io: AdminIo): Command {
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
 
-  /** Runs a command against storage and prints its result as JSON or text. */
-  function action<A extends unknown[], R>(run: (ctx: Session, ...args: A) => Promise<R>, text: (result: R) => string = printText) {
+  /**
+   * Runs a command against storage and prints its result as JSON or text. `readOnly` commands
+   * also run while the embedded server holds the database (through it); the others refuse then.
+   */
+  function action<A extends unknown[], R>(
+    run: (ctx: Session, ...args: A) => Promise<R>,
+    text: (result: R) => string = printText,
+    { readOnly = false, json: jsonOf = (result: R): unknown => result }: { readOnly?: boolean; json?: (result: R) => unknown } = {},
+  ) {
     return async (...args: A) => {
       const { json, reason } = program.opts<{ json?: boolean; reason?: string }>();
-      const session = await open(io.env, reason);
+      if (mode.serverDb && !readOnly) throw new Refusal('the running server takes only read-only commands: stop it to make changes');
+      if (!mode.serverDb) await throughRunningServer(io.env, argv, readOnly, io);
+      const session = await open(io.env, reason, mode);
       try {
         const result = await run(session, ...args);
-        io.stdout(json ? `${escapeUnsafeJson(JSON.stringify(result))}\n` : `${text(result)}\n`);
+        io.stdout(json ? `${escapeUnsafeJson(JSON.stringify(jsonOf(result)))}\n` : `${text(result)}\n`);
       } finally {
         await session.close();
       }
@@ -207,9 +263,15 @@ function buildProgram(io: AdminIo): Command {
     .option('--revoke', 'take the administrator flag away')
     .action(action((ctx, email: string, opts: { revoke?: boolean }) => commands.usersSetAdmin(ctx, email, opts)));
   users
+    .command('set-password <user>')
+    .description('set a new password for a user (id or e-mail), e.g. a lost demo password; their sign-in sessions end')
+    .option('--password <password>', 'the new password (at least 8 characters); or use --password-stdin')
+    .option('--password-stdin', 'read the password from the first line of standard input (keeps it out of shell history)')
+    .action(action(async (ctx, user: string, opts: { password?: string; passwordStdin?: boolean }) => commands.usersSetPassword(ctx, user, await passwordOf(opts, io))));
+  users
     .command('list')
     .description('list users: id, email, username, administrator flag, name')
-    .action(action((ctx) => commands.usersList(ctx), userTable));
+    .action(action((ctx) => commands.usersList(ctx), userTable, { readOnly: true }));
 
   const clients = program.command('clients').description('manage OAuth clients');
   clients
@@ -225,25 +287,36 @@ function buildProgram(io: AdminIo): Command {
     .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
     .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
-  for (const [name, status, what] of [
-    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)'],
-    ['reject', 'rejected', 'reject a pending client (already rejected: no change)'],
-    ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)'],
+  for (const [name, status, what, effect] of [
+    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)', 'users can now authorize it'],
+    ['reject', 'rejected', 'reject a pending client (already rejected: no change)', 'it cannot be authorized'],
+    ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)', 'its codes, tokens and grants stopped working'],
   ] as const) {
     clients
       .command(`${name} <id>`)
       .description(what)
-      .action(action((ctx, id: string) => commands.clientsSetStatus(ctx, id, status)));
+      .action(
+        action((ctx, id: string) => commands.clientsChangeStatus(ctx, id, status), (r) => statusOutcome(r, effect), { json: (r) => r.client }),
+      );
   }
+  clients
+    .command('delete <id>')
+    .description('delete a client for good: the client, its secrets, its users\' grants and every token it holds (asks for --force, saying what would go)')
+    .option('--force', 'delete it (without: nothing changes, and the refusal says what would be removed)')
+    .action(
+      action((ctx, id: string, opts: { force?: boolean }) => commands.clientsDelete(ctx, id, opts), (r) =>
+        `deleted client ${show(r.client_id)} ("${show(r.name)}"): ${r.secrets_removed} secret${r.secrets_removed === 1 ? '' : 's'} and the access of ${r.users_with_access_removed} user${r.users_with_access_removed === 1 ? '' : 's'} removed`,
+      ),
+    );
   clients
     .command('show <id>')
     .description('show a client and its active secrets (never the secrets themselves)')
-    .action(action((ctx, id: string) => commands.clientsShow(ctx, id)));
+    .action(action((ctx, id: string) => commands.clientsShow(ctx, id), printText, { readOnly: true }));
   clients
     .command('list')
     .description('list clients')
     .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended)')
-    .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable));
+    .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable, { readOnly: true }));
   clients
     .command('rename <id> <name>')
     .description('change the name shown on the consent page (same rules as at creation)')
@@ -301,11 +374,11 @@ function buildProgram(io: AdminIo): Command {
   orgs
     .command('list')
     .description('list organizations: id, app policy, members, teams, name')
-    .action(action((ctx) => commands.orgsList(ctx), orgTable));
+    .action(action((ctx) => commands.orgsList(ctx), orgTable, { readOnly: true }));
   orgs
     .command('show <org>')
     .description('show an organization with its members and teams')
-    .action(action((ctx, org: string) => commands.orgsShow(ctx, org)));
+    .action(action((ctx, org: string) => commands.orgsShow(ctx, org), printText, { readOnly: true }));
 
   const teams = program.command('teams').description('manage teams and their members');
   teams
@@ -330,7 +403,7 @@ function buildProgram(io: AdminIo): Command {
     .description('list installations (active and removed)')
     .option('--org <org>', 'only this organization')
     .option('--client <id>', 'only this client')
-    .action(action((ctx, opts: { org?: string; client?: string }) => commands.installationsList(ctx, opts), installationTable));
+    .action(action((ctx, opts: { org?: string; client?: string }) => commands.installationsList(ctx, opts), installationTable, { readOnly: true }));
   installations
     .command('create')
     .description("install an approved app for an organization, on its behalf (or change its active installation: grants beyond the new teams or scopes end)")
@@ -372,26 +445,27 @@ function buildProgram(io: AdminIo): Command {
   secrets
     .command('list <id>')
     .description('list active secrets (ids, dates and expiry, never the secrets)')
-    .action(action((ctx, id: string) => commands.secretsList(ctx, id)));
+    .action(action((ctx, id: string) => commands.secretsList(ctx, id), printText, { readOnly: true }));
 
   return program;
 }
 
 /** Runs the operator scripts with these arguments (after `admin`); resolves to the exit code. */
-export async function runAdmin(argv: string[], io: AdminIo): Promise<number> {
+export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}): Promise<number> {
   // Subcommands inherit exitOverride and the output streams: commander's exits become return values.
-  const program = buildProgram(io);
+  const program = buildProgram(io, argv, mode);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
+    if (err instanceof Forwarded) return err.code;
     let message: string;
     let code = 1;
     if (err instanceof CommanderError) {
       // Help exits 0; usage errors were already printed by commander.
       if (err.exitCode === 0) return 0;
       code = err.exitCode;
-      message = err.code === 'commander.help' ? 'no command given (see --help)' : err.message.replace(/^error: /, '');
+      message = err.code === 'commander.help' ? `no command given: see ${ADMIN_COMMAND} --help` : err.message.replace(/^error: /, '');
     } else {
       const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
       message = known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;

@@ -1,6 +1,6 @@
 // Rules for what a client may be registered with (docs/operations.md: operator scripts, redirect URIs).
 import { InputError } from '../errors.ts';
-import { isKnownScope } from '../scopes.ts';
+import { isKnownScope, suggestScope } from '../scopes.ts';
 import { hasUnsafeText } from '../text.ts';
 
 import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts';
@@ -46,7 +46,13 @@ export function validateRedirectUris(uris: readonly string[], kind: ClientKind):
 
 export function validateClientScopes(scopes: readonly string[], legacy: boolean): string[] {
   const unknown = scopes.filter((s) => !isKnownScope(s));
-  if (unknown.length) throw new InputError(`unknown scope: ${unknown.join(', ')}`);
+  if (unknown.length) {
+    const named = unknown.map((s) => {
+      const meant = suggestScope(s);
+      return meant ? `${s} (did you mean ${meant}?)` : s;
+    });
+    throw new InputError(`unknown scope: ${named.join(', ')}`);
+  }
   if (scopes.length === 0 && !legacy) throw new InputError('at least one scope is required (or --legacy)');
   return [...new Set(scopes)];
 }

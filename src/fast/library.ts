@@ -158,6 +158,30 @@ export const isLibraryReplay = (err: Detailed): boolean => LIBRARY_REPLAYS.has(e
 /** The library found a spent refresh token presented again, and revoked its grant. */
 export const isRefreshTokenReuse = (err: Detailed): boolean => err.error_detail === REFRESH_TOKEN_REUSED;
 
+/**
+ * Why the library refused an authorization code at the token endpoint, from its error details
+ * (lib/helpers/grant_source.js, lib/actions/grants/authorization_code.js, lib/helpers/pkce.js):
+ * `unknown` covers a code not found, one of another client and one whose grant is gone alike, so
+ * the answer tells a client nothing about codes it was not given.
+ */
+export type CodeRefusal = 'expired' | 'used' | 'unknown' | 'redirect_uri' | 'pkce';
+const CODE_REFUSALS: Record<string, CodeRefusal> = {
+  'authorization code is expired': 'expired',
+  'authorization code already consumed': 'used',
+  'authorization code not found': 'unknown',
+  'client mismatch': 'unknown',
+  'grant not found': 'unknown',
+  'grant is expired': 'unknown',
+  'authorization code redirect_uri mismatch': 'redirect_uri',
+};
+export function codeRefusalOf(err: Detailed): CodeRefusal | undefined {
+  const detail = err.error_detail ?? '';
+  if (CODE_REFUSALS[detail]) return CODE_REFUSALS[detail];
+  // PKCE: the detail is the cause's message (code_verifier missing, method, mismatch).
+  if (/code_verifier|code_challenge/.test(detail) || /code_verifier|code_challenge/.test(String((err.cause as Error | undefined)?.message ?? ''))) return 'pkce';
+  return undefined;
+}
+
 // ---------------------------------------------------------------- request bodies
 
 const bodiesRead = new WeakMap<IncomingMessage, string>();

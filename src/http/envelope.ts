@@ -129,17 +129,17 @@ export type RequestLineWriter = (line: RequestLine) => void;
  * several times this line. No child logger per request either (an allocation and a serialisation
  * of its bindings on the hot path).
  */
-export function requestLineWriter(log: Logger): RequestLineWriter {
+export function requestLineWriter(log: Logger, level: 'info' | 'debug' = 'info'): RequestLineWriter {
   const { streamSym, chindingsSym } = pino.symbols;
   const internals = log as unknown as Record<symbol, unknown>;
   const stream = internals[streamSym] as { write(text: string): unknown };
   const bindings = String(internals[chindingsSym] ?? '');
-  const info = pino.levels.values.info;
+  const value = pino.levels.values[level];
   return (line) => {
-    if (!log.isLevelEnabled('info')) return;
+    if (!log.isLevelEnabled(level)) return;
     const { reqId, method, path, status, ms, ip } = line;
     stream.write(
-      `{"level":${info},"time":${Date.now()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"ip":${JSON.stringify(ip)},"msg":"request"}\n`,
+      `{"level":${value},"time":${Date.now()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"ip":${JSON.stringify(ip)},"msg":"request"}\n`,
     );
   };
 }
@@ -202,13 +202,15 @@ export interface EnvelopeDeps {
   /** Proxy hops whose X-Forwarded-For is trusted (the client address of the log line). */
   proxyHops: number;
   proxyWarning: ProxyWarning;
+  /** The request lines' level: info (production), or debug so a development console stays readable. */
+  requestLogLevel?: 'info' | 'debug';
 }
 
 export type Envelope = ReturnType<typeof envelope>;
 
 export function envelope(deps: EnvelopeDeps) {
   const { log, metrics, proxyWarning } = deps;
-  const writeLine = requestLineWriter(log);
+  const writeLine = requestLineWriter(log, deps.requestLogLevel);
   const apiHeaders = apiSecurityHeaders(deps.https);
   const apiHead = Object.entries(apiHeaders).flat();
   const pageHeaders = pageSecurityHeaders(deps.https);

@@ -19,6 +19,7 @@ import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
+import { describeCodeRefusal, plainAuthorizationError, plainAuthorizationRedirects } from './error-descriptions.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
 import { makeTokenIds } from '../fast/library.ts';
@@ -224,7 +225,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     async renderError(ctx, out, error) {
       ctx.type = 'html';
       // The error's class tells causes that share a code apart (src/http/error-causes.ts).
-      const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out, name: error.name });
+      const plain = typeof out.error_description === 'string' ? { error_description: plainAuthorizationError(out.error_description, ctx.oidc?.params) } : {};
+      const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out, ...plain, name: error.name });
       // The address as the browser sent it (src/oauth/mount.ts keeps it), for "Try again".
       const sent = (ctx.req as { originalUrl?: string }).originalUrl;
       ctx.body = await errorPageHtml(view, undefined, { retryUrl: ctx.method === 'GET' && sent ? sameSitePath(sent) : undefined });
@@ -247,6 +249,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));
   provider.use(ourResponseShapes(config, platform));
+  provider.use(plainAuthorizationRedirects);
   provider.use(storageOutagesAs503);
 
   // Two active secrets per client, stored as hashes, a revoked one refused at once everywhere
@@ -267,6 +270,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.on('server_error', (ctx, err) => {
     if (isStorageUnavailable(err)) ctx.state.storageUnavailable = true;
   });
+  // An expired or spent code, in words (src/oauth/error-descriptions.ts); invalid_grant stays the code.
+  provider.on('grant.error', describeCodeRefusal);
 
   return provider;
 }

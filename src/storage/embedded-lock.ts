@@ -24,9 +24,16 @@ export function lockHolder(dataDir: string): number | undefined {
   }
 }
 
+/** Another live process holds the data directory: a second server would corrupt it. */
+export class DataDirInUse extends Error {
+  constructor(readonly dataDir: string, readonly pid: number) {
+    super(`the embedded database in ${dataDir} is in use by process ${pid} (another npm start?): stop that process (Ctrl-C in its terminal, or kill ${pid}), or start this one on another DATA_DIR=… or on PostgreSQL (DATABASE_URL)`);
+  }
+}
+
 export function acquireLock(dataDir: string): () => void {
   const holder = lockHolder(dataDir);
-  if (holder) throw new Error(`the embedded database in ${dataDir} is in use by process ${holder}; stop it first or use DATABASE_URL`);
+  if (holder) throw new DataDirInUse(dataDir, holder);
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, LOCK_FILE);
   fs.writeFileSync(file, String(process.pid));

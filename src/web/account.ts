@@ -14,6 +14,7 @@ import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.t
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
+import { ADMIN_COMMAND } from '../admin/command-line.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 
@@ -34,7 +35,13 @@ async function requireUser(ctx: Context, next: Next) {
 
 function refuseNonAdmin(ctx: Context) {
   ctx.status = 403;
-  return page(ctx, 'error', { title: 'Administrators only', description: 'This page is for administrators of the platform.' });
+  const email = ctx.state.user?.email ?? 'EMAIL';
+  return page(ctx, 'error', {
+    title: 'Administrators only',
+    description: 'This page is for administrators of the platform.',
+    // The operator's way in (docs/operations.md): one command; on the embedded database, with the server stopped.
+    whatToDo: `An operator makes an account an administrator with the command ${ADMIN_COMMAND} users set-admin ${email} (on the embedded database, stop the server first, then start it again). Then reload this page.`,
+  });
 }
 
 async function requireAdmin(ctx: Context, next: Next) {

@@ -16,6 +16,7 @@ import { DEFAULT_VIEW, parseReviewView, PER_PAGE, TABS, viewFromForm, viewQuery,
 import { newRouter } from '../http/router.ts';
 import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
+import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
@@ -109,7 +110,9 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     });
   });
 
-  router.post(`${BASE}/:id/status`, ...admin, formBody, requireCsrf, async (ctx) => {
+  // A decision sent twice (reload, second click) is made once; the repeat says so (src/web/single-use.ts).
+  const once = singleUse(deps.db, { already: 'This form was already sent: the decision was made then; nothing was changed now.', fallback: () => BASE });
+  router.post(`${BASE}/:id/status`, ...admin, formBody, requireCsrf, once, async (ctx) => {
     const view = viewFromForm(field(ctx, 'view'));
     const back = `${BASE}${viewQuery(view)}`;
     const client = await findClient(deps.db, ctx.params.id!);
@@ -135,7 +138,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     }
   });
 
-  router.post(`${BASE}/changes/:changeId`, ...admin, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/changes/:changeId`, ...admin, formBody, requireCsrf, once, async (ctx) => {
     const changeId = parseIntegerId(ctx.params.changeId);
     if (changeId === undefined) throw new NotFoundError('no such change');
     const approve = field(ctx, 'decision') === 'approve';

@@ -11,6 +11,7 @@ import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.t
 import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { CONNECTED_APPS_PATH } from '../http/paths.ts';
+import { singleUse } from './single-use.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { leakNoticesFor } from '../credentials/leaks.ts';
 
@@ -40,7 +41,9 @@ export function connectedAppsRoutes({ db, outbox, records, provider }: { db: Db;
     return page(ctx, 'connected-app-revoke', { title: `Revoke access of ${app.clientName}?`, app });
   });
 
-  router.post(`${PATH}/:clientId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  // A repeat (reload, second click) changes nothing and says so (src/web/single-use.ts).
+  const once = singleUse(db, { already: 'This form was already sent: the access was revoked then.', fallback: () => PATH });
+  router.post(`${PATH}/:clientId/revoke`, ...signedIn, formBody, requireCsrf, once, async (ctx) => {
     const user = ctx.state.user!;
     const app = await ownApp(ctx);
     if (!app) return redirectWithFlash(ctx, PATH, { type: 'error', text: NO_ACCESS });

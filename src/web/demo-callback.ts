@@ -4,9 +4,10 @@
 // the client secret: the curl reads it from $CLIENT_SECRET, which the demo's output exports.
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { findClient } from '../clients/service.ts';
-import { DEMO_ACTOR } from '../demo.ts';
+import { DEMO_ACTOR, SECRET_UNSET } from '../demo.ts';
 import { AUTHORIZATION_CODE_TTL } from '../oauth/provider.ts';
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, ME_PATH } from '../http/paths.ts';
 import { publicEndpoints, type PublicUrls } from '../http/public-endpoints.ts';
@@ -36,6 +37,9 @@ function queryValue(ctx: Context, name: string): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/** The secret from the environment; unset, the shell stops with a plain sentence instead of sending none. */
+const SECRET_WORD = `"client_secret=\${CLIENT_SECRET:?${SECRET_UNSET}}"`;
+
 export function exchangeCommand(tokenEndpoint: string, demo: DemoClient, code: string): string {
   return [
     `curl -s ${shellQuote(tokenEndpoint)}`,
@@ -43,7 +47,7 @@ export function exchangeCommand(tokenEndpoint: string, demo: DemoClient, code: s
     `--data-urlencode ${shellQuote(`code=${code}`)}`,
     `--data-urlencode ${shellQuote(`redirect_uri=${demo.redirectUri}`)}`,
     `--data-urlencode ${shellQuote(`client_id=${demo.clientId}`)}`,
-    '--data-urlencode "client_secret=$CLIENT_SECRET"',
+    `--data-urlencode ${SECRET_WORD}`,
   ].join(' \\\n  ');
 }
 
@@ -53,7 +57,44 @@ export function demoAuthorizePath(demo: DemoClient): string {
   return `${APP_AUTHORIZE_PATH}?${query}`;
 }
 
-export function demoCallbackRoutes({ db, publicUrls }: { db: Db; publicUrls: PublicUrls }) {
+/**
+ * One command for sh, bash and zsh: the exchange (its answer printed), then /v2/me with the
+ * access_token taken from that answer (sed: no jq needed); a refused exchange stops it there.
+ */
+export function exchangeAndCallCommand(tokenEndpoint: string, meUrl: string, demo: DemoClient, code: string): string {
+  return [
+    `ANSWER=$(${exchangeCommand(tokenEndpoint, demo, code).replaceAll(' \\\n  ', ' ')})`,
+    'echo "$ANSWER"',
+    `ACCESS_TOKEN=$(echo "$ANSWER" | sed -n 's/.*"access_token":"\\([^"]*\\)".*/\\1/p')`,
+    `curl -s ${shellQuote(meUrl)} -H "Authorization: Bearer \${ACCESS_TOKEN:?the exchange above gave no access_token}"`,
+  ].join(' && \\\n');
+}
+
+/** What became of the demo's code, when this server can still tell (it is the demo client's). */
+async function codeState(provider: Provider, demo: DemoClient, code: string): Promise<'valid' | 'expired' | 'used' | 'gone'> {
+  const found = await provider.AuthorizationCode.find(code, { ignoreExpiration: true }).catch(() => undefined);
+  if (!found || found.clientId !== demo.clientId) return 'gone';
+  if ((found as { consumed?: unknown }).consumed) return 'used';
+  return found.isExpired ? 'expired' : 'valid';
+}
+
+/** The refusals an authorization can end with, in plain words (the codes and the library's text stay below them). */
+const ERROR_WORDS: Record<string, string> = {
+  access_denied: 'You clicked Deny, so nothing was shared with the demo app.',
+  invalid_scope: 'The request asked for a scope this app may not use, or one this server does not know.',
+  invalid_request: 'The authorization request was not valid (the detail below says which parameter).',
+  unsupported_response_type: 'The request asked for a response type this server does not offer: it supports response_type=code.',
+  unauthorized_client: 'This app may not make this kind of request.',
+  login_required: 'The request asked not to show a sign-in page (prompt=none), and nobody was signed in.',
+  consent_required: 'The request asked not to show the consent page (prompt=none), and the app had no consent yet.',
+  interaction_required: 'The request asked not to show any page (prompt=none), and one was needed.',
+  server_error: 'Something went wrong on the server. Please start the demo again.',
+  temporarily_unavailable: 'The server is briefly unavailable. Please start the demo again in a few seconds.',
+};
+export const errorWords = (error: string, description: string | undefined): string =>
+  error === 'access_denied' && description && description !== 'The user denied the request.' ? description : (ERROR_WORDS[error] ?? 'The authorization ended without a code.');
+
+export function demoCallbackRoutes({ db, publicUrls, provider }: { db: Db; publicUrls: PublicUrls; provider: Provider }) {
   const router = newRouter();
   router.get(DEMO_CALLBACK_PATH, async (ctx) => {
     const demo = await findDemoClient(db);
@@ -61,15 +102,22 @@ export function demoCallbackRoutes({ db, publicUrls }: { db: Db; publicUrls: Pub
     const endpoints = publicEndpoints(publicUrls);
     const code = queryValue(ctx, 'code');
     const error = queryValue(ctx, 'error');
+    const errorDescription = queryValue(ctx, 'error_description');
+    const state = code && !error ? await codeState(provider, demo, code) : undefined;
+    const meUrl = `${publicUrls.baseUrl}${ME_PATH}`;
     await page(ctx, 'demo-callback', {
       title: error ? 'The demo app was not authorized' : code ? 'The demo app got a code' : 'The demo app’s callback',
       code: error ? undefined : code,
+      // valid, expired, used, or gone (this server no longer knows it: expired and removed, or used)
+      codeState: state,
       state: queryValue(ctx, 'state'),
       error,
-      errorDescription: queryValue(ctx, 'error_description'),
+      errorWords: error ? errorWords(error, errorDescription) : undefined,
+      errorDescription,
       codeSeconds: AUTHORIZATION_CODE_TTL,
       exchange: code && !error ? exchangeCommand(endpoints.token, demo, code) : undefined,
-      useToken: `curl -s ${shellQuote(`${publicUrls.baseUrl}${ME_PATH}`)} -H "Authorization: Bearer ACCESS_TOKEN"`,
+      exchangeAndCall: code && !error ? exchangeAndCallCommand(endpoints.token, meUrl, demo, code) : undefined,
+      useToken: `curl -s ${shellQuote(meUrl)} -H "Authorization: Bearer ACCESS_TOKEN"`,
       startAgain: demoAuthorizePath(demo),
     });
   });

@@ -26,6 +26,7 @@ import type { WebhookPageDeps } from './index.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import { singleUse } from './single-use.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 /** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
@@ -109,6 +110,12 @@ export function developerRoutes({
   const { signedIn } = pageGuards(clients);
   const endpoints = publicEndpoints(publicUrls);
 
+  // Forms whose repeat would make or send something again (src/web/single-use.ts): a repeat
+  // changes nothing, and lands on the client's page saying so.
+  const clientPage = (ctx: Context) => `${BASE}/${encodeURIComponent(ctx.params.id ?? '')}`;
+  const once = (already: string, fallback: (ctx: Context) => string = clientPage) => singleUse(db, { already: `This form was already sent: ${already}`, fallback });
+  const SECRET_AGAIN = 'the secret was made once, and shown only then. If you did not copy it, make a new one here.';
+
   /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
   async function ownClient(ctx: Context): Promise<ClientRecord> {
     const client = await findClient(db, ctx.params.id!);
@@ -164,11 +171,16 @@ export function developerRoutes({
     return show();
   }
 
-  const showSecret = (ctx: Context, client: ClientRecord, secret: Pick<NewSecret, 'id' | 'value'> & { expiresAt?: Date | null; previous?: { id: number; expiresAt: Date } }) =>
-    page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
+  // A secret is shown once, on the answer that made it; a repeat of that form goes to the client's page.
+  const showSecret = (ctx: Context, client: ClientRecord, secret: Pick<NewSecret, 'id' | 'value'> & { expiresAt?: Date | null; previous?: { id: number; expiresAt: Date } }) => {
+    ctx.state.formDoneAt = clientPath(client);
+    return page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
+  };
 
-  const showWebhookSecret = (ctx: Context, client: ClientRecord, secret: string, replaced: boolean) =>
-    page(ctx, 'developer-webhook-secret', { title: 'Your webhook signing secret', client, secret, overlapHours: replaced ? WEBHOOK_SECRET_OVERLAP_SECONDS / 3600 : 0 });
+  const showWebhookSecret = (ctx: Context, client: ClientRecord, secret: string, replaced: boolean) => {
+    ctx.state.formDoneAt = clientPath(client);
+    return page(ctx, 'developer-webhook-secret', { title: 'Your webhook signing secret', client, secret, overlapHours: replaced ? WEBHOOK_SECRET_OVERLAP_SECONDS / 3600 : 0 });
+  };
 
   router.get(BASE, ...signedIn, async (ctx) => {
     const clients = await listClients(db, { ownerUserId: ctx.state.user!.id });
@@ -180,7 +192,7 @@ export function developerRoutes({
 
   router.get(`${BASE}/new`, ...signedIn, (ctx) => showNew(ctx));
 
-  router.post(BASE, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(BASE, ...signedIn, formBody, requireCsrf, once('the client was registered once (here it is). Its secret was shown only then: if you did not copy it, generate a new one below.', () => BASE), async (ctx) => {
     const form = { name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope'), policyUri: field(ctx, 'policy_uri'), tosUri: field(ctx, 'tos_uri') };
     const errors = checkClientForm({ ...form, redirectUris: uriLines(form.redirectUris) });
     checkLinks(errors, form);
@@ -193,6 +205,7 @@ export function developerRoutes({
         { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
         actor(ctx),
       );
+      ctx.state.formDoneAt = clientPath(client);
       if (secret) return showSecret(ctx, client, secret);
       return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
     } catch (err) {
@@ -260,7 +273,7 @@ export function developerRoutes({
   });
 
   // Only the owner (ownClient, and again under the lock), and only with the name typed.
-  router.post(`${BASE}/:id/delete`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/delete`, ...signedIn, formBody, requireCsrf, once('the client was deleted.', () => BASE), async (ctx) => {
     const client = await ownClient(ctx);
     const form = { confirmName: field(ctx, 'confirm_name') };
     if (form.confirmName.trim() !== client.name) {
@@ -271,7 +284,7 @@ export function developerRoutes({
     return redirectWithFlash(ctx, BASE, { type: 'ok', text: `“${client.name}” is deleted. Its tokens and grants no longer work.` });
   });
 
-  router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, once(SECRET_AGAIN), async (ctx) => {
     const client = await ownClient(ctx);
     try {
       const expiresInSeconds = choice(SECRET_LIFETIMES, field(ctx, 'lifetime'), 'lifetime');
@@ -282,7 +295,7 @@ export function developerRoutes({
     }
   });
 
-  router.post(`${BASE}/:id/secrets/rotate`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/secrets/rotate`, ...signedIn, formBody, requireCsrf, once(`the secret was rotated once: ${SECRET_AGAIN}`), async (ctx) => {
     const client = await ownClient(ctx);
     try {
       const overlapSeconds = choice(ROTATION_OVERLAPS, field(ctx, 'overlap'), 'overlap');
@@ -297,7 +310,7 @@ export function developerRoutes({
   // Webhooks: the URL (checked against the address rule), its signing secret (shown once, on the
   // response that made it), clearing it, and a test event.
   const webhookDeps = { db, outbox, records, ...webhooks };
-  router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, once('the webhook URL was saved once; a signing secret made then was shown only then (make a new one here if you need it).'), async (ctx) => {
     const client = await ownClient(ctx);
     const webhookForm = { url: field(ctx, 'webhook_url') };
     try {
@@ -310,7 +323,7 @@ export function developerRoutes({
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL saved. Use “Send test event” to check that your app receives it.' });
   });
 
-  router.post(`${BASE}/:id/webhook/secret`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/webhook/secret`, ...signedIn, formBody, requireCsrf, once('the signing secret was made once, and shown only then. If you did not copy it, make a new one here.'), async (ctx) => {
     const client = await ownClient(ctx);
     const replaced = await hasWebhookSecret(db, client.clientId);
     try {
@@ -327,7 +340,7 @@ export function developerRoutes({
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL removed. No more events are sent.' });
   });
 
-  router.post(`${BASE}/:id/webhook/test`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/webhook/test`, ...signedIn, formBody, requireCsrf, once('the test event was queued once.'), async (ctx) => {
     const client = await ownClient(ctx);
     try {
       await sendTestEvent(clients, client.clientId, actor(ctx));
@@ -350,7 +363,7 @@ export function developerRoutes({
     return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret, recentlyUsed: recentUse(secret.lastUsedAt) });
   });
 
-  router.post(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+  router.post(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, formBody, requireCsrf, once('the secret was revoked.'), async (ctx) => {
     const client = await ownClient(ctx);
     const secretId = secretIdOf(ctx);
     try {

@@ -80,14 +80,14 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
     const output = await seedDemo(session.server.system, loadConfig({ NODE_ENV: 'test', APP_URL: session.server.url, DATABASE_URL: session.server.pg.url }));
     const pick = (re: RegExp) => re.exec(output)![1]!;
     const { context, page } = await person(session.browser);
-    await page.goto(pick(/1\. open\s+(\S+)/));
+    await page.goto(pick(/2\. open\s+(\S+)/));
     await page.getByLabel('Email').fill(pick(/user:\s+(\S+) \//));
     await page.getByLabel('Password').fill(pick(/\/ password (\S+)/));
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL(`${session.server.url}/demo/callback?**`);
     expect(await page.locator('#demo-code').textContent()).toBe(new URL(page.url()).searchParams.get('code'));
-    expect(await page.locator('#demo-exchange').textContent()).toContain('$CLIENT_SECRET');
+    expect(await page.locator('#demo-exchange').textContent()).toContain('CLIENT_SECRET');
     await screenshot(page, 'demo-callback');
     await context.close();
   });

@@ -82,3 +82,23 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 30_0
     });
   });
 }
+
+/** `npm start` that is expected to stop by itself (a start-up refusal): its exit code and output. */
+export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not exit in time:\n${stdout}${stderr}`));
+    }, timeoutMs);
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,61 @@
+// Plain words for the library's refusals that people meet while trying the flow, in the one
+// error_description each answer carries (RFC 6749 5.2 and 4.1.2.1: a human-readable text beside the
+// unchanged error code). Only what the client already knows is said: its own code expired or was
+// used; a code it was never given reads like an unknown one.
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { codeRefusalOf, type CodeRefusal } from '../fast/library.ts';
+import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
+import { AUTHORIZATION_CODE_TTL } from './provider.ts';
+
+const AGAIN = 'start the authorization again for a new code';
+
+// A function, not a constant: provider.ts imports this module and owns the code lifetime.
+export const codeRefusalText = (refusal: CodeRefusal): string => ({
+  expired: `the authorization code expired (codes are valid for ${AUTHORIZATION_CODE_TTL} seconds): ${AGAIN}`,
+  used: `the authorization code was already used (a code works once; the tokens issued for it are revoked): ${AGAIN}`,
+  unknown: `the authorization code is not valid (unknown, expired, or already used; codes are valid for ${AUTHORIZATION_CODE_TTL} seconds, once): ${AGAIN}`,
+  redirect_uri: 'redirect_uri must be the same as in the authorization request that produced this code',
+  pkce: 'the code_verifier does not match the code_challenge of the authorization request',
+})[refusal];
+
+/** grant.error listener: the token endpoint's invalid_grant for a code, in words. */
+export function describeCodeRefusal(ctx: KoaContextWithOIDC, err: Error & { error?: string }): void {
+  if (err.error !== 'invalid_grant' || ctx.oidc?.params?.grant_type !== 'authorization_code') return;
+  const body = ctx.body as Record<string, unknown> | undefined;
+  if (!body || typeof body !== 'object' || body.error !== 'invalid_grant') return;
+  const refusal = err instanceof ArtifactAlreadyConsumed ? 'used' : codeRefusalOf(err);
+  if (refusal) body.error_description = codeRefusalText(refusal);
+}
+
+/** What the library says when response_type is absent: it checks response_mode first. */
+const MISLEADING_RESPONSE_MODE = 'requested response_mode is not allowed for this client or request';
+export const MISSING_RESPONSE_TYPE = 'the response_type parameter is missing: this server supports response_type=code';
+
+/** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
+export function plainAuthorizationError(description: string, params: { response_type?: unknown } | undefined): string {
+  if (description === MISLEADING_RESPONSE_MODE && !params?.response_type) return MISSING_RESPONSE_TYPE;
+  return description;
+}
+
+/**
+ * Provider step: a refusal redirected to the client (RFC 6749 4.1.2.1) carries the plain
+ * description in its Location; the error page (renderError) uses plainAuthorizationError itself.
+ */
+export async function plainAuthorizationRedirects(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (ctx.oidc?.route !== 'authorization' || ctx.status < 300 || ctx.status >= 400) return;
+  const location = ctx.response.get('Location');
+  if (!location) return;
+  let url: URL;
+  try {
+    url = new URL(location);
+  } catch {
+    return;
+  }
+  const description = url.searchParams.get('error_description');
+  if (!url.searchParams.get('error') || description === null) return;
+  const plain = plainAuthorizationError(description, ctx.oidc.params);
+  if (plain === description) return;
+  url.searchParams.set('error_description', plain);
+  ctx.redirect(url.href);
+}
