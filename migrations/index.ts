@@ -22,6 +22,7 @@ import * as m020 from './020_webhook_secrets.ts';
 import * as m021 from './021_organizations.ts';
 import * as m022 from './022_grant_bindings.ts';
 import * as m023 from './023_secret_expiry.ts';
+import * as m026 from './026_cimd_clients.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '021_organizations': m021,
   '022_grant_bindings': m022,
   '023_secret_expiry': m023,
+  '026_cimd_clients': m026,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

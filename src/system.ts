@@ -31,6 +31,8 @@ import { recordArtifactStore } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
+import { cimdClients, type CimdClients } from './cimd/clients.ts';
+import type { Resolver } from './webhooks/address-policy.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -60,6 +62,8 @@ export interface System {
   cipher: DataCipher;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
+  /** Client ID metadata document clients (src/cimd/clients.ts). */
+  cimd: CimdClients;
   /** Sends the due secret.expiring and secret.expired notices (run every minute; tests call it). */
   sweepSecretExpiry(): Promise<{ expiring: number; expired: number }>;
   close(): Promise<void>;
@@ -72,6 +76,8 @@ export interface SystemOverrides {
   log?: Logger;
   /** The change channels' heartbeat (src/storage/heartbeat.ts); tests make it fast. */
   heartbeat?: HeartbeatTiming;
+  /** Name resolution of the metadata-document fetches (tests map names to addresses). */
+  cimdResolve?: Resolver;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -118,7 +124,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const grantUses = grantUseRecorder(db);
   const secrets = clientSecrets(db, artifacts, secretUses);
   const bindings = grantBindings(db);
-  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve });
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -185,6 +192,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     metrics,
     cipher,
     migrationsApplied,
+    cimd,
     sweepSecretExpiry: sweepExpiry,
     async close() {
       clearInterval(expirySweep);

@@ -26,6 +26,7 @@ import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
 import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
+import { isUrlClientId } from '../cimd/client-id.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -119,6 +120,9 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
     if (!presented || !credentials) return HAND_OVER.not_plain;
+    // A metadata-document client (src/cimd/): its document may have to be fetched and its tier
+    // sets the refresh token's lifetime — the provider's to do, before anything is written here.
+    if (isUrlClientId(credentials.clientId)) return HAND_OVER.client;
     if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return HAND_OVER.client;

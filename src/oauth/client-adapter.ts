@@ -1,10 +1,13 @@
 // The provider's Client model, read from the client registry tables. Only approved clients exist
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
+import { isUrlClientId } from '../cimd/client-id.ts';
+import type { CimdClients } from '../cimd/clients.ts';
+import { DocumentError } from '../cimd/fetch.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
@@ -90,9 +93,22 @@ export async function clientView(clients: CachedDb, clientId: string): Promise<R
 }
 
 export class ClientAdapter implements Adapter {
-  constructor(private readonly clients: CachedDb) {}
+  constructor(
+    private readonly clients: CachedDb,
+    private readonly cimd?: CimdClients,
+  ) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
+    // A URL client_id is a metadata document's (src/cimd/), never a registered client: a document
+    // that cannot be used is invalid_client with the reason (the error page, at authorization).
+    if (isUrlClientId(clientId)) {
+      try {
+        return await this.cimd?.find(clientId);
+      } catch (err) {
+        if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
+        throw err;
+      }
+    }
     const view = await clientView(this.clients, clientId);
     // A copy: the provider may keep or change what it is given.
     return view && { ...view };

@@ -9,6 +9,7 @@ import { APP_AUTHORIZE_PATH, OAUTH_ENDPOINTS, PROVIDER_PATH, RFC8414_PATH } from
 import { mountProvider } from './mount.ts';
 import { normaliseScopeParam, readTokenRequestBody } from './request-shims.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
+import { documentStillListsRedirect } from '../cimd/token-check.ts';
 
 type Step = (ctx: Context, next: Next) => Promise<unknown>;
 
@@ -51,7 +52,7 @@ export function providerEndpoints(provider: Provider): Step {
  */
 export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
   return compose([
-    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget, documentStillListsRedirect(provider)]),
     // POST, and a browser's CORS preflight; any other method is our 404 in the OAuth shape, not
     // the provider's plain-text one.
     mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES, (ctx) => ctx.method === 'POST' || (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '')),

@@ -19,8 +19,10 @@ import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
+import { usableClient } from './token-liveness.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
+import { isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -43,11 +45,13 @@ export interface ProviderDeps {
   tokenLimits: TokenEndpointLimits;
   /** Grants bound to an organization and teams (src/orgs/bindings.ts). */
   bindings: Pick<GrantBindings, 'forGrant'>;
+  /** Client ID metadata document clients (src/cimd/clients.ts): URL client_ids. */
+  cimd: CimdClients;
 }
 
-function adapterFactory({ db, records, artifacts }: ProviderDeps) {
+function adapterFactory({ db, records, artifacts, cimd }: ProviderDeps) {
   const clients = { db, records };
-  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients) : artifacts.adapterFor(model));
+  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients, cimd) : artifacts.adapterFor(model));
 }
 
 /** The scope value of the authorization request as sent, split on spaces and commas. */
@@ -106,7 +110,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       introspection: {
         enabled: true,
         allowedPolicy: async (ctx, client, token) =>
-          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
+          token.clientId === client.clientId || (resourceServerMayIntrospect(client, token) && Boolean(token.clientId && (await usableClient(ctx.oidc.provider, token.clientId)))),
       },
     },
 
@@ -121,8 +125,13 @@ export function createProvider(deps: ProviderDeps): Provider {
     ttl: {
       AccessToken: ACCESS_TOKEN_TTL,
       AuthorizationCode: AUTHORIZATION_CODE_TTL,
-      RefreshToken: (_ctx, token) => {
-        const untilMaxAge = (token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000)) + REFRESH_TOKEN_MAX_AGE - Math.floor(Date.now() / 1000);
+      // An unreviewed client's (src/cimd/clients.ts) never past 7 days after the user's consent:
+      // its access ends then unless the user authorizes it again (docs/agents.md). Reads only the
+      // token and the client, as the fast path requires (src/fast/assumptions.ts).
+      RefreshToken: (_ctx, token, client) => {
+        const consented = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
+        const maxAge = isUnreviewed(client) ? UNREVIEWED_REFRESH_TTL : REFRESH_TOKEN_MAX_AGE;
+        const untilMaxAge = consented + maxAge - Math.floor(Date.now() / 1000);
         return Math.max(1, Math.min(REFRESH_TOKEN_TTL, untilMaxAge));
       },
       Grant: REFRESH_TOKEN_MAX_AGE,
@@ -169,6 +178,10 @@ export function createProvider(deps: ProviderDeps): Provider {
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
+        // An unreviewed metadata-document client is told why (docs/agents.md).
+        if (isUnreviewed(client) && refused.some((s) => isKnownScope(s) && !isUserScope(s))) {
+          throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', refused.join(' '));
+        }
         if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
         if (!unmigratedLegacy) return;
         await recordLegacyRequest(db, client.clientId, scopes);
@@ -182,7 +195,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'cimd_status', 'cimd_host'],
       validator() {},
     },
 
@@ -300,6 +313,7 @@ function ourResponseShapes(config: Config): Step {
   };
 }
 
+
 // Discovery builds URLs from the request's host; publish the configured public addresses, and the
 // authorization endpoint on APP_URL (docs/endpoints.md).
 function publishOurAddresses(metadata: Record<string, unknown>, config: Config): void {
@@ -312,6 +326,8 @@ function publishOurAddresses(metadata: Record<string, unknown>, config: Config):
   metadata.authorization_endpoint = `${config.appUrl}${APP_AUTHORIZE_PATH}`;
   metadata.scopes_supported = [...ALL_SCOPES];
   metadata.response_modes_supported = ['query'];
+  // Client ID metadata documents (docs/agents.md): said either way, for clients that look.
+  metadata.client_id_metadata_document_supported = config.cimd.enabled;
   // Advertise exactly what works: this is an OAuth 2.0 server, not an OpenID Provider.
   for (const key of OPENID_ONLY_METADATA) delete metadata[key];
 }

@@ -1,0 +1,134 @@
+// Client ID metadata document clients as the provider sees them (docs/agents.md). A client_id that
+// is a URL is looked up here, never in the registry: its standing (an administrator's decision,
+// its host blocked) is read first — a rejected client or a blocked host is refused without
+// fetching anything — then its document, from memory while its cache time lasts (its HTTP caching
+// headers, within bounds: fetch.ts), else fetched under the address rule and checked
+// (document.ts). Until an administrator approves it, a client is in the limited tier: user scopes
+// only, CIMD_MAX_USERS users (src/web/interactions.ts), refresh tokens of at most 7 days
+// (src/oauth/provider.ts).
+import type { AdapterPayload } from 'oidc-provider';
+import type { CimdConfig } from '../config.ts';
+import type { Db } from '../storage/db.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
+import type { Resolver } from '../webhooks/address-policy.ts';
+import { ALL_SCOPES, scopeShape } from '../scopes.ts';
+import { documentUrl, isUrlClientId } from './client-id.ts';
+import { readDocument, type CimdDocument } from './document.ts';
+import { DocumentError, fetchDocument } from './fetch.ts';
+import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
+
+/** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
+export const UNREVIEWED_REFRESH_TTL = 7 * 86_400;
+/** Documents kept in memory per instance (each at most 5 KB). */
+const MAX_KEPT = 1000;
+
+export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
+const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
+
+/** What the provider's view of a CIMD client carries besides standard metadata (extraClientMetadata). */
+export interface CimdFacts {
+  cimd_status?: CimdStatus;
+  cimd_host?: string;
+}
+
+/** The tier of a client the provider found: undefined for a registered client. */
+export function cimdFacts(client: object | undefined): Required<CimdFacts> | undefined {
+  const facts = client as CimdFacts | undefined;
+  return facts?.cimd_status && facts.cimd_host ? { cimd_status: facts.cimd_status, cimd_host: facts.cimd_host } : undefined;
+}
+
+export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
+
+/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
+function isNativeRedirect(uri: string): boolean {
+  const { protocol, hostname } = new URL(uri);
+  return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
+}
+
+/** The scopes a client may ask for in its tier: what its document asks (user scopes when it says none), user scopes only until approved. */
+export function tierScopes(asked: readonly string[], status: CimdStatus): string[] {
+  const wanted = asked.length ? asked : USER_SCOPES;
+  return status === 'approved' ? [...wanted] : wanted.filter(isUserScope);
+}
+
+function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
+  const isPublic = doc.authMethod === 'none';
+  return {
+    client_id: doc.clientId,
+    client_name: doc.name,
+    redirect_uris: doc.redirectUris,
+    response_types: ['code'],
+    response_modes: ['query'],
+    grant_types: ['authorization_code', 'refresh_token'],
+    // As for registered public clients (src/oauth/client-adapter.ts): loopback redirects on any port.
+    application_type: isPublic && doc.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
+    token_endpoint_auth_method: doc.authMethod,
+    ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
+    scope: tierScopes(doc.scopes, status).join(' '),
+    cimd_status: status,
+    cimd_host: hostOf(doc.clientId),
+  };
+}
+
+export interface CimdDeps {
+  db: Db;
+  records: RecordCache;
+  config: CimdConfig;
+  production: boolean;
+  /** Name resolution for the fetches (tests map names to addresses); dns.lookup by default. */
+  resolve?: Resolver | undefined;
+}
+
+export interface CimdClients {
+  readonly enabled: boolean;
+  /**
+   * The provider's view of the client named by a URL client_id; undefined when the id is not a URL
+   * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be used.
+   */
+  find(clientId: string): Promise<AdapterPayload | undefined>;
+  /** Forgets the documents kept in memory (tests; an operator's decision does not need it). */
+  forget(): void;
+}
+
+export function cimdClients(deps: CimdDeps): CimdClients {
+  const { config } = deps;
+  const policy = { production: deps.production, allowLoopback: config.allowLoopback, ...(deps.resolve ? { resolve: deps.resolve } : {}) };
+  const kept = new Map<string, { doc: CimdDocument; until: number }>();
+  const fetching = new Map<string, Promise<CimdDocument>>();
+
+  async function fetchAndCheck(clientId: string, url: URL): Promise<CimdDocument> {
+    const fetched = await fetchDocument(url, policy);
+    const doc = readDocument(fetched.body, clientId);
+    await recordSighting(deps.db, doc);
+    kept.delete(clientId);
+    kept.set(clientId, { doc, until: Date.now() + fetched.maxAgeSeconds * 1000 });
+    if (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value!);
+    return doc;
+  }
+
+  /** The document as last fetched while its cache time lasts; else fetched once for all who ask now. */
+  async function documentOf(clientId: string, url: URL): Promise<CimdDocument> {
+    const hit = kept.get(clientId);
+    if (hit && hit.until > Date.now()) return hit.doc;
+    let pending = fetching.get(clientId);
+    if (!pending) {
+      pending = fetchAndCheck(clientId, url).finally(() => fetching.delete(clientId));
+      fetching.set(clientId, pending);
+    }
+    return pending;
+  }
+
+  return {
+    enabled: config.enabled,
+    async find(clientId) {
+      if (!config.enabled || !isUrlClientId(clientId)) return undefined;
+      const url = documentUrl(clientId, config);
+      const standing = await readStanding(deps, clientId);
+      if (standing?.hostBlocked) throw new DocumentError(`apps from ${hostOf(clientId)} are blocked on this server`);
+      if (standing?.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
+      const doc = await documentOf(clientId, url);
+      return providerView(doc, standing?.status ?? 'unreviewed');
+    },
+    forget: () => kept.clear(),
+  };
+}
