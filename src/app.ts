@@ -76,6 +76,8 @@ export interface AppDeps {
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;
+  /** CIMD_MAX_USERS (src/cimd/tier.ts). */
+  cimdMaxUsers: number;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
   /** What the developer page's webhook section needs: the address rule and the cipher of stored secrets. */
@@ -204,7 +206,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   // …then the route family that owns the path (exact spellings only): the API first, it is the
   // hot path; the pages; the provider's endpoints for people and metadata.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings });
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers });
   app.use(providerEndpoints(provider));
   return app;
 }

@@ -155,6 +155,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
+    cimdMaxUsers: config.cimd.maxUsers,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,

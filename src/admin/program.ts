@@ -14,6 +14,8 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
+import * as cimdCommands from './cimd-commands.ts';
+import { isUrlClientId } from '../cimd/client-id.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
@@ -133,6 +135,9 @@ function table(headers: string[], rows: unknown[][]): string {
 }
 
 type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
+type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string };
+const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
+  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [c.host_blocked ? `${c.status} (host blocked)` : c.status, c.users, c.host, c.client_id]));
 type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
   table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
@@ -225,24 +230,29 @@ function buildProgram(io: AdminIo): Command {
     .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what] of [
-    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)'],
-    ['reject', 'rejected', 'reject a pending client (already rejected: no change)'],
+    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document client (its URL), the full tier'],
+    ['reject', 'rejected', 'reject a pending client (already rejected: no change); a metadata-document client (its URL) is refused from then on, its tokens revoked'],
     ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)'],
   ] as const) {
     clients
       .command(`${name} <id>`)
       .description(what)
-      .action(action((ctx, id: string) => commands.clientsSetStatus(ctx, id, status)));
+      .action(action((ctx, id: string): Promise<object> => (isUrlClientId(id) ? cimdCommands.cimdSetStatus(ctx, id, status) : commands.clientsSetStatus(ctx, id, status))));
   }
   clients
     .command('show <id>')
-    .description('show a client and its active secrets (never the secrets themselves)')
-    .action(action((ctx, id: string) => commands.clientsShow(ctx, id)));
+    .description('show a client and its active secrets (never the secrets themselves); for a metadata-document client (its URL), what its document said when last seen')
+    .action(action((ctx, id: string): Promise<object> => (isUrlClientId(id) ? cimdCommands.cimdShow(ctx, id) : commands.clientsShow(ctx, id))));
   clients
     .command('list')
     .description('list clients')
     .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended)')
     .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable));
+  clients
+    .command('list-documents')
+    .description('list clients known by a metadata document URL (docs/agents.md), unreviewed first')
+    .option('--status <status>', 'only clients in this status (unreviewed, approved, rejected)')
+    .action(action((ctx, opts: { status?: string }) => cimdCommands.cimdList(ctx, opts.status), documentTable));
   clients
     .command('rename <id> <name>')
     .description('change the name shown on the consent page (same rules as at creation)')
@@ -343,6 +353,20 @@ function buildProgram(io: AdminIo): Command {
     .command('remove <id>')
     .description("uninstall: every grant of the app bound to the organization ends at once (already removed: swept again)")
     .action(action((ctx, id: string) => installationCommands.installationsRemove(ctx, id)));
+
+  const hosts = program.command('hosts').description('hosts whose client ID metadata documents are refused (docs/agents.md)');
+  hosts
+    .command('block <host>')
+    .description('refuse every client whose document this host serves, now and later (their tokens revoked); the host as in the URL, e.g. agent.example.com')
+    .action(action((ctx, host: string) => cimdCommands.hostsBlock(ctx, host)));
+  hosts
+    .command('unblock <host>')
+    .description('accept documents from this host again (its clients start unreviewed or as decided before)')
+    .action(action((ctx, host: string) => cimdCommands.hostsUnblock(ctx, host)));
+  hosts
+    .command('list')
+    .description('list blocked hosts')
+    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.blocked_by, h.reason ?? '-']))));
 
   program
     .command('keys')

@@ -45,11 +45,13 @@ function isNativeRedirect(uri: string): boolean {
   return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
 }
 
-/** The scopes a client may ask for in its tier: what its document asks (user scopes when it says none), user scopes only until approved. */
-export function tierScopes(asked: readonly string[], status: CimdStatus): string[] {
-  const wanted = asked.length ? asked : USER_SCOPES;
-  return status === 'approved' ? [...wanted] : wanted.filter(isUserScope);
-}
+/**
+ * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
+ * none. The tier is applied to each request, not here (the provider checks the client's scopes
+ * before ours, and an unreviewed client asking for more is told why: src/oauth/provider.ts,
+ * extraParams.scope), and again at consent (src/web/interactions.ts).
+ */
+export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
 
 function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
   const isPublic = doc.authMethod === 'none';
@@ -64,7 +66,7 @@ function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
     application_type: isPublic && doc.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
     token_endpoint_auth_method: doc.authMethod,
     ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
-    scope: tierScopes(doc.scopes, status).join(' '),
+    scope: clientScopes(doc.scopes).join(' '),
     cimd_status: status,
     cimd_host: hostOf(doc.clientId),
   };

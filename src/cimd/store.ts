@@ -41,15 +41,18 @@ export interface CimdClientRow {
 /** The host a block applies to: lower-case, with its port when it has one. */
 export const hostOf = (clientId: string) => new URL(clientId).host.toLowerCase();
 
-export async function readStanding({ db, records }: { db: Db; records: RecordCache }, clientId: string): Promise<CimdStanding | undefined> {
-  return records.read('client', clientId, async () => {
-    const host = hostOf(clientId);
-    const [row, blocked] = await Promise.all([
-      db('cimd_clients').where('client_id', clientId).first('status', 'registration'),
-      db('cimd_blocked_hosts').where('host', host).first('host'),
-    ]);
-    return { status: (row?.status ?? 'unreviewed') as CimdStatus, hostBlocked: Boolean(blocked), registration: row?.registration ?? null };
-  });
+/** The record cache's key of a host's block (announced when it is blocked or unblocked). */
+const hostKey = (host: string) => `cimd-host:${host}`;
+
+export async function readStanding({ db, records }: { db: Db; records: RecordCache }, clientId: string): Promise<CimdStanding> {
+  const host = hostOf(clientId);
+  // Two records: the client's (announced on decisions) and its host's (announced on block and
+  // unblock, which also reaches clients never seen, whose rows do not exist).
+  const [row, blocked] = await Promise.all([
+    records.read('client', clientId, async () => (await db('cimd_clients').where('client_id', clientId).first('status', 'registration')) ?? null),
+    records.read('client', hostKey(host), async () => Boolean(await db('cimd_blocked_hosts').where('host', host).first('host'))),
+  ]);
+  return { status: (row?.status ?? 'unreviewed') as CimdStatus, hostBlocked: blocked, registration: row?.registration ?? null };
 }
 
 /** A fetched document, recorded: new clients appear in the review list as unreviewed. */
@@ -74,12 +77,13 @@ export async function setStatus(q: Q, records: RecordCache, clientId: string, st
 export async function blockHost(q: Q, records: RecordCache, host: string, by: string, reason: string | undefined): Promise<string[]> {
   await q('cimd_blocked_hosts').insert({ host, blocked_by: by, reason: reason ?? null }).onConflict('host').ignore();
   const ids: string[] = (await q('cimd_clients').where('host', host).select('client_id')).map((r: { client_id: string }) => r.client_id);
-  for (const id of ids) await records.announce(q, 'client', id);
+  for (const id of [hostKey(host), ...ids]) await records.announce(q, 'client', id);
   return ids;
 }
 
 export async function unblockHost(q: Q, records: RecordCache, host: string): Promise<boolean> {
   const removed = await q('cimd_blocked_hosts').where('host', host).delete();
+  await records.announce(q, 'client', hostKey(host));
   for (const { client_id } of await q('cimd_clients').where('host', host).select('client_id')) await records.announce(q, 'client', client_id);
   return removed > 0;
 }

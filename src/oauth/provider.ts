@@ -178,10 +178,10 @@ export function createProvider(deps: ProviderDeps): Provider {
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
-        // An unreviewed metadata-document client is told why (docs/agents.md).
-        if (isUnreviewed(client) && refused.some((s) => isKnownScope(s) && !isUserScope(s))) {
-          throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', refused.join(' '));
-        }
+        if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
+        // The limited tier of an unreviewed metadata-document client (docs/agents.md): user scopes only.
+        const beyondTier = isUnreviewed(client) ? scopes.filter((s) => !isUserScope(s)) : [];
+        if (beyondTier.length) throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', beyondTier.join(' '));
         if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
         if (!unmigratedLegacy) return;
         await recordLegacyRequest(db, client.clientId, scopes);
