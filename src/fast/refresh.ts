@@ -26,7 +26,6 @@ import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
 import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
-import { isUrlClientId } from '../cimd/client-id.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -119,10 +118,11 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const params = singleParams(form, PARAMS, true);
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
+    // A metadata-document client (a URL client_id, src/cimd/) is never plain: its document may
+    // have to be fetched and its tier sets the refresh token's lifetime — the provider's to do.
+    // secretCredentials takes only ids of the registry's form, so it is handed over here, before
+    // any read or write (test/fast-path-parity.test.ts).
     if (!presented || !credentials) return HAND_OVER.not_plain;
-    // A metadata-document client (src/cimd/): its document may have to be fetched and its tier
-    // sets the refresh token's lifetime — the provider's to do, before anything is written here.
-    if (isUrlClientId(credentials.clientId)) return HAND_OVER.client;
     if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return HAND_OVER.client;
