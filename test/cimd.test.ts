@@ -8,6 +8,15 @@ import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/cimd/review.ts';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+
+/** A client assertion (RFC 7523) signed with ES256, by hand: header.payload.signature. */
+function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['privateKey'], clientId: string, audience: string): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${part({ alg: 'ES256', typ: 'JWT', kid: 'k1' })}.${part({ iss: clientId, sub: clientId, aud: audience, jti: randomUUID(), iat: now, exp: now + 60 })}`;
+  return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
 
 // Refused URL client_ids all count as failed authentications of "no registered client" from this
 // address (src/oauth/rate-limits.ts): this file makes far more of them than the limit lets through.
@@ -114,6 +123,21 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
     expect(back.searchParams.get('error_description')).toBe('This app has not been reviewed yet and already has as many users as an unreviewed app may have (2). Try again once it has been reviewed.');
     // A user who already has access may authorize again.
     await agentTokens(server.url, clientId, first, 'PROFILE_READ');
+  });
+
+  it('private_key_jwt: the client authenticates with a key from its jwks_uri, fetched under the same rules', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const keys = docs.serve('/agent-keys.json', { body: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256', use: 'sig' }] } });
+    const clientId = docs.agent('/agent-pkjwt.json', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: keys });
+    const { code, verifier } = await agentCode(server.url, clientId, await newUser(server), 'PROFILE_READ');
+    const audience = `${server.url}/v2/auth/oauth2/token`;
+    const assertion = { client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' };
+    const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, code_verifier: verifier, ...assertion, client_assertion: clientAssertion(privateKey, clientId, audience) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const refused = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: res.body.refresh_token as string, ...assertion, client_assertion: clientAssertion(other, clientId, audience) });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toBe('invalid_client');
   });
 
   it('a document that changes: a code whose redirect_uri the document no longer lists is not exchanged (invalid_grant)', async () => {

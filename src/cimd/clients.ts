@@ -14,7 +14,7 @@ import type { Resolver } from '../webhooks/address-policy.ts';
 import { ALL_SCOPES, scopeShape } from '../scopes.ts';
 import { documentUrl, isUrlClientId } from './client-id.ts';
 import { readDocument, type CimdDocument } from './document.ts';
-import { DocumentError, fetchDocument } from './fetch.ts';
+import { DocumentError, fetchDocument, ruledFetch } from './fetch.ts';
 import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
 
 /** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
@@ -83,6 +83,8 @@ export interface CimdDeps {
 
 export interface CimdClients {
   readonly enabled: boolean;
+  /** The provider's fetch (a private_key_jwt client's jwks_uri), under the documents' rules. */
+  readonly fetch: ReturnType<typeof ruledFetch>;
   /**
    * The provider's view of the client named by a URL client_id; undefined when the id is not a URL
    * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be used.
@@ -100,7 +102,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
 
   async function fetchAndCheck(clientId: string, url: URL): Promise<CimdDocument> {
     const fetched = await fetchDocument(url, policy);
-    const doc = readDocument(fetched.body, clientId);
+    const doc = readDocument(fetched.body, clientId, config);
     await recordSighting(deps.db, doc);
     kept.delete(clientId);
     kept.set(clientId, { doc, until: Date.now() + fetched.maxAgeSeconds * 1000 });
@@ -122,6 +124,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
 
   return {
     enabled: config.enabled,
+    fetch: ruledFetch(policy),
     async find(clientId) {
       if (!config.enabled || !isUrlClientId(clientId)) return undefined;
       const url = documentUrl(clientId, config);

@@ -26,7 +26,7 @@ const refuse = (why: string): never => {
 };
 
 /** The document's text, checked; `clientId` is the URL it was fetched from. */
-export function readDocument(text: string, clientId: string): CimdDocument {
+export function readDocument(text: string, clientId: string, { allowLoopback = false } = {}): CimdDocument {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -41,8 +41,11 @@ export function readDocument(text: string, clientId: string): CimdDocument {
   if (method !== 'none' && method !== 'private_key_jwt') return refuse('must say token_endpoint_auth_method "none" (with PKCE) or "private_key_jwt"');
   let jwksUri: string | undefined;
   if (method === 'private_key_jwt') {
-    if (typeof d.jwks_uri !== 'string' || !URL.canParse(d.jwks_uri) || new URL(d.jwks_uri).protocol !== 'https:') return refuse('must give an https jwks_uri with private_key_jwt');
-    jwksUri = d.jwks_uri;
+    const keys = typeof d.jwks_uri === 'string' && URL.canParse(d.jwks_uri) ? new URL(d.jwks_uri) : undefined;
+    // Fetched under the document's rules (fetch.ts ruledFetch): https, or the loopback in development.
+    const usable = keys && (keys.protocol === 'https:' || (allowLoopback && keys.protocol === 'http:' && keys.hostname === '127.0.0.1'));
+    if (!usable) return refuse('must give an https jwks_uri with private_key_jwt');
+    jwksUri = d.jwks_uri as string;
   }
   const uris = d.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0 || !uris.every((u) => typeof u === 'string')) return refuse('must list its redirect_uris');

@@ -23,7 +23,12 @@ export interface Fetched {
   body: string;
   /** How long it may be used, within the bounds. */
   maxAgeSeconds: number;
+  /** The answer's headers (the provider's key fetch reads its caching headers itself). */
+  headers: http.IncomingHttpHeaders;
 }
+
+/** A metadata document's key set (private_key_jwt): a few keys, a few KB. */
+export const MAX_JWKS_BYTES = 16 * 1024;
 
 // The address rule speaks of webhooks; here it is documents.
 const ourWords = (message: string) => message.replace(/webhooks go to public addresses only/, 'documents are fetched from public addresses only');
@@ -47,17 +52,17 @@ export function cacheSeconds(headers: http.IncomingHttpHeaders, now = Date.now()
  * (nothing is connected to), a status other than 200 (a redirect included: never followed), a
  * body over the limit, a timeout — is a DocumentError saying which.
  */
-export async function fetchDocument(url: URL, policy: AddressPolicy): Promise<Fetched> {
+export async function fetchDocument(url: URL, policy: AddressPolicy, maxBytes = MAX_DOCUMENT_BYTES, what = 'the client_id metadata document'): Promise<Fetched> {
   // Checked here first: a literal address gets no lookup from Node, and a refused name gets a clear
   // reason before any socket. The connection's lookup checks the name again, and connects to what passed.
   try {
     await allowedAddresses(url.hostname, policy);
   } catch (err) {
-    throw new DocumentError(`the client_id metadata document cannot be fetched: ${ourWords((err as Error).message)}`);
+    throw new DocumentError(`${what} cannot be fetched: ${ourWords((err as Error).message)}`);
   }
   const request = url.protocol === 'https:' ? https.request : http.request;
   return new Promise<Fetched>((resolve, reject) => {
-    const fail = (why: string) => reject(new DocumentError(`the client_id metadata document cannot be fetched: ${why}`));
+    const fail = (why: string) => reject(new DocumentError(`${what} cannot be fetched: ${why}`));
     const req = request(url, {
       method: 'GET',
       headers: { accept: 'application/json', 'user-agent': 'oauth-cimd-fetch' },
@@ -82,23 +87,39 @@ export async function fetchDocument(url: URL, policy: AddressPolicy): Promise<Fe
         return done(() => fail(redirect ? `it answered with a redirect (${res.statusCode}), which is not followed` : `it answered with status ${res.statusCode}`));
       }
       const declared = Number(res.headers['content-length']);
-      if (declared > MAX_DOCUMENT_BYTES) {
+      if (declared > maxBytes) {
         req.destroy();
-        return done(() => fail(`it is larger than ${MAX_DOCUMENT_BYTES} bytes`));
+        return done(() => fail(`it is larger than ${maxBytes} bytes`));
       }
       const chunks: Buffer[] = [];
       let received = 0;
       res.on('data', (chunk: Buffer) => {
         received += chunk.length;
-        if (received > MAX_DOCUMENT_BYTES) {
+        if (received > maxBytes) {
           req.destroy();
-          return done(() => fail(`it is larger than ${MAX_DOCUMENT_BYTES} bytes`));
+          return done(() => fail(`it is larger than ${maxBytes} bytes`));
         }
         chunks.push(chunk);
       });
-      res.on('end', () => done(() => resolve({ body: Buffer.concat(chunks).toString('utf8'), maxAgeSeconds: cacheSeconds(res.headers) })));
+      res.on('end', () => done(() => resolve({ body: Buffer.concat(chunks).toString('utf8'), maxAgeSeconds: cacheSeconds(res.headers), headers: res.headers })));
       res.on('error', () => done(() => fail('the connection failed')));
     });
     req.end();
   });
+}
+
+/**
+ * The provider's `fetch` (its configuration): the only fetch it makes here is a metadata-document
+ * client's jwks_uri (private_key_jwt), under the same rules as the document itself.
+ */
+export function ruledFetch(policy: AddressPolicy) {
+  return async (url: string | URL, _options?: unknown): Promise<Response> => {
+    const fetched = await fetchDocument(new URL(String(url)), policy, MAX_JWKS_BYTES, 'the jwks_uri');
+    const headers = new Headers();
+    for (const name of ['content-type', 'cache-control', 'expires']) {
+      const value = fetched.headers[name];
+      if (typeof value === 'string') headers.set(name, value);
+    }
+    return new Response(fetched.body, { status: 200, headers });
+  };
 }

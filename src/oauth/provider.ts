@@ -79,7 +79,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
     scopes: [...ALL_SCOPES, LEGACY_FULL_ACCESS],
     responseTypes: ['code'],
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    // private_key_jwt for client ID metadata document clients (docs/agents.md), whose keys are
+    // fetched from their jwks_uri under the documents' rules (src/cimd/fetch.ts): the only fetch.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', ...(config.cimd.enabled ? (['private_key_jwt'] as const) : [])],
+    fetch: deps.cimd.fetch as unknown as Configuration['fetch'],
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
