@@ -78,6 +78,8 @@ export interface AppDeps {
   platformName: string;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
+  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/cimd/registration.ts). */
+  dynamicRegistration: boolean;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
   /** What the developer page's webhook section needs: the address rule and the cipher of stored secrets. */
@@ -207,7 +209,7 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; answerCheck: Retur
   // hot path; the pages; the provider's endpoints for people and metadata.
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps), operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
   mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers });
-  app.use(providerEndpoints(provider));
+  app.use(providerEndpoints(provider, { registration: deps.dynamicRegistration }));
   return app;
 }
 

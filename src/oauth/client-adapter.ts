@@ -8,6 +8,7 @@ import type { CachedDb } from '../storage/record-cache.ts';
 import { isUrlClientId } from '../cimd/client-id.ts';
 import type { CimdClients } from '../cimd/clients.ts';
 import { DocumentError } from '../cimd/fetch.ts';
+import { registeredClient, storeRegistration } from '../cimd/registration.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
@@ -96,6 +97,8 @@ export class ClientAdapter implements Adapter {
   constructor(
     private readonly clients: CachedDb,
     private readonly cimd?: CimdClients,
+    /** DYNAMIC_REGISTRATION=open: registered clients (src/cimd/registration.ts) exist too. */
+    private readonly registration = false,
   ) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
@@ -111,11 +114,14 @@ export class ClientAdapter implements Adapter {
     }
     const view = await clientView(this.clients, clientId);
     // A copy: the provider may keep or change what it is given.
-    return view && { ...view };
+    if (view) return { ...view };
+    return this.registration ? registeredClient(this.clients, clientId) : undefined;
   }
 
-  async upsert(): Promise<void> {
-    throw new Error('clients are managed by the operator scripts, not by the provider');
+  /** Only open dynamic registration stores a client through the provider; the registry is the scripts' and pages'. */
+  async upsert(clientId: string, metadata: AdapterPayload): Promise<void> {
+    if (!this.registration) throw new Error('clients are managed by the operator scripts, not by the provider');
+    await storeRegistration(this.clients.db, clientId, metadata);
   }
   async destroy(): Promise<void> {
     throw new Error('clients are managed by the operator scripts, not by the provider');

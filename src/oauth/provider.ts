@@ -49,9 +49,9 @@ export interface ProviderDeps {
   cimd: CimdClients;
 }
 
-function adapterFactory({ db, records, artifacts, cimd }: ProviderDeps) {
+function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) {
   const clients = { db, records };
-  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients, cimd) : artifacts.adapterFor(model));
+  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients, cimd, config.dynamicRegistration) : artifacts.adapterFor(model));
 }
 
 /** The scope value of the authorization request as sent, split on spaces and commas. */
@@ -95,7 +95,10 @@ export function createProvider(deps: ProviderDeps): Provider {
       rpInitiatedLogout: { enabled: false },
       userinfo: { enabled: false },
       resourceIndicators: { enabled: false },
-      registration: { enabled: false },
+      // Open dynamic registration (RFC 7591) only when an operator sets DYNAMIC_REGISTRATION=open:
+      // registered clients are unreviewed, in the limited tier (src/cimd/registration.ts); no
+      // registration access token (no RFC 7592 management), no secret.
+      registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
         enabled: true,
@@ -123,6 +126,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       revocation: '/revoke',
       introspection: '/introspect',
       jwks: '/jwks',
+      registration: '/register',
     },
 
     ttl: {
