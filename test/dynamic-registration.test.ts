@@ -7,6 +7,7 @@ import { newUser } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { authorizeUrl, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, pkcePair } from './support/cimd.ts';
+import { admin as runAdmin } from './support/processes.ts';
 
 const register = (server: TestServer, body: unknown) =>
   fetch(`${server.url}/v2/auth/oauth2/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -61,6 +62,13 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: clientId, code_verifier: verifier });
     expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
     await expect.poll(async () => (await server.system.db('cimd_clients').where('client_id', clientId).first()).first_token_at).not.toBeNull();
+
+    // Reviewed as metadata-document clients are, by its id: approved, the full tier at once.
+    const env = { DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) };
+    const approved = await runAdmin(['--json', 'clients', 'approve', clientId], env);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout)).toMatchObject({ client_id: clientId, status: 'approved', host: 'agent.example.com' });
+    expect((await new Browser().get(authorizeUrl(server.url, { ...request, scope: 'PROFILE_READ' }))).status).toBe(303);
   });
 
   it('a registration with a shared secret, or without usable redirect URIs, is invalid_client_metadata, and nothing is stored', async () => {

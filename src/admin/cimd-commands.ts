@@ -3,7 +3,7 @@
 // list-documents`, and `hosts block|unblock|list`.
 import type { AdminContext } from './commands.ts';
 import { InputError, NotFoundError } from '../errors.ts';
-import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdClient, findCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdClient, findCimdClient, isCimdClientId, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 import { CIMD_STATUSES, type CimdStatus } from '../cimd/store.ts';
 import type { ClientStatus } from '../clients/model.ts';
 
@@ -36,3 +36,6 @@ export const hostsUnblock = (ctx: AdminContext, host: string) => unblockCimdHost
 export async function hostsList(ctx: AdminContext) {
   return { hosts: (await blockedHosts(ctx.db)).map((h) => ({ host: h.host, blocked_by: h.blockedBy, reason: h.reason, blocked_at: h.blockedAt.toISOString() })) };
 }
+
+/** Whether `clients approve|reject|show ID` is about a metadata-document or openly registered client. */
+export const isCimdClient = (ctx: AdminContext, clientId: string) => isCimdClientId(ctx.db, clientId);

@@ -15,7 +15,6 @@ import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
 import * as cimdCommands from './cimd-commands.ts';
-import { isUrlClientId } from '../cimd/client-id.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
@@ -237,12 +236,12 @@ function buildProgram(io: AdminIo): Command {
     clients
       .command(`${name} <id>`)
       .description(what)
-      .action(action((ctx, id: string): Promise<object> => (isUrlClientId(id) ? cimdCommands.cimdSetStatus(ctx, id, status) : commands.clientsSetStatus(ctx, id, status))));
+      .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdSetStatus(ctx, id, status) : commands.clientsSetStatus(ctx, id, status))));
   }
   clients
     .command('show <id>')
     .description('show a client and its active secrets (never the secrets themselves); for a metadata-document client (its URL), what its document said when last seen')
-    .action(action((ctx, id: string): Promise<object> => (isUrlClientId(id) ? cimdCommands.cimdShow(ctx, id) : commands.clientsShow(ctx, id))));
+    .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdShow(ctx, id) : commands.clientsShow(ctx, id))));
   clients
     .command('list')
     .description('list clients')

@@ -27,8 +27,12 @@ export function parseHost(value: string): string {
   return host;
 }
 
+/** Whether an id names a metadata-document client (a URL) or an openly registered one (a row of cimd_clients). */
+export async function isCimdClientId(db: Deps['db'], clientId: string): Promise<boolean> {
+  return isUrlClientId(clientId) || (await findCimdClient(db, clientId)) !== undefined;
+}
+
 async function seenClient(deps: Deps, clientId: string): Promise<CimdClientRow> {
-  if (!isUrlClientId(clientId)) throw new InputError('not a client ID metadata document URL');
   const row = await findCimdClient(deps.db, clientId);
   if (!row) throw new NotFoundError(`no client with id ${clientId} has been seen`);
   return row;
