@@ -73,7 +73,7 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
 
   it('a registration with a shared secret, or without usable redirect URIs, is invalid_client_metadata, and nothing is stored', async () => {
     const before = (await server.system.db('cimd_clients')).length;
-    for (const body of [{ ...AGENT, token_endpoint_auth_method: 'client_secret_basic' }, { ...AGENT, redirect_uris: ['http://agent.example.com/cb'] }, { ...AGENT, redirect_uris: [] }]) {
+    for (const body of [{ ...AGENT, token_endpoint_auth_method: 'client_secret_basic' }, { ...AGENT, redirect_uris: ['http://agent.example.com/cb'] }, { ...AGENT, redirect_uris: [] }, { ...AGENT, client_name: 'Agent \u202Eevil' }]) {
       const res = await register(server, body);
       const answer = (await res.json()) as Record<string, unknown>;
       expect(res.status, JSON.stringify(answer)).toBe(400);

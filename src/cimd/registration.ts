@@ -8,7 +8,7 @@
 import { errors, type AdapterPayload } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
-import { validateRedirectUris } from '../clients/validate.ts';
+import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
 import { clientScopes } from './clients.ts';
@@ -27,20 +27,29 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
     throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be none (with PKCE) or private_key_jwt: this server keeps no shared secrets of registered clients');
   }
   let redirectUris: string[];
+  let name: string | null = null;
   try {
     redirectUris = validateRedirectUris((metadata.redirect_uris as string[] | undefined) ?? [], method === 'none' ? 'public' : 'confidential');
   } catch (err) {
     if (err instanceof InputError) throw new errors.InvalidClientMetadata(`redirect_uris: ${err.message}`);
     throw err;
   }
-  const kept = Object.fromEntries(KEPT.filter((k) => metadata[k] !== undefined).map((k) => [k, metadata[k]]));
+  try {
+    // Shown on the consent page: the registry's rule for names (no control or text-direction characters).
+    if (typeof metadata.client_name === 'string') name = validateClientName(metadata.client_name.trim().slice(0, 100));
+  } catch (err) {
+    if (err instanceof InputError) throw new errors.InvalidClientMetadata(`client_name: ${err.message}`);
+    throw err;
+  }
+  const kept: Record<string, unknown> = Object.fromEntries(KEPT.filter((k) => metadata[k] !== undefined).map((k) => [k, metadata[k]]));
+  if (name) kept.client_name = name;
   const scopes = typeof metadata.scope === 'string' ? parseScopeList(metadata.scope).filter(isKnownScope) : [];
   await db('cimd_clients').insert({
     client_id: clientId,
     host: new URL(redirectUris[0]!).host.toLowerCase(),
     registered: true,
     registration: JSON.stringify(kept),
-    name: typeof metadata.client_name === 'string' ? metadata.client_name.slice(0, 100) : null,
+    name,
     redirect_uris: JSON.stringify(redirectUris),
     scopes: JSON.stringify(scopes),
     token_endpoint_auth_method: method,
