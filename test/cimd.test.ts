@@ -165,6 +165,10 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
       ['private_key_jwt without jwks_uri', (d) => d.agent('/pkjwt.json', { token_endpoint_auth_method: 'private_key_jwt' }), /https jwks_uri/],
       ['not JSON', (d) => d.serve('/not-json.json', { body: '<html>hello</html>' }), /is not JSON/],
       ['not found', (d) => `${d.url}/missing.json`, /status 404/],
+      ['no answer within 3 seconds', (d) => d.serve('/hangs.json', { hang: true }), /no answer within 3 seconds/],
+      ['nobody listening', () => 'http://127.0.0.1:9/nobody.json', /the connection failed/],
+      ['a URL without a path', (d) => `${d.url}/`, /must have a path/],
+      ['an unparsable URL', () => 'https://[::1/doc.json', /not a URL/],
       ['a query in the URL', (d) => `${d.agent('/query.json')}?x=1`, /must not have a query/],
     ];
     it.each(cases)('%s', async (_name, make, reason) => {

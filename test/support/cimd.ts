@@ -14,6 +14,8 @@ export interface Served {
   body?: unknown;
   status?: number;
   headers?: Record<string, string>;
+  /** Never answer (the request waits until the client gives up). */
+  hang?: boolean;
 }
 
 export interface DocumentServer {
@@ -42,6 +44,7 @@ export async function startDocumentServer(host = '127.0.0.1'): Promise<DocumentS
       return;
     }
     const served = route(`${base}${path}`);
+    if (served.hang) return;
     const body = typeof served.body === 'string' ? served.body : JSON.stringify(served.body ?? {});
     res.writeHead(served.status ?? 200, { 'content-type': 'application/json', ...served.headers });
     res.end(body);
