@@ -12,6 +12,7 @@ import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { Resolver } from '../webhooks/address-policy.ts';
 import { ALL_SCOPES, scopeShape } from '../scopes.ts';
+import { isNativeRedirect } from '../clients/validate.ts';
 import { documentUrl, isUrlClientId } from './client-id.ts';
 import { readDocument, type CimdDocument } from './document.ts';
 import { DocumentError, fetchDocument, ruledFetch } from './fetch.ts';
@@ -39,11 +40,6 @@ export function cimdFacts(client: object | undefined): Required<CimdFacts> | und
 
 export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
 
-/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
-function isNativeRedirect(uri: string): boolean {
-  const { protocol, hostname } = new URL(uri);
-  return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
-}
 
 /**
  * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
@@ -129,10 +125,10 @@ export function cimdClients(deps: CimdDeps): CimdClients {
       if (!config.enabled || !isUrlClientId(clientId)) return undefined;
       const url = documentUrl(clientId, config);
       const standing = await readStanding(deps, clientId);
-      if (standing?.hostBlocked) throw new DocumentError(`apps from ${hostOf(clientId)} are blocked on this server`);
-      if (standing?.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
+      if (standing.hostBlocked) throw new DocumentError(`apps from ${hostOf(clientId)} are blocked on this server`);
+      if (standing.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
       const doc = await documentOf(clientId, url);
-      return providerView(doc, standing?.status ?? 'unreviewed');
+      return providerView(doc, standing.status);
     },
     forget: () => kept.clear(),
   };

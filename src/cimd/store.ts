@@ -17,8 +17,6 @@ export interface CimdStanding {
   status: CimdStatus;
   /** Its host is blocked: refused whatever its status. */
   hostBlocked: boolean;
-  /** A client from open dynamic registration: its metadata, kept here (it has no document). */
-  registration: Record<string, unknown> | null;
 }
 
 export interface CimdClientRow {
@@ -49,10 +47,10 @@ export async function readStanding({ db, records }: { db: Db; records: RecordCac
   // Two records: the client's (announced on decisions) and its host's (announced on block and
   // unblock, which also reaches clients never seen, whose rows do not exist).
   const [row, blocked] = await Promise.all([
-    records.read('client', clientId, async () => (await db('cimd_clients').where('client_id', clientId).first('status', 'registration')) ?? null),
+    records.read('client', clientId, async () => (await db('cimd_clients').where('client_id', clientId).first('status')) ?? null),
     records.read('client', hostKey(host), async () => Boolean(await db('cimd_blocked_hosts').where('host', host).first('host'))),
   ]);
-  return { status: (row?.status ?? 'unreviewed') as CimdStatus, hostBlocked: blocked, registration: row?.registration ?? null };
+  return { status: (row?.status ?? 'unreviewed') as CimdStatus, hostBlocked: blocked };
 }
 
 /** A fetched document, recorded: new clients appear in the review list as unreviewed. */

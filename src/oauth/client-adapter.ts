@@ -4,6 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
+import { isNativeRedirect } from '../clients/validate.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
 import { isUrlClientId } from '../cimd/client-id.ts';
 import type { CimdClients } from '../cimd/clients.ts';
@@ -15,11 +16,6 @@ import { registeredClient, storeRegistration } from '../cimd/registration.ts';
 const placeholderKey = randomBytes(32);
 const placeholderSecret = (clientId: string) => createHmac('sha256', placeholderKey).update(clientId).digest('base64url');
 
-/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
-function isNativeRedirect(uri: string): boolean {
-  const { protocol, hostname } = new URL(uri);
-  return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
-}
 
 /**
  * A resource server as the provider sees it: it authenticates with its secrets, has no redirect

@@ -189,7 +189,6 @@ export function createProvider(deps: ProviderDeps): Provider {
         // The limited tier of an unreviewed metadata-document client (docs/agents.md): user scopes only.
         const beyondTier = isUnreviewed(client) ? scopes.filter((s) => !isUserScope(s)) : [];
         if (beyondTier.length) throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', beyondTier.join(' '));
-        if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
         if (!unmigratedLegacy) return;
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
@@ -319,7 +318,6 @@ function ourResponseShapes(config: Config): Step {
     if (ctx.oidc?.route === 'discovery') publishOurAddresses(body, config);
   };
 }
-
 
 // Discovery builds URLs from the request's host; publish the configured public addresses, and the
 // authorization endpoint on APP_URL (docs/endpoints.md).

@@ -9,7 +9,8 @@
 // the same client's and user's, and its client is usable (approved, or pending for its owner).
 // Revoking a grant destroys the grant first (grants.ts), so from that moment every path refuses
 // its tokens, also one a racing rotation saves after the sweep.
-import Provider, { errors } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type Provider from 'oidc-provider';
 
 /**
  * The token's client as the provider finds it, undefined when it cannot be used: a metadata-document
