@@ -182,6 +182,13 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
     });
   });
 
+  it('a refused document is not fetched again for 10 seconds: requests naming it meanwhile get the same refusal', async () => {
+    const clientId = docs.serve('/refused-once.json', { status: 500 });
+    for (let i = 0; i < 3; i++) expectRefusedClient(await authorizationPage(server, clientId), /status 500/);
+    expect((await tokenEndpointSays(server, clientId)).body).toMatchObject({ error: 'invalid_client', error_description: expect.stringMatching(/status 500/) });
+    expect(docs.hits.get('/refused-once.json')).toBe(1);
+  });
+
   describe('administrators decide', () => {
     let other: DocumentServer;
     beforeAll(async () => {

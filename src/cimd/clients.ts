@@ -22,6 +22,12 @@ import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.t
 export const UNREVIEWED_REFRESH_TTL = 7 * 86_400;
 /** Documents kept in memory per instance (each at most 5 KB). */
 const MAX_KEPT = 1000;
+/**
+ * How long a document that could not be used is not fetched again: a request naming it meanwhile
+ * gets the same refusal. Without it, every request naming a failing URL (one that times out, say)
+ * would make this server fetch again: a way to make it send requests at another's rate.
+ */
+export const REFUSAL_KEPT_MS = 10_000;
 
 export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
 const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
@@ -86,7 +92,7 @@ export interface CimdClients {
    * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be used.
    */
   find(clientId: string): Promise<AdapterPayload | undefined>;
-  /** Forgets the documents kept in memory (tests; an operator's decision does not need it). */
+  /** Forgets the documents and refusals kept in memory (tests; an operator's decision does not need it). */
   forget(): void;
 }
 
@@ -94,15 +100,30 @@ export function cimdClients(deps: CimdDeps): CimdClients {
   const { config } = deps;
   const policy = { production: deps.production, allowLoopback: config.allowLoopback, ...(deps.resolve ? { resolve: deps.resolve } : {}) };
   const kept = new Map<string, { doc: CimdDocument; until: number }>();
+  const refused = new Map<string, { error: DocumentError; until: number }>();
   const fetching = new Map<string, Promise<CimdDocument>>();
 
+  /** Keeps at most MAX_KEPT entries: the oldest goes first (Map keeps insertion order). */
+  const keep = <T>(map: Map<string, T>, key: string, value: T) => {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > MAX_KEPT) map.delete(map.keys().next().value!);
+  };
+
   async function fetchAndCheck(clientId: string, url: URL): Promise<CimdDocument> {
-    const fetched = await fetchDocument(url, policy);
-    const doc = readDocument(fetched.body, clientId, config);
+    let doc: CimdDocument;
+    let maxAgeSeconds: number;
+    try {
+      const fetched = await fetchDocument(url, policy);
+      doc = readDocument(fetched.body, clientId, config);
+      maxAgeSeconds = fetched.maxAgeSeconds;
+    } catch (err) {
+      if (err instanceof DocumentError) keep(refused, clientId, { error: err, until: Date.now() + REFUSAL_KEPT_MS });
+      throw err;
+    }
+    refused.delete(clientId);
     await recordSighting(deps.db, doc);
-    kept.delete(clientId);
-    kept.set(clientId, { doc, until: Date.now() + fetched.maxAgeSeconds * 1000 });
-    if (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value!);
+    keep(kept, clientId, { doc, until: Date.now() + maxAgeSeconds * 1000 });
     return doc;
   }
 
@@ -110,6 +131,8 @@ export function cimdClients(deps: CimdDeps): CimdClients {
   async function documentOf(clientId: string, url: URL): Promise<CimdDocument> {
     const hit = kept.get(clientId);
     if (hit && hit.until > Date.now()) return hit.doc;
+    const failed = refused.get(clientId);
+    if (failed && failed.until > Date.now()) throw failed.error;
     let pending = fetching.get(clientId);
     if (!pending) {
       pending = fetchAndCheck(clientId, url).finally(() => fetching.delete(clientId));
@@ -130,6 +153,9 @@ export function cimdClients(deps: CimdDeps): CimdClients {
       const doc = await documentOf(clientId, url);
       return providerView(doc, standing.status);
     },
-    forget: () => kept.clear(),
+    forget: () => {
+      kept.clear();
+      refused.clear();
+    },
   };
 }
