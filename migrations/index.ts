@@ -24,6 +24,7 @@ import * as m022 from './022_grant_bindings.ts';
 import * as m023 from './023_secret_expiry.ts';
 import * as m024 from './024_credential_leaks.ts';
 import * as m025 from './025_resource_uri.ts';
+import * as m026 from './026_cimd_clients.ts';
 import * as m027 from './027_form_submissions.ts';
 
 interface Migration {
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '023_secret_expiry': m023,
   '024_credential_leaks': m024,
   '025_resource_uri': m025,
+  '026_cimd_clients': m026,
   '027_form_submissions': m027,
 };
 

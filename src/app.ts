@@ -82,6 +82,10 @@ export interface AppDeps {
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;
+  /** CIMD_MAX_USERS (src/cimd/tier.ts). */
+  cimdMaxUsers: number;
+  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/cimd/registration.ts). */
+  dynamicRegistration: boolean;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
   /** What the developer page's webhook section needs: the address rule and the cipher of stored secrets. */
@@ -217,8 +221,8 @@ function createApp(deps: AppDeps, api: { verify: VerifyToken; resourceMetadata: 
   const leakReports = leakReportRoutes({ provider, db, outbox: deps.outbox, records: deps.records, artifacts: deps.artifacts }, deps.leakReportLimiter);
   const metadata = resourceMetadataRoutes(deps.publicUrls.baseUrl, provider.issuer);
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps, api.resourceMetadata), metadata, leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings });
-  app.use(providerEndpoints(provider));
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers });
+  app.use(providerEndpoints(provider, { registration: deps.dynamicRegistration }));
   return app;
 }
 

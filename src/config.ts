@@ -55,6 +55,19 @@ export interface Config {
   webhookAllowLoopback: boolean;
   /** FAST_PATHS=off: every request through the Koa app and the provider, none answered on the fast path (src/fast/). */
   fastPaths: boolean;
+  /** Client ID metadata documents (docs/agents.md): URL client_ids are fetched and used, in a limited tier until reviewed. */
+  cimd: CimdConfig;
+  /** DYNAMIC_REGISTRATION=open: anyone may register a client (RFC 7591), which lands unreviewed; off by default. */
+  dynamicRegistration: boolean;
+}
+
+export interface CimdConfig {
+  /** CIMD_ENABLED (default on, except with NODE_ENV=production). */
+  enabled: boolean;
+  /** CIMD_ALLOW_LOOPBACK=true (development only): a client_id may be an http://127.0.0.1:… document. */
+  allowLoopback: boolean;
+  /** CIMD_MAX_USERS: distinct users an unreviewed client may have. */
+  maxUsers: number;
 }
 
 export type RedisConfig =
@@ -154,12 +167,12 @@ function readGraceSeconds(value: string | undefined): number {
   return n;
 }
 
-function readAllowLoopback(value: string | undefined, nodeEnv: Config['env']): boolean {
+function readAllowLoopback(value: string | undefined, nodeEnv: Config['env'], name = 'WEBHOOK_ALLOW_LOOPBACK'): boolean {
   const v = (value ?? '').trim().toLowerCase();
   if (v === '' || v === 'false') return false;
-  if (v !== 'true') throw new ConfigError(`WEBHOOK_ALLOW_LOOPBACK must be true or false, got "${value}"`);
-  // A webhook to this machine is a way into it: for development and tests only.
-  if (nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for development only; NODE_ENV=production refuses it');
+  if (v !== 'true') throw new ConfigError(`${name} must be true or false, got "${value}"`);
+  // A request to this machine is a way into it: for development and tests only.
+  if (nodeEnv === 'production') throw new ConfigError(`${name}=true is for development only; NODE_ENV=production refuses it`);
   return true;
 }
 
@@ -168,6 +181,30 @@ function readLogFormat(value: string | undefined, nodeEnv: string): LogFormat {
   if (value === undefined || value === '') return nodeEnv === 'development' ? 'pretty' : 'json';
   if (!LOG_FORMATS.includes(value as LogFormat)) throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}, got "${value}"`);
   return value as LogFormat;
+}
+
+function readSwitch(name: string, value: string | undefined, fallback: boolean): boolean {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '') return fallback;
+  if (v === 'true' || v === 'on') return true;
+  if (v === 'false' || v === 'off') return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function readCimd(env: Env, nodeEnv: Config['env']): CimdConfig {
+  return {
+    // Off in production unless an operator turns it on: unreviewed agents are a choice.
+    enabled: readSwitch('CIMD_ENABLED', env.CIMD_ENABLED, nodeEnv !== 'production'),
+    allowLoopback: readAllowLoopback(env.CIMD_ALLOW_LOOPBACK, nodeEnv, 'CIMD_ALLOW_LOOPBACK'),
+    maxUsers: readCount(env, 'CIMD_MAX_USERS', 100),
+  };
+}
+
+function readDynamicRegistration(value: string | undefined): boolean {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'off') return false;
+  if (v === 'open') return true;
+  throw new ConfigError(`DYNAMIC_REGISTRATION must be off or open, got "${value}"`);
 }
 
 function readFastPaths(value: string | undefined): boolean {
@@ -328,6 +365,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
     secretExpiryNoticeSeconds: readNoticeDays(env.SECRET_EXPIRY_NOTICE_DAYS),
     fastPaths: readFastPaths(env.FAST_PATHS),
+    cimd: readCimd(env, nodeEnv),
+    dynamicRegistration: readDynamicRegistration(env.DYNAMIC_REGISTRATION),
   };
 }
 

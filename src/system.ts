@@ -32,6 +32,11 @@ import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
 import { leakReportLimiter } from './credentials/revoke-endpoint.ts';
+import { cimdClients, type CimdClients } from './cimd/clients.ts';
+import type { Resolver } from './webhooks/address-policy.ts';
+import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts';
+import { cimdFacts } from './cimd/clients.ts';
+import { isUrlClientId } from './cimd/client-id.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -61,6 +66,10 @@ export interface System {
   cipher: DataCipher;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
+  /** Client ID metadata document clients (src/cimd/clients.ts). */
+  cimd: CimdClients;
+  /** Removes open registrations with no token after an hour (DYNAMIC_REGISTRATION=open; run every 10 minutes; tests call it). */
+  sweepRegistrations(): Promise<number>;
   /** Sends the due secret.expiring and secret.expired notices (run every minute; tests call it). */
   sweepSecretExpiry(): Promise<{ expiring: number; expired: number }>;
   close(): Promise<void>;
@@ -73,12 +82,15 @@ export interface SystemOverrides {
   log?: Logger;
   /** The change channels' heartbeat (src/storage/heartbeat.ts); tests make it fast. */
   heartbeat?: HeartbeatTiming;
+  /** Name resolution of the metadata-document fetches (tests map names to addresses). */
+  cimdResolve?: Resolver;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
 // Notices within a minute of being due: an expired secret is refused at its second, this only tells.
 const SECRET_EXPIRY_SWEEP_MS = 60_000;
 const STORE_RECORD_INTERVAL_MS = 10 * 60_000;
+const REGISTRATION_SWEEP_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
@@ -119,7 +131,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const grantUses = grantUseRecorder(db);
   const secrets = clientSecrets(db, artifacts, secretUses);
   const bindings = grantBindings(db);
-  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve });
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -150,6 +163,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     metrics,
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
+    cimdMaxUsers: config.cimd.maxUsers,
+    dynamicRegistration: config.dynamicRegistration,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
@@ -163,6 +178,20 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const sweepExpiry = () => sweepSecretExpiry({ db, outbox }, config.secretExpiryNoticeSeconds);
   const expirySweep = setInterval(() => sweepExpiry().catch((err) => log.warn({ message: (err as Error).message }, 'secret expiry sweep failed')), SECRET_EXPIRY_SWEEP_MS);
   expirySweep.unref();
+
+  // Open dynamic registration: a registered client issued a token stays; the others go after an
+  // hour (src/cimd/registration.ts).
+  const sweepUnused = () => sweepRegistrations({ db, records });
+  let registrationSweep: NodeJS.Timeout | undefined;
+  if (config.dynamicRegistration) {
+    const tokenIssued = tokenIssuedRecorder(db);
+    provider.on('grant.success', (ctx) => {
+      const client = ctx.oidc?.client;
+      if (client && cimdFacts(client) && !isUrlClientId(client.clientId)) void tokenIssued(client.clientId).catch((err) => log.warn({ message: (err as Error).message }, 'recording a registered client\'s first token failed'));
+    });
+    registrationSweep = setInterval(() => sweepUnused().catch((err) => log.warn({ message: (err as Error).message }, 'registration sweep failed')), REGISTRATION_SWEEP_MS);
+    registrationSweep.unref();
+  }
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
   const purge = redis
@@ -188,9 +217,12 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     metrics,
     cipher,
     migrationsApplied,
+    cimd,
+    sweepRegistrations: sweepUnused,
     sweepSecretExpiry: sweepExpiry,
     async close() {
       clearInterval(expirySweep);
+      if (registrationSweep) clearInterval(registrationSweep);
       if (purge) clearInterval(purge);
       clearInterval(storeRecord);
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.

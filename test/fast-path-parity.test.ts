@@ -12,6 +12,7 @@ import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.ts';
+import { agentTokens, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
@@ -30,6 +31,8 @@ interface Side {
 
 let on: Side;
 let off: Side;
+// Client ID metadata documents for both sides (docs/agents.md), served on the loopback.
+let docs: DocumentServer;
 
 async function side(env: Record<string, string>): Promise<Side> {
   const server = await startTestServer('redis', env);
@@ -45,11 +48,11 @@ beforeAll(async () => {
   // Last uses are recorded once a minute per secret and grant (src/storage/last-use.ts): the clock
   // moves a minute on before each request, so that each records what it would.
   vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
-  [on, off] = await Promise.all([side({ FAST_PATHS: 'on' }), side({ FAST_PATHS: 'off' })]);
+  [on, off, docs] = await Promise.all([side({ FAST_PATHS: 'on', CIMD_ALLOW_LOOPBACK: 'true' }), side({ FAST_PATHS: 'off', CIMD_ALLOW_LOOPBACK: 'true' }), startDocumentServer()]);
 });
 afterAll(async () => {
   vi.useRealTimers();
-  await Promise.all([on?.server.close(), off?.server.close()]);
+  await Promise.all([on?.server.close(), off?.server.close(), docs?.close()]);
 });
 
 type Credentials = 'basic' | 'post' | 'wrong' | 'other' | 'none';
@@ -241,6 +244,26 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
       }),
       { numRuns: Number(process.env.PARITY_RUNS ?? 24), endOnFailure: true },
     );
+  });
+
+  it('a metadata-document client’s refresh is the provider’s: handed over before anything is written, with the same answer and the unreviewed tier’s lifetime', async () => {
+    const clientId = docs.agent('/parity-agent.json');
+    const handedOver = async () =>
+      (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.filter((v) => v.labels.route === 'token' && v.labels.outcome === 'handed_over' && v.labels.reason === 'not_plain').reduce((n, v) => n + v.value, 0);
+    const before = await handedOver();
+    const results = [];
+    for (const s of [on, off]) {
+      const tokens = await agentTokens(s.server.url, clientId, s.user, 'PROFILE_READ');
+      // With a client_secret it looks like the fast path's plain case; without one it is not.
+      const withSecret = await raw(s.server.url, 'POST', TOKEN, { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=refresh_token&refresh_token=${tokens.refresh_token}&client_id=${encodeURIComponent(clientId)}&client_secret=anything`);
+      const plain = await raw(s.server.url, 'POST', TOKEN, { 'content-type': 'application/x-www-form-urlencoded' }, `grant_type=refresh_token&refresh_token=${tokens.refresh_token}&client_id=${encodeURIComponent(clientId)}`);
+      const issued = await s.server.system.provider.RefreshToken.find((JSON.parse(plain.body) as { refresh_token: string }).refresh_token);
+      results.push({ withSecret: shaped(withSecret, s.server.url), plain: shaped(plain, s.server.url), lifetime: issued!.exp! - issued!.iat! <= 7 * 86_400 });
+    }
+    expect(results[0]).toEqual(results[1]);
+    expect(results[0]).toMatchObject({ withSecret: { status: 401, body: { error: 'invalid_client' } }, plain: { status: 200 }, lifetime: true });
+    // The code exchange and both refreshes handed over as not plain, before the fast path read anything.
+    expect(await handedOver()).toBe(before + 3);
   });
 
   it('with FAST_PATHS=off, the fast path answers nothing', async () => {

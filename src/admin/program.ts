@@ -14,6 +14,7 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
+import * as cimdCommands from './cimd-commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
@@ -161,6 +162,9 @@ function table(headers: string[], rows: unknown[][]): string {
 }
 
 type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
+type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string };
+const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
+  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [c.host_blocked ? `${c.status} (host blocked)` : c.status, c.users, c.host, c.client_id]));
 type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
   table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
@@ -288,15 +292,20 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what, effect] of [
-    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change)', 'users can now authorize it'],
-    ['reject', 'rejected', 'reject a pending client (already rejected: no change)', 'it cannot be authorized'],
+    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document client (its URL), the full tier', 'users can now authorize it'],
+    ['reject', 'rejected', 'reject a pending client (already rejected: no change); a metadata-document client (its URL) is refused from then on, its tokens revoked', 'it cannot be authorized'],
     ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)', 'its codes, tokens and grants stopped working'],
   ] as const) {
     clients
       .command(`${name} <id>`)
       .description(what)
       .action(
-        action((ctx, id: string) => commands.clientsChangeStatus(ctx, id, status), (r) => statusOutcome(r, effect), { json: (r) => r.client }),
+        action(
+          async (ctx, id: string) =>
+            (await cimdCommands.isCimdClient(ctx, id)) ? { document: await cimdCommands.cimdSetStatus(ctx, id, status) } : commands.clientsChangeStatus(ctx, id, status),
+          (r) => ('document' in r ? printText(r.document) : statusOutcome(r, effect)),
+          { json: (r) => ('document' in r ? r.document : r.client) },
+        ),
       );
   }
   clients
@@ -310,13 +319,18 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     );
   clients
     .command('show <id>')
-    .description('show a client and its active secrets (never the secrets themselves)')
-    .action(action((ctx, id: string) => commands.clientsShow(ctx, id), printText, { readOnly: true }));
+    .description('show a client and its active secrets (never the secrets themselves); for a metadata-document client (its URL), what its document said when last seen')
+    .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdShow(ctx, id) : commands.clientsShow(ctx, id)), printText, { readOnly: true }));
   clients
     .command('list')
     .description('list clients')
     .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended)')
     .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable, { readOnly: true }));
+  clients
+    .command('list-documents')
+    .description('list clients known by a metadata document URL (docs/agents.md), unreviewed first')
+    .option('--status <status>', 'only clients in this status (unreviewed, approved, rejected)')
+    .action(action((ctx, opts: { status?: string }) => cimdCommands.cimdList(ctx, opts.status), documentTable, { readOnly: true }));
   clients
     .command('rename <id> <name>')
     .description('change the name shown on the consent page (same rules as at creation)')
@@ -417,6 +431,20 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .command('remove <id>')
     .description("uninstall: every grant of the app bound to the organization ends at once (already removed: swept again)")
     .action(action((ctx, id: string) => installationCommands.installationsRemove(ctx, id)));
+
+  const hosts = program.command('hosts').description('hosts whose client ID metadata documents are refused (docs/agents.md)');
+  hosts
+    .command('block <host>')
+    .description('refuse every client whose document this host serves, now and later (their tokens revoked); the host as in the URL, e.g. agent.example.com')
+    .action(action((ctx, host: string) => cimdCommands.hostsBlock(ctx, host)));
+  hosts
+    .command('unblock <host>')
+    .description('accept documents from this host again (its clients start unreviewed or as decided before)')
+    .action(action((ctx, host: string) => cimdCommands.hostsUnblock(ctx, host)));
+  hosts
+    .command('list')
+    .description('list blocked hosts')
+    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
 
   program
     .command('keys')

@@ -7,6 +7,12 @@ import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
+export function isNativeRedirect(uri: string): boolean {
+  const { protocol, hostname } = new URL(uri);
+  return protocol === 'http:' ? LOOPBACK_HOSTS.has(hostname) : protocol !== 'https:';
+}
+
 /** https anywhere; http only on loopback; a private-use scheme (RFC 8252 7.1) only for public clients. */
 export function validateRedirectUri(uri: string, kind: ClientKind): string {
   if (kind === 'resource_server') throw new InputError('a resource server has no redirect URIs: it obtains no tokens, it only introspects them');

@@ -119,6 +119,10 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const params = singleParams(form, PARAMS, true);
     const presented = params?.grant_type === GRANT ? params.refresh_token : undefined;
     const credentials = presented && secretCredentials(headers, params!);
+    // A metadata-document client (a URL client_id, src/cimd/) is never plain: its document may
+    // have to be fetched and its tier sets the refresh token's lifetime — the provider's to do.
+    // secretCredentials takes only ids of the registry's form, so it is handed over here, before
+    // any read or write (test/fast-path-parity.test.ts).
     if (!presented || !credentials) return HAND_OVER.not_plain;
     // A malformed credential of ours: the provider refuses it, also without reading a store (docs/credentials.md).
     if (refusedAs('refresh_token', presented)) return HAND_OVER.token;

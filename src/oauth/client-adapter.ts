@@ -1,21 +1,21 @@
 // The provider's Client model, read from the client registry tables. Only approved clients exist
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
+import { isNativeRedirect } from '../clients/validate.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
+import { isUrlClientId } from '../cimd/client-id.ts';
+import type { CimdClients } from '../cimd/clients.ts';
+import { DocumentError } from '../cimd/fetch.ts';
+import { registeredClient, storeRegistration } from '../cimd/registration.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
 // This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
 const placeholderKey = randomBytes(32);
 const placeholderSecret = (clientId: string) => createHmac('sha256', placeholderKey).update(clientId).digest('base64url');
 
-/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
-function isNativeRedirect(uri: string): boolean {
-  const { protocol, hostname } = new URL(uri);
-  return protocol === 'http:' ? ['localhost', '127.0.0.1', '[::1]'].includes(hostname) : protocol !== 'https:';
-}
 
 /**
  * A resource server as the provider sees it: it authenticates with its secrets, has no redirect
@@ -92,16 +92,34 @@ export async function clientView(clients: CachedDb, clientId: string): Promise<R
 }
 
 export class ClientAdapter implements Adapter {
-  constructor(private readonly clients: CachedDb) {}
+  constructor(
+    private readonly clients: CachedDb,
+    private readonly cimd?: CimdClients,
+    /** DYNAMIC_REGISTRATION=open: registered clients (src/cimd/registration.ts) exist too. */
+    private readonly registration = false,
+  ) {}
 
   async find(clientId: string): Promise<AdapterPayload | undefined> {
+    // A URL client_id is a metadata document's (src/cimd/), never a registered client: a document
+    // that cannot be used is invalid_client with the reason (the error page, at authorization).
+    if (isUrlClientId(clientId)) {
+      try {
+        return await this.cimd?.find(clientId);
+      } catch (err) {
+        if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
+        throw err;
+      }
+    }
     const view = await clientView(this.clients, clientId);
     // A copy: the provider may keep or change what it is given.
-    return view && { ...view };
+    if (view) return { ...view };
+    return this.registration ? registeredClient(this.clients, clientId) : undefined;
   }
 
-  async upsert(): Promise<void> {
-    throw new Error('clients are managed by the operator scripts, not by the provider');
+  /** Only open dynamic registration stores a client through the provider; the registry is the scripts' and pages'. */
+  async upsert(clientId: string, metadata: AdapterPayload): Promise<void> {
+    if (!this.registration) throw new Error('clients are managed by the operator scripts, not by the provider');
+    await storeRegistration(this.clients.db, clientId, metadata);
   }
   async destroy(): Promise<void> {
     throw new Error('clients are managed by the operator scripts, not by the provider');

@@ -9,6 +9,7 @@ import { APP_AUTHORIZE_PATH, OAUTH_ENDPOINTS, PROVIDER_PATH, RFC8414_PATH } from
 import { mountProvider } from './mount.ts';
 import { normaliseScopeParam, readTokenRequestBody } from './request-shims.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
+import { documentStillListsRedirect } from '../cimd/token-check.ts';
 
 type Step = (ctx: Context, next: Next) => Promise<unknown>;
 
@@ -20,6 +21,8 @@ const only = (applies: (ctx: Context) => boolean, steps: Step[]): Step => {
 // The provider's routes under its mount, exactly as spelled (resume uids are nanoids). The token,
 // revocation and introspection endpoints are the back channel's (tokenEndpoints).
 const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
+// Open dynamic registration (DYNAMIC_REGISTRATION=open, src/cimd/registration.ts): POST only.
+const REGISTRATION_ROUTE = /^\/register$/;
 const TOKEN_ROUTES = /^\/(token|revoke|introspect)$/;
 const AUTHORIZE_ROUTES = /^\/authorize(\/[A-Za-z0-9_-]+)?$/;
 const AUTHORIZE_PATHS = new Set([`${PROVIDER_PATH}/authorize`, APP_AUTHORIZE_PATH]);
@@ -31,13 +34,14 @@ async function rfc8414Alias(ctx: Context, next: Next) {
 }
 
 /** The provider's endpoints for people and metadata: authorization, discovery, keys (the main app). */
-export function providerEndpoints(provider: Provider): Step {
+export function providerEndpoints(provider: Provider, { registration = false } = {}): Step {
   const appAuthorizeMount = APP_AUTHORIZE_PATH.slice(0, -'/authorize'.length);
   return compose([
     only((ctx) => ctx.path === RFC8414_PATH && ctx.method === 'GET', [rfc8414Alias]),
     // Authorization: commas between scope names (docs/endpoints.md).
     only((ctx) => AUTHORIZE_PATHS.has(ctx.path), [normaliseScopeParam]),
     mountProvider(provider, PROVIDER_PATH, PROVIDER_ROUTES),
+    ...(registration ? [mountProvider(provider, PROVIDER_PATH, REGISTRATION_ROUTE, (ctx) => ctx.method === 'POST')] : []),
     // The spec's authorization endpoint on APP_URL: the same provider, only its authorization
     // request and the resume step after sign-in and consent.
     mountProvider(provider, appAuthorizeMount, AUTHORIZE_ROUTES, (ctx) => ctx.method === 'GET'),
@@ -51,7 +55,7 @@ export function providerEndpoints(provider: Provider): Step {
  */
 export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
   return compose([
-    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget]),
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget, documentStillListsRedirect(provider)]),
     // POST, and a browser's CORS preflight; any other method is our 404 in the OAuth shape, not
     // the provider's plain-text one.
     mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES, (ctx) => ctx.method === 'POST' || (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '')),

@@ -25,6 +25,8 @@ import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindi
 import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkRefreshResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
+import { usableClient } from './token-liveness.ts';
+import { isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -47,11 +49,13 @@ export interface ProviderDeps {
   tokenLimits: TokenEndpointLimits;
   /** Grants bound to an organization and teams (src/orgs/bindings.ts). */
   bindings: Pick<GrantBindings, 'forGrant'>;
+  /** Client ID metadata document clients (src/cimd/clients.ts): URL client_ids. */
+  cimd: CimdClients;
 }
 
-function adapterFactory({ db, records, artifacts }: ProviderDeps) {
+function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) {
   const clients = { db, records };
-  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients) : artifacts.adapterFor(model));
+  return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients, cimd, config.dynamicRegistration) : artifacts.adapterFor(model));
 }
 
 /** The scope value of the authorization request as sent, split on spaces and commas. */
@@ -81,7 +85,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
     scopes: [...ALL_SCOPES, LEGACY_FULL_ACCESS],
     responseTypes: ['code'],
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    // private_key_jwt for client ID metadata document clients (docs/agents.md), whose keys are
+    // fetched from their jwks_uri under the documents' rules (src/cimd/fetch.ts): the only fetch.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', ...(config.cimd.enabled ? (['private_key_jwt'] as const) : [])],
+    fetch: deps.cimd.fetch as unknown as Configuration['fetch'],
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
@@ -96,7 +103,10 @@ export function createProvider(deps: ProviderDeps): Provider {
       // RFC 8707 (src/oauth/resources.ts, docs/resources.md): `resource` names the platform API or
       // a registered resource server; without it, a token is for the platform API as before.
       resourceIndicators: resources,
-      registration: { enabled: false },
+      // Open dynamic registration (RFC 7591) only when an operator sets DYNAMIC_REGISTRATION=open:
+      // registered clients are unreviewed, in the limited tier (src/cimd/registration.ts); no
+      // registration access token (no RFC 7592 management), no secret.
+      registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
         enabled: true,
@@ -115,7 +125,7 @@ export function createProvider(deps: ProviderDeps): Provider {
         enabled: true,
         allowedPolicy: async (ctx, client, token) =>
           token.clientId === client.clientId ||
-          (resourceServerMayIntrospect(client, token, platform) && Boolean(token.clientId && (await ctx.oidc.provider.Client.find(token.clientId)))),
+          (resourceServerMayIntrospect(client, token, platform) && Boolean(token.clientId && (await usableClient(ctx.oidc.provider, token.clientId)))),
       },
     },
 
@@ -125,13 +135,19 @@ export function createProvider(deps: ProviderDeps): Provider {
       revocation: '/revoke',
       introspection: '/introspect',
       jwks: '/jwks',
+      registration: '/register',
     },
 
     ttl: {
       AccessToken: ACCESS_TOKEN_TTL,
       AuthorizationCode: AUTHORIZATION_CODE_TTL,
-      RefreshToken: (_ctx, token) => {
-        const untilMaxAge = (token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000)) + REFRESH_TOKEN_MAX_AGE - Math.floor(Date.now() / 1000);
+      // An unreviewed client's (src/cimd/clients.ts) never past 7 days after the user's consent:
+      // its access ends then unless the user authorizes it again (docs/agents.md). Reads only the
+      // token and the client, as the fast path requires (src/fast/assumptions.ts).
+      RefreshToken: (_ctx, token, client) => {
+        const consented = token.iiat ?? token.iat ?? Math.floor(Date.now() / 1000);
+        const maxAge = isUnreviewed(client) ? UNREVIEWED_REFRESH_TTL : REFRESH_TOKEN_MAX_AGE;
+        const untilMaxAge = consented + maxAge - Math.floor(Date.now() / 1000);
         return Math.max(1, Math.min(REFRESH_TOKEN_TTL, untilMaxAge));
       },
       Grant: REFRESH_TOKEN_MAX_AGE,
@@ -179,6 +195,9 @@ export function createProvider(deps: ProviderDeps): Provider {
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
         if (refused.length) throw new errors.InvalidScope('requested scope is not allowed for this client', refused.join(' '));
+        // The limited tier of an unreviewed metadata-document client (docs/agents.md): user scopes only.
+        const beyondTier = isUnreviewed(client) ? scopes.filter((s) => !isUserScope(s)) : [];
+        if (beyondTier.length) throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', beyondTier.join(' '));
         if (!unmigratedLegacy) return;
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
@@ -191,7 +210,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host'],
       validator() {},
     },
 
@@ -332,6 +351,8 @@ function publishOurAddresses(metadata: Record<string, unknown>, config: Config):
   metadata.authorization_endpoint = `${config.appUrl}${APP_AUTHORIZE_PATH}`;
   metadata.scopes_supported = [...ALL_SCOPES];
   metadata.response_modes_supported = ['query'];
+  // Client ID metadata documents (docs/agents.md): said either way, for clients that look.
+  metadata.client_id_metadata_document_supported = config.cimd.enabled;
   // Advertise exactly what works: this is an OAuth 2.0 server, not an OpenID Provider.
   for (const key of OPENID_ONLY_METADATA) delete metadata[key];
 }

@@ -9,7 +9,19 @@
 // the same client's and user's, and its client is usable (approved, or pending for its owner).
 // Revoking a grant destroys the grant first (grants.ts), so from that moment every path refuses
 // its tokens, also one a racing rotation saves after the sweep.
+import { errors } from 'oidc-provider';
 import type Provider from 'oidc-provider';
+
+/**
+ * The token's client as the provider finds it, undefined when it cannot be used: a metadata-document
+ * client (src/cimd/) whose document is now refused is invalid_client there, and here not usable.
+ */
+export function usableClient(provider: Provider, clientId: string) {
+  return provider.Client.find(clientId).catch((err: unknown) => {
+    if (err instanceof errors.InvalidClient) return undefined;
+    throw err;
+  });
+}
 
 interface TokenFacts {
   readonly isExpired: boolean;
@@ -39,6 +51,6 @@ export function isLive(token: TokenFacts | undefined, grant: GrantFacts | null |
 export async function liveAccessToken(provider: Provider, value: string) {
   const token = await provider.AccessToken.find(value);
   if (!token?.grantId || !token.clientId) return undefined;
-  const [grant, client] = await Promise.all([provider.Grant.find(token.grantId, { ignoreExpiration: true }), provider.Client.find(token.clientId)]);
+  const [grant, client] = await Promise.all([provider.Grant.find(token.grantId, { ignoreExpiration: true }), usableClient(provider, token.clientId)]);
   return isLive(token, grant, Boolean(client)) ? { token, grant: grant!, client: client! } : undefined;
 }

@@ -18,8 +18,11 @@ import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
+import { blockCimdHost, blockedHosts, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
+/** Metadata-document clients listed on the page (the scripts list them all: clients list-documents). */
+const DOCUMENT_CLIENTS_SHOWN = 100;
 
 const toItem = (row: ReviewRow) => ({
   ...row.client,
@@ -67,6 +70,8 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
       if (row) clients.unshift({ ...toItem(row), pinned: true });
     }
     const changes = view.tab === 'pending' && view.page === 1 ? await pendingChanges(deps.db) : [];
+    // Metadata-document clients (docs/agents.md), unreviewed first, with their hosts; and the blocked hosts.
+    const documents = { clients: await listCimdClients(deps.db, { limit: DOCUMENT_CLIENTS_SHOWN }), hosts: await blockedHosts(deps.db) };
     const requesters = await actorNames(deps.db, changes.map((c) => c.requestedBy));
     const counts = { ...listing.counts, all: Object.values(listing.counts).reduce((a, b) => a + b, 0) };
     const total = counts[view.tab];
@@ -83,6 +88,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
       suspendHref: (c: { clientId: string; version: string }) => suspendPath(c.clientId, c.version, view),
       clients,
       changes: changes.map((c) => ({ ...c, requester: requesters.get(c.requestedBy) ?? c.requestedBy, scopeInfo: c.addScopes.map(describeScope) })),
+      documents,
       changeNames: new Map((await Promise.all(changes.map((c) => findClient(deps.db, c.clientId)))).flatMap((c) => (c ? [[c.clientId, c.name] as const] : []))),
     });
   });
@@ -135,6 +141,34 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;
       refuse(err.message);
+    }
+  });
+
+  // A metadata-document client: approve (full tier), reject, or block its host. Its id is a URL:
+  // it travels in the form, not the path.
+  router.post(`${BASE}/documents`, ...admin, formBody, requireCsrf, once, async (ctx) => {
+    const back = `${BASE}#metadata-documents`;
+    const clientId = field(ctx, 'client_id');
+    const action = field(ctx, 'action');
+    const decision = by(ctx);
+    try {
+      if (action === 'approve' || action === 'reject') {
+        if (action === 'reject' && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
+        await decideCimdClient(deps, clientId, action === 'approve' ? 'approved' : 'rejected', decision);
+        return redirectWithFlash(ctx, back, { type: 'ok', text: `${clientId}: ${action === 'approve' ? 'approved' : 'rejected: its tokens were revoked'}.` });
+      }
+      if (action === 'block_host') {
+        const { host } = await blockCimdHost(deps, field(ctx, 'host'), decision);
+        return redirectWithFlash(ctx, back, { type: 'ok', text: `${host}: blocked; every app it describes is refused and their tokens were revoked.` });
+      }
+      if (action === 'unblock_host') {
+        const { host } = await unblockCimdHost(deps, field(ctx, 'host'), decision);
+        return redirectWithFlash(ctx, back, { type: 'ok', text: `${host}: no longer blocked.` });
+      }
+      return redirectWithFlash(ctx, back, { type: 'error', text: 'Unknown action.' });
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) throw err;
+      return redirectWithFlash(ctx, back, { type: 'error', text: `${err.message}.` });
     }
   });
 

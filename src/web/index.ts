@@ -46,6 +46,8 @@ export interface WebDeps {
   webhooks: WebhookPageDeps;
   /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds, the org apps page revokes. */
   bindings: GrantBindings;
+  /** CIMD_MAX_USERS (src/cimd/tier.ts). */
+  cimdMaxUsers: number;
 }
 
 export interface WebhookPageDeps {

@@ -32,6 +32,7 @@ import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
 import { installApp } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
+import { consentFacts, tierScopes, unreviewedApp, userLimitReached } from '../cimd/tier.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -69,9 +70,11 @@ export interface InteractionDeps {
   bindings: GrantBindings;
   /** Where an admin's installation writes its webhook events (src/orgs/installations.ts). */
   outbox: WebhookOutbox;
+  /** CIMD_MAX_USERS: users an unreviewed metadata-document client may have (src/cimd/tier.ts). */
+  cimdMaxUsers: number;
 }
 
-export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox, cimdMaxUsers }: InteractionDeps) {
   const users = { db, records };
   const installations = { db, outbox, artifacts, bindings };
   const router = newRouter();
@@ -178,6 +181,8 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const accountId = String(details.session!.accountId);
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
+    const full = await userLimitReached(db, client, accountId, cimdMaxUsers);
+    if (full) return finish(ctx, details, { error: 'access_denied', error_description: full }, false);
 
     const user = await findUserById(users, accountId);
     const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
@@ -191,8 +196,10 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
       platformName,
       userEmail: user?.email ?? '',
       ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: cx.shown, redirectUri })),
+      ...consentFacts(client),
       optional: cx.optional,
       incremental: cx.held.length > 0,
+      unreviewedApp: unreviewedApp(client),
       orgChoice,
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
       denyAction: `${INTERACTION_PATH}/${details.uid}/abort`,
@@ -230,7 +237,10 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     // suspended while the page was open.
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);
-    const allowed = new Set(client.scope?.split(' ') ?? []); // holds the legacy marker only while unmigrated
+    const full = await userLimitReached(db, client, accountId, cimdMaxUsers);
+    if (full) return finish(ctx, details, { error: 'access_denied', error_description: full }, false);
+    // An unreviewed metadata-document client's tier: user scopes only (src/cimd/tier.ts).
+    const allowed = new Set(tierScopes(client)); // holds the legacy marker only while unmigrated
     const requested = requestedScopes(details);
     let granted = requested.filter((s) => allowed.has(s));
     if (granted.length === 0) throw new ConflictError('what this app may ask for changed while the page was open; nothing was shared. Please start again from the app');

@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
 import { metricsListener } from '../../src/http/metrics.ts';
 import { buildSystem, type System, type SystemOverrides } from '../../src/system.ts';
-import type { Logger } from '../../src/log.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 
 export type Storage = 'redis' | 'sql';
@@ -62,7 +61,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
 }
 
 /** An instance on a per-file PostgreSQL database and, for 'redis', a per-file Redis key prefix. */
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: { log?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve'> = {}): Promise<TestServer> {
   const [pg, redis] = await Promise.all([createTestDatabase(), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(
     { DATABASE_URL: pg.url, ...(redis ? { REDIS_URL: redis.url } : {}), ...env },

@@ -1,0 +1,161 @@
+// Client ID metadata document clients as the provider sees them (docs/agents.md). A client_id that
+// is a URL is looked up here, never in the registry: its standing (an administrator's decision,
+// its host blocked) is read first — a rejected client or a blocked host is refused without
+// fetching anything — then its document, from memory while its cache time lasts (its HTTP caching
+// headers, within bounds: fetch.ts), else fetched under the address rule and checked
+// (document.ts). Until an administrator approves it, a client is in the limited tier: user scopes
+// only, CIMD_MAX_USERS users (src/web/interactions.ts), refresh tokens of at most 7 days
+// (src/oauth/provider.ts).
+import type { AdapterPayload } from 'oidc-provider';
+import type { CimdConfig } from '../config.ts';
+import type { Db } from '../storage/db.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
+import type { Resolver } from '../webhooks/address-policy.ts';
+import { ALL_SCOPES, scopeShape } from '../scopes.ts';
+import { isNativeRedirect } from '../clients/validate.ts';
+import { documentUrl, isUrlClientId } from './client-id.ts';
+import { readDocument, type CimdDocument } from './document.ts';
+import { DocumentError, fetchDocument, ruledFetch } from './fetch.ts';
+import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
+
+/** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
+export const UNREVIEWED_REFRESH_TTL = 7 * 86_400;
+/** Documents kept in memory per instance (each at most 5 KB). */
+const MAX_KEPT = 1000;
+/**
+ * How long a document that could not be used is not fetched again: a request naming it meanwhile
+ * gets the same refusal. Without it, every request naming a failing URL (one that times out, say)
+ * would make this server fetch again: a way to make it send requests at another's rate.
+ */
+export const REFUSAL_KEPT_MS = 10_000;
+
+export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
+const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
+
+/** What the provider's view of a CIMD client carries besides standard metadata (extraClientMetadata). */
+export interface CimdFacts {
+  cimd_status?: CimdStatus;
+  cimd_host?: string;
+}
+
+/** The tier of a client the provider found: undefined for a registered client. */
+export function cimdFacts(client: object | undefined): Required<CimdFacts> | undefined {
+  const facts = client as CimdFacts | undefined;
+  return facts?.cimd_status && facts.cimd_host ? { cimd_status: facts.cimd_status, cimd_host: facts.cimd_host } : undefined;
+}
+
+export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
+
+
+/**
+ * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
+ * none. The tier is applied to each request, not here (the provider checks the client's scopes
+ * before ours, and an unreviewed client asking for more is told why: src/oauth/provider.ts,
+ * extraParams.scope), and again at consent (src/web/interactions.ts).
+ */
+export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
+
+function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
+  const isPublic = doc.authMethod === 'none';
+  return {
+    client_id: doc.clientId,
+    client_name: doc.name,
+    redirect_uris: doc.redirectUris,
+    response_types: ['code'],
+    response_modes: ['query'],
+    grant_types: ['authorization_code', 'refresh_token'],
+    // As for registered public clients (src/oauth/client-adapter.ts): loopback redirects on any port.
+    application_type: isPublic && doc.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
+    token_endpoint_auth_method: doc.authMethod,
+    ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
+    scope: clientScopes(doc.scopes).join(' '),
+    cimd_status: status,
+    cimd_host: hostOf(doc.clientId),
+  };
+}
+
+export interface CimdDeps {
+  db: Db;
+  records: RecordCache;
+  config: CimdConfig;
+  production: boolean;
+  /** Name resolution for the fetches (tests map names to addresses); dns.lookup by default. */
+  resolve?: Resolver | undefined;
+}
+
+export interface CimdClients {
+  readonly enabled: boolean;
+  /** The provider's fetch (a private_key_jwt client's jwks_uri), under the documents' rules. */
+  readonly fetch: ReturnType<typeof ruledFetch>;
+  /**
+   * The provider's view of the client named by a URL client_id; undefined when the id is not a URL
+   * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be used.
+   */
+  find(clientId: string): Promise<AdapterPayload | undefined>;
+  /** Forgets the documents and refusals kept in memory (tests; an operator's decision does not need it). */
+  forget(): void;
+}
+
+export function cimdClients(deps: CimdDeps): CimdClients {
+  const { config } = deps;
+  const policy = { production: deps.production, allowLoopback: config.allowLoopback, ...(deps.resolve ? { resolve: deps.resolve } : {}) };
+  const kept = new Map<string, { doc: CimdDocument; until: number }>();
+  const refused = new Map<string, { error: DocumentError; until: number }>();
+  const fetching = new Map<string, Promise<CimdDocument>>();
+
+  /** Keeps at most MAX_KEPT entries: the oldest goes first (Map keeps insertion order). */
+  const keep = <T>(map: Map<string, T>, key: string, value: T) => {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > MAX_KEPT) map.delete(map.keys().next().value!);
+  };
+
+  async function fetchAndCheck(clientId: string, url: URL): Promise<CimdDocument> {
+    let doc: CimdDocument;
+    let maxAgeSeconds: number;
+    try {
+      const fetched = await fetchDocument(url, policy);
+      doc = readDocument(fetched.body, clientId, config);
+      maxAgeSeconds = fetched.maxAgeSeconds;
+    } catch (err) {
+      if (err instanceof DocumentError) keep(refused, clientId, { error: err, until: Date.now() + REFUSAL_KEPT_MS });
+      throw err;
+    }
+    refused.delete(clientId);
+    await recordSighting(deps.db, doc);
+    keep(kept, clientId, { doc, until: Date.now() + maxAgeSeconds * 1000 });
+    return doc;
+  }
+
+  /** The document as last fetched while its cache time lasts; else fetched once for all who ask now. */
+  async function documentOf(clientId: string, url: URL): Promise<CimdDocument> {
+    const hit = kept.get(clientId);
+    if (hit && hit.until > Date.now()) return hit.doc;
+    const failed = refused.get(clientId);
+    if (failed && failed.until > Date.now()) throw failed.error;
+    let pending = fetching.get(clientId);
+    if (!pending) {
+      pending = fetchAndCheck(clientId, url).finally(() => fetching.delete(clientId));
+      fetching.set(clientId, pending);
+    }
+    return pending;
+  }
+
+  return {
+    enabled: config.enabled,
+    fetch: ruledFetch(policy),
+    async find(clientId) {
+      if (!config.enabled || !isUrlClientId(clientId)) return undefined;
+      const url = documentUrl(clientId, config);
+      const standing = await readStanding(deps, clientId);
+      if (standing.hostBlocked) throw new DocumentError(`apps from ${hostOf(clientId)} are blocked on this server`);
+      if (standing.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
+      const doc = await documentOf(clientId, url);
+      return providerView(doc, standing.status);
+    },
+    forget: () => {
+      kept.clear();
+      refused.clear();
+    },
+  };
+}

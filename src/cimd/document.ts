@@ -1,0 +1,64 @@
+// What a client ID metadata document must say to be used (docs/agents.md): the same client_id as
+// its URL, exact redirect URIs (as every client's: src/clients/validate.ts), and a way to
+// authenticate without a shared secret — `none` (a public client: PKCE required) or
+// `private_key_jwt` with a `jwks_uri`. Anything else is refused with the reason.
+import { InputError } from '../errors.ts';
+import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
+import { isKnownScope, parseScopeList } from '../scopes.ts';
+import { DocumentError } from './fetch.ts';
+
+export type CimdAuthMethod = 'none' | 'private_key_jwt';
+
+/** A document's facts as this server uses them. */
+export interface CimdDocument {
+  clientId: string;
+  name: string;
+  redirectUris: string[];
+  authMethod: CimdAuthMethod;
+  jwksUri?: string;
+  /** Known scopes it asks for (its `scope`); empty: it did not say, and may ask for any user scope. */
+  scopes: string[];
+}
+
+const MAX_NAME = 100;
+const refuse = (why: string): never => {
+  throw new DocumentError(`the client_id metadata document ${why}`);
+};
+
+/** The document's text, checked; `clientId` is the URL it was fetched from. */
+export function readDocument(text: string, clientId: string, { allowLoopback = false } = {}): CimdDocument {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return refuse('is not JSON');
+  }
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return refuse('is not a JSON object');
+  const d = doc as Record<string, unknown>;
+  if (d.client_id !== clientId) return refuse('states another client_id than its own URL');
+  if ('client_secret' in d || 'client_secret_expires_at' in d) return refuse('must not contain a client_secret');
+  const method = d.token_endpoint_auth_method;
+  if (method !== 'none' && method !== 'private_key_jwt') return refuse('must say token_endpoint_auth_method "none" (with PKCE) or "private_key_jwt"');
+  let jwksUri: string | undefined;
+  if (method === 'private_key_jwt') {
+    const keys = typeof d.jwks_uri === 'string' && URL.canParse(d.jwks_uri) ? new URL(d.jwks_uri) : undefined;
+    // Fetched under the document's rules (fetch.ts ruledFetch): https, or the loopback in development.
+    const usable = keys && (keys.protocol === 'https:' || (allowLoopback && keys.protocol === 'http:' && keys.hostname === '127.0.0.1'));
+    if (!usable) return refuse('must give an https jwks_uri with private_key_jwt');
+    jwksUri = d.jwks_uri as string;
+  }
+  const uris = d.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0 || !uris.every((u) => typeof u === 'string')) return refuse('must list its redirect_uris');
+  let redirectUris: string[];
+  let name: string;
+  try {
+    redirectUris = validateRedirectUris(uris as string[], method === 'none' ? 'public' : 'confidential');
+    const stated = typeof d.client_name === 'string' && d.client_name.trim() ? d.client_name.trim().slice(0, MAX_NAME) : new URL(clientId).host;
+    name = validateClientName(stated);
+  } catch (err) {
+    if (err instanceof InputError) return refuse(`is not usable: ${err.message}`);
+    throw err;
+  }
+  const scopes = typeof d.scope === 'string' ? parseScopeList(d.scope).filter(isKnownScope) : [];
+  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)] };
+}

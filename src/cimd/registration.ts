@@ -1,0 +1,110 @@
+// Open dynamic client registration (RFC 7591), off unless an operator sets
+// DYNAMIC_REGISTRATION=open (docs/agents.md). A registered client lands as a metadata-document
+// client does: unreviewed, in the limited tier, listed for review with its host (its first
+// redirect URI's), decided the same way. It authenticates without a shared secret (`none` with
+// PKCE, or `private_key_jwt`), so nothing secret is stored; no registration access token is
+// issued (no RFC 7592 management). A registration with no token issued within an hour is removed
+// by a sweep (src/system.ts): registration floods leave nothing behind.
+import { errors, type AdapterPayload } from 'oidc-provider';
+import type { Db } from '../storage/db.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
+import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
+import { InputError } from '../errors.ts';
+import { isKnownScope, parseScopeList } from '../scopes.ts';
+import { clientScopes } from './clients.ts';
+import type { CimdStatus } from './store.ts';
+
+/** How long a registration may go without a token before the sweep removes it. */
+export const UNUSED_REGISTRATION_SECONDS = 3600;
+
+// What a registration keeps of the metadata the provider validated: the standard fields it uses.
+const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at'];
+
+/** Checks and stores a registration (the provider's Client adapter upsert); throws invalid_client_metadata. */
+export async function storeRegistration(db: Db, clientId: string, metadata: AdapterPayload): Promise<void> {
+  const method = metadata.token_endpoint_auth_method;
+  if (method !== 'none' && method !== 'private_key_jwt') {
+    throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be none (with PKCE) or private_key_jwt: this server keeps no shared secrets of registered clients');
+  }
+  let redirectUris: string[];
+  let name: string | null = null;
+  try {
+    redirectUris = validateRedirectUris((metadata.redirect_uris as string[] | undefined) ?? [], method === 'none' ? 'public' : 'confidential');
+  } catch (err) {
+    if (err instanceof InputError) throw new errors.InvalidClientMetadata(`redirect_uris: ${err.message}`);
+    throw err;
+  }
+  try {
+    // Shown on the consent page: the registry's rule for names (no control or text-direction characters).
+    if (typeof metadata.client_name === 'string') name = validateClientName(metadata.client_name.trim().slice(0, 100));
+  } catch (err) {
+    if (err instanceof InputError) throw new errors.InvalidClientMetadata(`client_name: ${err.message}`);
+    throw err;
+  }
+  const kept: Record<string, unknown> = Object.fromEntries(KEPT.filter((k) => metadata[k] !== undefined).map((k) => [k, metadata[k]]));
+  if (name) kept.client_name = name;
+  const scopes = typeof metadata.scope === 'string' ? parseScopeList(metadata.scope).filter(isKnownScope) : [];
+  await db('cimd_clients').insert({
+    client_id: clientId,
+    host: new URL(redirectUris[0]!).host.toLowerCase(),
+    registered: true,
+    registration: JSON.stringify(kept),
+    name,
+    redirect_uris: JSON.stringify(redirectUris),
+    scopes: JSON.stringify(scopes),
+    token_endpoint_auth_method: method,
+  });
+}
+
+interface RegisteredRow {
+  status: CimdStatus;
+  host: string;
+  registration: Record<string, unknown>;
+  scopes: string[];
+  blocked: string | null;
+}
+
+/** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
+export async function registeredClient({ db, records }: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
+  const row = await records.read('client', clientId, async () => {
+    const found: RegisteredRow | undefined = await db('cimd_clients as c')
+      .leftJoin('cimd_blocked_hosts as b', 'b.host', 'c.host')
+      .where({ 'c.client_id': clientId, 'c.registered': true })
+      .first('c.status', 'c.host', 'c.registration', 'c.scopes', 'b.host as blocked');
+    return found ?? null;
+  });
+  if (!row) return undefined;
+  if (row.blocked) throw new errors.InvalidClient(`apps from ${row.host} are blocked on this server`);
+  if (row.status === 'rejected') throw new errors.InvalidClient('this app was rejected by an administrator');
+  return {
+    ...row.registration,
+    client_id: clientId,
+    response_modes: ['query'],
+    scope: clientScopes(row.scopes).join(' '),
+    cimd_status: row.status,
+    cimd_host: row.host,
+  };
+}
+
+/** Marks that a registered client was issued a token (it then stays). Once per client per process. */
+export function tokenIssuedRecorder(db: Db) {
+  const marked = new Set<string>();
+  return async (clientId: string) => {
+    if (marked.has(clientId)) return;
+    await db('cimd_clients').where({ client_id: clientId, registered: true }).whereNull('first_token_at').update({ first_token_at: db.fn.now() });
+    marked.add(clientId);
+  };
+}
+
+/** Removes registrations that had no token within UNUSED_REGISTRATION_SECONDS; answers how many. */
+export async function sweepRegistrations({ db, records }: { db: Db; records: RecordCache }): Promise<number> {
+  const ids: string[] = await db('cimd_clients')
+    .where('registered', true)
+    .whereNull('first_token_at')
+    .where('first_seen_at', '<', db.raw(`now() - interval '${UNUSED_REGISTRATION_SECONDS} seconds'`))
+    .delete()
+    .returning('client_id')
+    .then((rows: Array<{ client_id: string }>) => rows.map((r) => r.client_id));
+  for (const id of ids) await records.announce(db, 'client', id);
+  return ids.length;
+}

@@ -1,0 +1,36 @@
+// The limited tier's checks at consent (docs/agents.md): an unreviewed metadata-document client
+// may have at most CIMD_MAX_USERS users (users holding a grant of it); the next one is refused with
+// access_denied. The page says the app is unreviewed and where it comes from.
+import type { Db } from '../storage/db.ts';
+import { cimdFacts, isUserScope } from './clients.ts';
+import { usersOf } from './store.ts';
+
+/** The reason a new user may not authorize this client now, or undefined. */
+export async function userLimitReached(db: Db, client: { clientId: string }, accountId: string, maxUsers: number): Promise<string | undefined> {
+  if (cimdFacts(client)?.cimd_status !== 'unreviewed') return undefined;
+  const { count, includes } = await usersOf(db, client.clientId, accountId);
+  if (includes || count < maxUsers) return undefined;
+  return `This app has not been reviewed yet and already has as many users as an unreviewed app may have (${maxUsers}). Try again once it has been reviewed.`;
+}
+
+/** What the consent page says of an unreviewed metadata-document client (partials/unreviewed-notice.ejs). */
+export function unreviewedApp(client: object): { host: string } | undefined {
+  const facts = cimdFacts(client);
+  return facts && facts.cimd_status !== 'approved' ? { host: facts.cimd_host } : undefined;
+}
+
+/**
+ * What the consent page's facts say of a metadata-document client, in place of the registry's:
+ * it is reviewed when approved, and who stands behind it is the host that publishes its document.
+ */
+export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string }; byOperators?: boolean } {
+  const facts = cimdFacts(client);
+  if (!facts) return {};
+  return { reviewed: facts.cimd_status === 'approved', developer: { name: '', email: facts.cimd_host }, byOperators: false };
+}
+
+/** The scopes a client may be granted now: its own, only user scopes while it is an unreviewed metadata-document client. */
+export function tierScopes(client: { scope?: string | undefined }): string[] {
+  const scopes = client.scope?.split(' ').filter(Boolean) ?? [];
+  return cimdFacts(client)?.cimd_status === 'unreviewed' ? scopes.filter(isUserScope) : scopes;
+}

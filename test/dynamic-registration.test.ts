@@ -1,0 +1,102 @@
+// Open dynamic client registration (RFC 7591; docs/agents.md): off unless DYNAMIC_REGISTRATION=open;
+// when open, registered clients are unreviewed like metadata-document clients (the limited tier),
+// keep no secret, and those with no token after an hour are removed by the sweep.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type Storage, type TestServer } from './support/server.ts';
+import { newUser } from './support/fixtures.ts';
+import { Browser } from './support/browser.ts';
+import { authorizeUrl, reachConsent, tokenRequest } from './support/oauth.ts';
+import { AGENT_REDIRECT, agentCode, pkcePair } from './support/cimd.ts';
+import { admin as runAdmin } from './support/processes.ts';
+
+const register = (server: TestServer, body: unknown) =>
+  fetch(`${server.url}/v2/auth/oauth2/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const AGENT = { client_name: 'Registered Agent', redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
+
+describe('dynamic registration is off unless an operator opens it', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('sql');
+  });
+  afterAll(() => server?.close());
+
+  it('no registration endpoint in the metadata, and registering is a 404 that stores nothing', async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, unknown>;
+    expect(metadata.registration_endpoint).toBeUndefined();
+    const res = await register(server, AGENT);
+    expect(res.status).toBe(404);
+    expect(await server.system.db('cimd_clients')).toEqual([]);
+  });
+});
+
+describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (storage) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(storage, { DYNAMIC_REGISTRATION: 'open' });
+  });
+  afterAll(() => server?.close());
+
+  async function registered(): Promise<string> {
+    const res = await register(server, AGENT);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(res.status, JSON.stringify(body)).toBe(201);
+    expect(body).not.toHaveProperty('client_secret');
+    expect(body).not.toHaveProperty('registration_access_token');
+    return body.client_id as string;
+  }
+
+  it('the metadata names the endpoint; a registered client is unreviewed: the notice with its host, user scopes only, and its first token recorded', async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, unknown>;
+    expect(metadata.registration_endpoint).toBe(`${server.url}/v2/auth/oauth2/register`);
+    const clientId = await registered();
+    expect(await server.system.db('cimd_clients').where('client_id', clientId).first()).toMatchObject({ registered: true, status: 'unreviewed', host: 'agent.example.com', first_token_at: null });
+
+    const { challenge } = pkcePair();
+    const request = { client_id: clientId, redirect_uri: AGENT_REDIRECT, state: 's', code_challenge: challenge, code_challenge_method: 'S256' };
+    const org = await new Browser().get(authorizeUrl(server.url, { ...request, scope: 'ORG_BOOKING_READ' }));
+    expect(new URL(org.location!).searchParams.get('error')).toBe('invalid_scope');
+    const consent = await reachConsent(new Browser(), server.url, { ...request, scope: 'PROFILE_READ' }, await newUser(server));
+    expect(consent.$('.consent-unreviewed').text()).toContain('agent.example.com');
+
+    const { code, verifier } = await agentCode(server.url, clientId, await newUser(server), 'PROFILE_READ');
+    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: clientId, code_verifier: verifier });
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    await expect.poll(async () => (await server.system.db('cimd_clients').where('client_id', clientId).first()).first_token_at).not.toBeNull();
+
+    // Reviewed as metadata-document clients are, by its id: approved, the full tier at once.
+    const env = { DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) };
+    const approved = await runAdmin(['--json', 'clients', 'approve', clientId], env);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout)).toMatchObject({ client_id: clientId, status: 'approved', host: 'agent.example.com' });
+    expect((await new Browser().get(authorizeUrl(server.url, { ...request, scope: 'PROFILE_READ' }))).status).toBe(303);
+  });
+
+  it('a registration with a shared secret, or without usable redirect URIs, is invalid_client_metadata, and nothing is stored', async () => {
+    const before = (await server.system.db('cimd_clients')).length;
+    for (const body of [{ ...AGENT, token_endpoint_auth_method: 'client_secret_basic' }, { ...AGENT, redirect_uris: ['http://agent.example.com/cb'] }, { ...AGENT, redirect_uris: [] }, { ...AGENT, client_name: 'Agent \u202Eevil' }]) {
+      const res = await register(server, body);
+      const answer = (await res.json()) as Record<string, unknown>;
+      expect(res.status, JSON.stringify(answer)).toBe(400);
+      expect(String(answer.error)).toMatch(/^invalid_(client_metadata|redirect_uri)$/);
+    }
+    expect((await server.system.db('cimd_clients')).length).toBe(before);
+  });
+
+  it('the sweep removes registrations with no token after an hour, and keeps those with one', async () => {
+    const unused = await registered();
+    const used = await registered();
+    const { code, verifier } = await agentCode(server.url, used, await newUser(server), 'PROFILE_READ');
+    expect((await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: used, code_verifier: verifier })).status).toBe(200);
+    await expect.poll(async () => (await server.system.db('cimd_clients').where('client_id', used).first()).first_token_at).not.toBeNull();
+    const fresh = await registered();
+    await server.system.db('cimd_clients').whereIn('client_id', [unused, used]).update({ first_seen_at: server.system.db.raw("now() - interval '2 hours'") });
+
+    expect(await server.system.sweepRegistrations()).toBe(1);
+    expect((await server.system.db('cimd_clients').whereIn('client_id', [unused, used, fresh]).pluck('client_id')).sort()).toEqual([used, fresh].sort());
+    // Removed: an unknown client from then on.
+    const { challenge } = pkcePair();
+    const page = await new Browser().get(authorizeUrl(server.url, { client_id: unused, redirect_uri: AGENT_REDIRECT, scope: 'PROFILE_READ', state: 's', code_challenge: challenge, code_challenge_method: 'S256' }));
+    expect(page.status).toBe(400);
+    expect(page.location).toBeUndefined();
+  });
+});
