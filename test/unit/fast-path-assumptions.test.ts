@@ -24,6 +24,8 @@ function ourProvider(): Provider {
     tokenLimits: { clientAuthentication: async (_ctx: unknown, next: () => Promise<void>) => next() },
     // No grant is bound (src/orgs/bindings.ts): a marked grant's tokens are then bound to nothing.
     bindings: { forGrant: async () => undefined },
+    // No client ID metadata document is fetched here (src/cimd/).
+    cimd: { fetch: unused },
   } as unknown as ProviderDeps;
   return createProvider(deps);
 }
