@@ -95,6 +95,8 @@ describe('guards cannot be skipped by the spelling of a path', () => {
     { method: 'GET', path: () => `/admin/oauth-clients/${pendingPublic}/suspend`, expect: { anonymous: 303, other: 403, owner: 403, admin: 303 } },
     { method: 'POST', path: () => `/admin/oauth-clients/${pendingPublic}/status`, fields: { action: 'none' }, expect: { anonymous: 401, other: 403, owner: 403, admin: 303 } },
     { method: 'POST', path: () => '/admin/oauth-clients/changes/999999', fields: { decision: 'reject' }, expect: { anonymous: 401, other: 403, owner: 403, admin: 303 } },
+    // Metadata-document clients' decisions (their ids are URLs, so they travel in the form).
+    { method: 'POST', path: () => '/admin/oauth-clients/documents', fields: { action: 'none', client_id: 'https://agent.example.com/client.json' }, expect: { anonymous: 401, other: 403, owner: 403, admin: 303 } },
     // Only where the demo was set up (not here): nobody gets anything.
     { method: 'GET', path: () => '/demo/callback?code=x', expect: { anonymous: 404, other: 404, owner: 404, admin: 404 } },
   ];

@@ -304,4 +304,19 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
     expect(JSON.parse(held.body)).toMatchObject({ status: 'error', error: { code: 'rate_limited' } });
     expect((await report({ credentials: ['x'] })).status).toBe(202);
   });
+
+  it('has one spelling: other spellings are 404 and revoke nothing, so none escapes the per-address limit', async () => {
+    const client = await approvedClient(server, [SCOPE]);
+    const user = await newUser(server);
+    const issued = await post(TOKEN, { grant_type: 'authorization_code', code: await codeFor(server, client, user, SCOPE), redirect_uri: REDIRECT }, client);
+    const token = String(issued.body.access_token);
+    const live = async () => (await fetch(`${server.url}/v2/me`, { headers: { authorization: `Bearer ${token}` } })).status;
+    for (const path of [`${REPORT}/`, REPORT.toUpperCase(), REPORT.replace('/revoke', '/Revoke'), `/${REPORT}`, REPORT.replace('/credentials/', '/credentials//'), `${REPORT}%2F`]) {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': newAddress() }, body: JSON.stringify({ credentials: [token] }) });
+      expect(res.status, path).toBe(404);
+    }
+    expect(await live()).toBe(200);
+    expect((await report({ credentials: [token] })).status).toBe(202);
+    expect(await live()).toBe(401);
+  });
 });
