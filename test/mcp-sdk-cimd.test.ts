@@ -17,16 +17,9 @@ import { Browser } from './support/browser.ts';
 import { authorize, type TestUser } from './support/oauth.ts';
 import { REDIRECT, type TestClient } from './support/fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
-import { spawnAdmin, startServerProcess, type RunningServer } from './support/processes.ts';
+import { freePort, spawnAdmin, startServerProcess, type RunningServer } from './support/processes.ts';
 import { BrowserDrivenProvider, connectAndCallTool, MCP_SCOPE, startMcpServer, type McpServerUnderTest } from './support/mcp.ts';
 
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** A self-signed certificate for 127.0.0.1 (openssl, as an operator would make a private CA's). */
 function selfSignedCertificate(dir: string): { key: string; cert: string; certPath: string } {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
-import { ROOT } from './support/processes.ts';
+import { freePort, ROOT } from './support/processes.ts';
 import { answerStarting } from '../src/http/starting.ts';
 
 let pg: TestDatabase;
@@ -31,14 +31,6 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A port free right now (the process needs a known one: it prints its address only when ready). */
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** Resolves once the port accepts connections. */
 async function listening(port: number): Promise<void> {

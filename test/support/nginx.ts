@@ -6,7 +6,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT } from './processes.ts';
+import { freePort, ROOT } from './processes.ts';
+
+export { freePort };
 
 export const NGINX = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
 export const GATEWAY_TEMPLATE = path.join(ROOT, 'deploy/nginx/templates/gateway.conf.template');
@@ -27,16 +29,6 @@ export function renderTemplate(text: string, values: Record<string, string>): st
   });
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface RunningNginx {
   url: string;

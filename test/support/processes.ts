@@ -1,5 +1,6 @@
 // The real commands, as an operator runs them: `npm start` (src/main.ts) and the admin CLI.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runAdmin } from '../../src/admin/program.ts';
@@ -99,6 +100,18 @@ export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000)
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+/** A port free right now (for a process that needs a known one: it prints its address only when ready). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
     });
   });
 }
