@@ -6,6 +6,7 @@
 // secret, secret revoke and delete confirmations), admin review and suspend, organizations and an
 // organization's apps, error pages signed out and signed in, "Administrators only", the finished
 // step and the demo callback. Every violation is listed (rule id, help, nodes) in the failure.
+// Where part of a page sticks to the screen, no control reached with Tab may hide behind it.
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -48,6 +49,35 @@ async function violations(page: Page, name: string): Promise<Finding[]> {
   }, { runOnly: RULES, rules });
 }
 
+/**
+ * Where something sticks to the screen (the consent page's decision bar), tabs through the page
+ * and lists each focused control whose centre that covers (WCAG 2.2 SC 2.4.11, which axe does not check).
+ */
+async function focusBehindStickyParts(page: Page): Promise<string[]> {
+  const sticky = await page.evaluate(() => [...document.querySelectorAll('body *')].some((el) => ['sticky', 'fixed'].includes(getComputedStyle(el).position)));
+  if (!sticky) return [];
+  await page.evaluate(() => {
+    window.scrollTo(0, 0);
+    (document.activeElement as HTMLElement | null)?.blur();
+  });
+  const covered: string[] = [];
+  for (let i = 0; i < 80; i++) {
+    await page.keyboard.press('Tab');
+    const problem = await page.evaluate(() => {
+      const el = document.activeElement as HTMLInputElement | null;
+      if (!el || el === document.body) return null;
+      const box = el.getBoundingClientRect();
+      const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+      const seen = hit && (el.contains(hit) || hit.contains(el) || el.labels?.[0]?.contains(hit));
+      return seen ? '' : `<${el.tagName.toLowerCase()} name="${el.name ?? ''}"> "${(el.textContent ?? '').trim().slice(0, 40)}" at y=${Math.round(box.top)} is behind <${hit?.tagName.toLowerCase()} class="${hit?.className}">`;
+    });
+    if (problem === null) break;
+    if (problem) covered.push(problem);
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+  return covered;
+}
+
 function describeFindings(findings: Finding[]): string {
   return findings.map((f) => `  ${f.id} (${f.impact}): ${f.help}\n${f.nodes.map((n) => `      ${n}`).join('\n')}`).join('\n');
 }
@@ -74,6 +104,7 @@ describe.runIf(browserTestsEnabled('accessibility (axe) in a browser'))('every p
       await page.setViewportSize(viewport);
       const found = await violations(page, name);
       expect.soft(found, `${name} (${size}, ${page.url()}) has axe violations:\n${describeFindings(found)}`).toEqual([]);
+      expect.soft(await focusBehindStickyParts(page), `${name} (${size}): keyboard focus hidden behind a sticky part`).toEqual([]);
     }
     await page.setViewportSize(DESKTOP);
     checked.push(name);
