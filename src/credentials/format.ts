@@ -4,8 +4,7 @@
 // recognises a leaked one offline without false positives, and so that a mistyped, truncated or
 // invented value is refused here, before any store is read (docs/credentials.md#refused-early).
 // Credentials issued before this form (no prefix) keep going to the store as they always did.
-import { randomBytes } from 'node:crypto';
-import { crc32 } from 'node:zlib';
+import { randomFillSync } from 'node:crypto';
 
 export type CredentialKind = 'access_token' | 'refresh_token' | 'authorization_code' | 'client_secret';
 
@@ -32,6 +31,22 @@ export const CREDENTIAL_PATTERNS: Readonly<Record<CredentialKind, RegExp>> = Obj
 
 const WHOLE = /^sp(?:at|rt|ac|cs)_[0-9A-Za-z]{49}$/;
 
+// CRC-32 (IEEE 802.3, the polynomial zlib uses: test/unit/credential-format.test.ts compares the two)
+// over the ASCII characters of a credential, in JavaScript: two to three of them on every refresh,
+// where the native call's overhead would cost more than the arithmetic.
+const CRC_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c;
+});
+
+/** CRC-32 of an ASCII string (every credential body is: the prefixes and base62). */
+export function crc32Ascii(text: string): number {
+  let crc = -1;
+  for (let i = 0; i < text.length; i += 1) crc = CRC_TABLE[(crc ^ text.charCodeAt(i)) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ -1) >>> 0;
+}
+
 function base62(n: number, width: number): string {
   let out = '';
   for (let rest = n; rest > 0; rest = Math.floor(rest / 62)) out = BASE62[rest % 62]! + out;
@@ -39,16 +54,26 @@ function base62(n: number, width: number): string {
 }
 
 /** The checksum of the prefix and the random part. */
-export const checksumOf = (body: string): string => base62(crc32(body), CHECKSUM_LENGTH);
+export const checksumOf = (body: string): string => base62(crc32Ascii(body), CHECKSUM_LENGTH);
+
+// Random bytes drawn from the system in blocks, as nanoid does: one call per ~80 credentials
+// instead of one per credential (two on every refresh). A byte is used once.
+const pool = Buffer.allocUnsafe(4096);
+let poolOffset = pool.length;
+function randomByte(): number {
+  if (poolOffset === pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++]!;
+}
 
 /** Uniform base62 characters: bytes of 248 and more are drawn again (248 = 4 × 62), so no character is likelier. */
 function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length + 8)) {
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
 }

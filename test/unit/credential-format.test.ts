@@ -1,10 +1,12 @@
 // The credential format (src/credentials/format.ts, docs/credentials.md): prefixes, randomness,
 // checksum, and the patterns documented for secret scanners. Pure functions, no storage.
 import fs from 'node:fs';
+import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   checksumOf,
+  crc32Ascii,
   CREDENTIAL_LENGTH,
   CREDENTIAL_PATTERNS,
   CREDENTIAL_PREFIXES,
@@ -20,6 +22,14 @@ const KINDS = Object.keys(CREDENTIAL_PREFIXES) as CredentialKind[];
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 describe('credential format', () => {
+  it('computes the checksum as zlib.crc32 does (docs/credentials.md gives scanners zlib.crc32)', () => {
+    fc.assert(fc.property(fc.string({ unit: fc.constantFrom(...`${BASE62}_`), maxLength: 80 }), (text) => crc32Ascii(text) === crc32(text)), { numRuns: 2000 });
+    for (const kind of KINDS) {
+      const value = generateCredential(kind);
+      expect(crc32Ascii(value.slice(0, 48))).toBe(crc32(value.slice(0, 48)));
+    }
+  });
+
   it('each kind has its prefix, 43 random base62 characters and a 6-character CRC32 checksum', () => {
     for (const kind of KINDS) {
       const value = generateCredential(kind);
