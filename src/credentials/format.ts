@@ -29,8 +29,6 @@ export const CREDENTIAL_PATTERNS: Readonly<Record<CredentialKind, RegExp>> = Obj
   KINDS.map((kind) => [kind, new RegExp(`\\b${CREDENTIAL_PREFIXES[kind]}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}\\b`)]),
 ) as Record<CredentialKind, RegExp>;
 
-const WHOLE = /^sp(?:at|rt|ac|cs)_[0-9A-Za-z]{49}$/;
-
 // CRC-32 (IEEE 802.3, the polynomial zlib uses: test/unit/credential-format.test.ts compares the two)
 // over the ASCII characters of a credential, in JavaScript: two to three of them on every refresh,
 // where the native call's overhead would cost more than the arithmetic.
@@ -68,32 +66,69 @@ function randomByte(): number {
   return pool[poolOffset++]!;
 }
 
-/** Uniform base62 characters: bytes of 248 and more are drawn again (248 = 4 × 62), so no character is likelier. */
-function randomBase62(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    const byte = randomByte();
-    if (byte < 248) out += BASE62[byte % 62];
-  }
-  return out;
-}
+/** Each ASCII code's base62 digit, or -1 for any other character. */
+const DIGIT = Int8Array.from({ length: 128 }, (_, code) => BASE62.indexOf(String.fromCharCode(code)));
+const CODES = Uint8Array.from(BASE62, (c) => c.charCodeAt(0));
+// A credential is built in this buffer, one byte per character (all ASCII), and read out as latin1.
+const building = Buffer.alloc(CREDENTIAL_LENGTH);
 
 /** A new credential of this kind. */
 export function generateCredential(kind: CredentialKind): string {
-  const body = CREDENTIAL_PREFIXES[kind] + randomBase62(RANDOM_LENGTH);
-  return body + checksumOf(body);
+  const prefix = CREDENTIAL_PREFIXES[kind];
+  let crc = -1;
+  for (let i = 0; i < PREFIX_LENGTH; i += 1) {
+    building[i] = prefix.charCodeAt(i);
+    crc = CRC_TABLE[(crc ^ building[i]!) & 0xff]! ^ (crc >>> 8);
+  }
+  // Uniform base62 characters: bytes of 248 and more are drawn again (248 = 4 × 62), so no character is likelier.
+  for (let i = PREFIX_LENGTH; i < PREFIX_LENGTH + RANDOM_LENGTH; ) {
+    const byte = randomByte();
+    if (byte >= 248) continue;
+    building[i] = CODES[byte % 62]!;
+    crc = CRC_TABLE[(crc ^ building[i]!) & 0xff]! ^ (crc >>> 8);
+    i += 1;
+  }
+  // The checksum in base62, most significant digit first, padded with '0'.
+  let rest = (crc ^ -1) >>> 0;
+  for (let i = CREDENTIAL_LENGTH - 1; i >= CREDENTIAL_LENGTH - CHECKSUM_LENGTH; i -= 1) {
+    building[i] = CODES[rest % 62]!;
+    rest = Math.floor(rest / 62);
+  }
+  return building.toString('latin1');
 }
 
-/** What a value is when it is one of ours, whole and with its checksum right; else undefined. */
+/** The kind each prefix's third and fourth characters name (sp··_). */
+const KIND_OF_TAG: ReadonlyMap<string, CredentialKind> = new Map(KINDS.map((kind) => [CREDENTIAL_PREFIXES[kind].slice(2, 4), kind]));
+
+/**
+ * What a value is when it is one of ours, whole and with its checksum right; else undefined. One
+ * pass over its characters, without a regular expression or a copy: it runs for every credential
+ * presented: a prefix of ours, 49 base62 characters, the last 6 the checksumOf the rest
+ * (test/unit/credential-format.test.ts holds it to that rule).
+ */
 export function credentialKind(value: string): CredentialKind | undefined {
-  if (value.length !== CREDENTIAL_LENGTH || !WHOLE.test(value)) return undefined;
-  const body = value.slice(0, -CHECKSUM_LENGTH);
-  if (checksumOf(body) !== value.slice(-CHECKSUM_LENGTH)) return undefined;
-  return KINDS.find((kind) => value.startsWith(CREDENTIAL_PREFIXES[kind]));
+  if (value.length !== CREDENTIAL_LENGTH || value.charCodeAt(0) !== 0x73 /* s */ || value.charCodeAt(1) !== 0x70 /* p */ || value.charCodeAt(4) !== 0x5f /* _ */) return undefined;
+  const kind = KIND_OF_TAG.get(value.slice(2, 4));
+  if (kind === undefined) return undefined;
+  let crc = -1;
+  for (let i = 0; i < PREFIX_LENGTH + RANDOM_LENGTH; i += 1) {
+    const code = value.charCodeAt(i);
+    if (i >= PREFIX_LENGTH && (code > 127 || DIGIT[code]! < 0)) return undefined;
+    crc = CRC_TABLE[(crc ^ code) & 0xff]! ^ (crc >>> 8);
+  }
+  let stated = 0;
+  for (let i = PREFIX_LENGTH + RANDOM_LENGTH; i < CREDENTIAL_LENGTH; i += 1) {
+    const code = value.charCodeAt(i);
+    const digit = code > 127 ? -1 : DIGIT[code]!;
+    if (digit < 0) return undefined;
+    stated = stated * 62 + digit;
+  }
+  return stated === (crc ^ -1) >>> 0 ? kind : undefined;
 }
 
 /** Whether a value starts with one of our prefixes (it then must be whole and of the right kind). */
-export const hasOurPrefix = (value: string): boolean => value.length >= PREFIX_LENGTH && value[4] === '_' && KINDS.some((kind) => value.startsWith(CREDENTIAL_PREFIXES[kind]));
+export const hasOurPrefix = (value: string): boolean =>
+  value.length >= PREFIX_LENGTH && value.charCodeAt(0) === 0x73 && value.charCodeAt(1) === 0x70 && value.charCodeAt(4) === 0x5f && KIND_OF_TAG.has(value.slice(2, 4));
 
 /**
  * Whether a value presented as a credential of `kind` is refused without asking any store: it

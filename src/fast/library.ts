@@ -71,8 +71,9 @@ export async function fromStore<T>(model: unknown, stored: AdapterPayload): Prom
  * Makes the ids (the values: opaque tokens are their ids) of new access tokens, refresh tokens and
  * authorization codes with `make` (src/credentials/format.ts) instead of the library's nanoid. Its
  * generateTokenId is what every save() and the fast refresh (toSave) call, so this covers both
- * paths. The library's own runs first: for an access token it decides the format
- * (lib/models/formats/index.js); a JWT keeps the library's jti. Throws when the models no longer
+ * paths. For an access token the library's own runs first: it decides the format
+ * (lib/models/formats/index.js), and a JWT keeps the library's jti; refresh tokens and codes are
+ * opaque (lib/models/refresh_token.js, authorization_code.js use the opaque format only). Throws when the models no longer
  * make their ids there.
  */
 export function makeTokenIds(provider: Provider, make: (model: 'AccessToken' | 'RefreshToken' | 'AuthorizationCode') => string): void {
@@ -80,10 +81,15 @@ export function makeTokenIds(provider: Provider, make: (model: 'AccessToken' | '
     const proto = (provider[model] as unknown as { prototype: { generateTokenId?: (this: { format?: string }) => string } }).prototype;
     const libraryMade = proto.generateTokenId;
     if (typeof libraryMade !== 'function') throw new Error(`oidc-provider's ${model} no longer has generateTokenId: review src/fast/library.ts`);
-    proto.generateTokenId = function generateTokenId() {
-      const id = libraryMade.call(this);
-      return this.format === 'jwt' ? id : make(model);
-    };
+    // Only an access token's format can be a JWT: the library's call decides it (and sets `format`).
+    // A refresh token or code is always opaque, and its library-made id would be thrown away.
+    proto.generateTokenId =
+      model === 'AccessToken'
+        ? function generateTokenId() {
+            const id = libraryMade.call(this);
+            return this.format === 'jwt' ? id : make(model);
+          }
+        : () => make(model);
   }
 }
 

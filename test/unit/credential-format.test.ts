@@ -92,6 +92,22 @@ describe('credential format', () => {
     }
   });
 
+  it('the one-pass check agrees with the rule as written: a prefix, 49 base62 characters, the last 6 the checksum of the rest', () => {
+    const byRule = (value: string) => {
+      const kind = KINDS.find((k) => value.startsWith(CREDENTIAL_PREFIXES[k]));
+      return kind && /^sp(?:at|rt|ac|cs)_[0-9A-Za-z]{49}$/.test(value) && value.slice(-6) === checksumOf(value.slice(0, -6)) ? kind : undefined;
+    };
+    const near = fc.tuple(fc.constantFrom(...KINDS), fc.nat({ max: CREDENTIAL_LENGTH - 1 }), fc.string({ maxLength: 2 })).map(([kind, at, insert]) => {
+      const value = generateCredential(kind);
+      return value.slice(0, at) + insert + value.slice(at + insert.length);
+    });
+    // Checksums that fit in 6 digits only by their leading zeros, and values with every digit at the edges.
+    const edges = ['spat_' + '0'.repeat(49), 'sprt_' + 'z'.repeat(49), 'spac_' + 'Z'.repeat(43) + '000000', 'spcs_' + '9'.repeat(43) + 'zzzzzz'];
+    for (const value of edges) expect(credentialKind(value)).toBe(byRule(value));
+    fc.assert(fc.property(fc.oneof(near, fc.string({ unit: fc.constantFrom(...`${BASE62}_sp`), minLength: 54, maxLength: 54 }), fc.string({ maxLength: 60 })), (value) => credentialKind(value) === byRule(value)), { numRuns: 5000 });
+    for (let i = 0; i < 2000; i += 1) for (const kind of KINDS) expect(byRule(generateCredential(kind))).toBe(kind);
+  });
+
   it('a scanner finds them in text by their pattern, and the hint does not give them away', () => {
     const value = generateCredential('client_secret');
     const text = `config: {"secret":"${value}"} and spcs_short and x${generateCredential('access_token')}`;
