@@ -3,7 +3,7 @@
 // characters) keep matching by their hash.
 // An unsalted fast hash is enough because the secrets are long server-generated random
 // values (no dictionary to try); it keeps client authentication cheap on the hot path.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { generateCredential } from '../credentials/format.ts';
 
 export function generateClientSecret(): string {
@@ -39,14 +39,22 @@ export interface StoredSecret {
  * matches nothing. Its expiry is read from the record (cached), so refusing it costs no store read.
  */
 export function matchClientSecret(presented: string, secrets: readonly StoredSecret[], now = Date.now()): number | undefined {
-  const digest = createHash('sha256').update(presented, 'utf8').digest();
+  const digest = hash('sha256', presented, 'buffer');
   let match: StoredSecret | undefined;
   for (const secret of secrets) {
-    const stored = Buffer.from(secret.hash, 'hex');
+    const stored = hashBytes(secret);
     // No early exit: the time taken does not depend on which secret matched.
     if (stored.length === digest.length && timingSafeEqual(stored, digest)) match = secret;
   }
   return match && !isExpired(match.expires, now) ? match.id : undefined;
+}
+
+// A stored hash's bytes, decoded once per record read (records are cached: src/storage/record-cache.ts).
+const decoded = new WeakMap<StoredSecret, Buffer>();
+function hashBytes(secret: StoredSecret): Buffer {
+  let bytes = decoded.get(secret);
+  if (bytes === undefined) decoded.set(secret, (bytes = Buffer.from(secret.hash, 'hex')));
+  return bytes;
 }
 
 export const isExpired = (expires: number | null | undefined, now = Date.now()): boolean => typeof expires === 'number' && expires <= now;
