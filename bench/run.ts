@@ -15,6 +15,7 @@ import { PgMeter, RedisMeter } from './lib/stores.ts';
 import { runRounds, tokenBudget, type Step } from './lib/rounds.ts';
 import { fmt, resultsTable, summarize, targetsTable, type CaseResult, type Summary, type Target } from './lib/report.ts';
 import { runScale, type ScaleResult } from './lib/scale.ts';
+import { hostSteadiness, STEADY_SPREAD } from './lib/host.ts';
 
 const USAGE = `npm run bench -- [options]
   --quick            smoke run: 1 repetition of 3 s per case, 1 s warm-up, 15 s burst (no BASELINE.md)
@@ -72,6 +73,7 @@ async function anchorMint(anchor: Server, kind: string, n: number): Promise<stri
 async function main(): Promise<number> {
   const started = new Date();
   pinSelf();
+  const steadiness = [hostSteadiness()];
   const moved = a['storage-unpinned'] ? 0 : pinStorage();
   ensureWrk();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
@@ -164,9 +166,10 @@ async function main(): Promise<number> {
   }
   await meters.pg.close(); // the last window's SQL counts
   for (const s of [anchor, hello, ours]) await s.stop();
+  steadiness.push(hostSteadiness());
 
   const scale = a.scale ? await runScale({ ...rounds, pgUrl: o.pgUrl, redisUrl: o.redisUrl, connections: o.connections, tmp }) : undefined;
-  return report(started, results, rss, scale, pinning, meters.pg.idle);
+  return report(started, results, rss, scale, pinning, meters.pg.idle, steadiness);
 }
 
 const git = (args: string[]) => {
@@ -177,7 +180,7 @@ const git = (args: string[]) => {
   }
 };
 
-function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server: string; when: string; mib: number }[], scale: ScaleResult | undefined, pinning: string, idle: PgMeter['idle']): number {
+function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server: string; when: string; mib: number }[], scale: ScaleResult | undefined, pinning: string, idle: PgMeter['idle'], steadiness: ReturnType<typeof hostSteadiness>[]): number {
   const results = [...resultMap.values()];
   const all = new Map([...resultMap, ...(scale?.results ?? []).map((r) => [r.id, r] as const)]);
   const sums = new Map<string, Summary>();
@@ -213,9 +216,14 @@ function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server
   const dirty = git(['status', '--porcelain']).split('\n').filter(Boolean).length;
   const foreign = [...all.values()].flatMap((r) => r.samples.map((x) => x.foreignCpu ?? 0)).sort((x, y) => x - y);
   const shared = `other processes used ${fmt.n(foreign[foreign.length >> 1])}% of a core (median; worst run ${fmt.n(foreign.at(-1))}%) during the timed runs${(foreign.at(-1) ?? 0) > o.maxForeignCpu ? ': **a shared machine, the figures are noisy**' : ''}`;
+  const spreads = steadiness.map((x) => x?.spread ?? NaN);
+  const worstSpread = Math.max(...spreads);
+  const host = Number.isFinite(worstSpread)
+    ? `the host's own speed varied by ${spreads.map((x) => `${Math.round(100 * x)}%`).join(' before, ')} after (a hashing loop on the servers' core, ${steadiness[0]!.counts.length} windows of 0.5 s)${worstSpread > STEADY_SPREAD ? ': **an unsteady host: these ratios are not comparable with another run\'s**' : ''}`
+    : "the host's own speed was not measured";
   const headline =
     `${started.toISOString()} · commit ${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ` (+${dirty} uncommitted files)` : ''} · Node ${process.version} · ${os.cpus()[0]?.model.trim()}, ${CORES} cores · ${pinning} · ` +
-    `wrk -t1 -c${o.connections}, ${o.reps} × ${o.duration} s per case after a ${o.warmup} s warm-up round, medians · our server: \`NODE_ENV=production\`, log level info (to a file), rate limits on at their defaults · run took ${Math.round((Date.now() - started.getTime()) / 1000)} s · ${shared}` +
+    `wrk -t1 -c${o.connections}, ${o.reps} × ${o.duration} s per case after a ${o.warmup} s warm-up round, medians · our server: \`NODE_ENV=production\`, log level info (to a file), rate limits on at their defaults · run took ${Math.round((Date.now() - started.getTime()) / 1000)} s · ${shared} · ${host}` +
     `${o.quick ? ' · **QUICK smoke run: indicative only**' : ''}`;
   const scaleMd = scale
     ? ['<!-- scale -->', '## Scale (`--scale`)', '', resultsTable(scale.results, sums), '', targetsTable(scale.targets), '', ...scale.notes.map((n) => `- ${n}`), '<!-- /scale -->'].join('\n')
