@@ -101,10 +101,10 @@ export function generateCredential(kind: CredentialKind): string {
 const KIND_OF_TAG: ReadonlyMap<string, CredentialKind> = new Map(KINDS.map((kind) => [CREDENTIAL_PREFIXES[kind].slice(2, 4), kind]));
 
 /**
- * What a value is when it is one of ours, whole and with its checksum right; else undefined. One
- * pass over its characters, without a regular expression or a copy: it runs for every credential
- * presented: a prefix of ours, 49 base62 characters, the last 6 the checksumOf the rest
- * (test/unit/credential-format.test.ts holds it to that rule).
+ * What a value is when it is one of ours — a prefix of ours, 49 base62 characters, the last 6 the
+ * checksumOf the rest — else undefined. In one pass over its characters, without a regular
+ * expression or a copy, as it runs for every credential presented (test/unit/credential-format.test.ts
+ * holds it to the rule as written).
  */
 export function credentialKind(value: string): CredentialKind | undefined {
   if (value.length !== CREDENTIAL_LENGTH || value.charCodeAt(0) !== 0x73 /* s */ || value.charCodeAt(1) !== 0x70 /* p */ || value.charCodeAt(4) !== 0x5f /* _ */) return undefined;

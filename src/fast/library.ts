@@ -72,9 +72,9 @@ export async function fromStore<T>(model: unknown, stored: AdapterPayload): Prom
  * authorization codes with `make` (src/credentials/format.ts) instead of the library's nanoid. Its
  * generateTokenId is what every save() and the fast refresh (toSave) call, so this covers both
  * paths. For an access token the library's own runs first: it decides the format
- * (lib/models/formats/index.js), and a JWT keeps the library's jti; refresh tokens and codes are
- * opaque (lib/models/refresh_token.js, authorization_code.js use the opaque format only). Throws when the models no longer
- * make their ids there.
+ * (lib/models/formats/index.js), and a JWT keeps the library's jti. Refresh tokens and codes are
+ * always opaque (base_model.js's generateTokenId). Throws when the models no longer make their
+ * ids there.
  */
 export function makeTokenIds(provider: Provider, make: (model: 'AccessToken' | 'RefreshToken' | 'AuthorizationCode') => string): void {
   for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode'] as const) {
