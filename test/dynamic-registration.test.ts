@@ -82,6 +82,15 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     expect((await server.system.db('cimd_clients')).length).toBe(before);
   });
 
+  it("a registered client's id never begins with '-', which the operator scripts would read as an option", async () => {
+    // The library's ids are base64url: one in 64 began with '-', and `clients approve <id>` failed
+    // with "unknown option" (CI, 2026-11-26). 150 registrations met one nine times in ten.
+    const ids = await Promise.all(Array.from({ length: 150 }, () => registered()));
+    expect(ids.filter((id) => id.startsWith('-'))).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => /^[A-Za-z0-9_-]{22}$/.test(id))).toBe(true);
+  });
+
   it('the sweep removes registrations with no token after an hour, and keeps those with one', async () => {
     const unused = await registered();
     const used = await registered();

@@ -5,6 +5,7 @@
 // PKCE, or `private_key_jwt`), so nothing secret is stored; no registration access token is
 // issued (no RFC 7592 management). A registration with no token issued within an hour is removed
 // by a sweep (src/system.ts): registration floods leave nothing behind.
+import { randomBytes } from 'node:crypto';
 import { errors, type AdapterPayload } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
@@ -13,6 +14,17 @@ import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
 import { clientScopes } from './clients.ts';
 import type { CimdStatus } from './store.ts';
+
+/**
+ * A registered client's id: 128 random bits in base64url (the library's form of ids), never
+ * starting with '-', which an operator script would take for an option (`clients approve -x…`).
+ */
+export function registeredClientId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (id[0] !== '-') return id;
+  }
+}
 
 /** How long a registration may go without a token before the sweep removes it. */
 export const UNUSED_REGISTRATION_SECONDS = 3600;

@@ -27,6 +27,7 @@ import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts'
 import { audienceOf, checkRefreshResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
 import { isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { registeredClientId } from '../cimd/registration.ts';
 
 
 export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
@@ -106,7 +107,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       // Open dynamic registration (RFC 7591) only when an operator sets DYNAMIC_REGISTRATION=open:
       // registered clients are unreviewed, in the limited tier (src/cimd/registration.ts); no
       // registration access token (no RFC 7592 management), no secret.
-      registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false },
+      registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false, idFactory: registeredClientId },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
       revocation: {
         enabled: true,
