@@ -6,12 +6,15 @@ import pretty from 'pino-pretty';
 
 export type Logger = pino.Logger;
 
-// A line per request must not cost a write(2) per request on the hot path: lines are buffered up
-// to 4 KB (about 25 request lines) and flushed at least every second (and at exit, by pino), so a
-// quiet server's lines still show up promptly. Not more: sonic-boom measures the byte length of
-// the whole pending chunk on every write, and with 16 KB chunks that cost about as much as the
-// gateway check's own decision (docs/benchmark.md).
+// A line per request must not cost a write(2) per request on the hot path: lines are gathered
+// here into chunks of about 16 KB, each handed to sonic-boom whole (one write), and flushed at least
+// every second (and at exit), so a quiet server's lines still show up promptly. Gathered here
+// rather than in sonic-boom: it measures the byte length of its whole pending chunk on every line
+// written, which with 16 KB chunks cost about as much as the gateway check's own decision, and
+// smaller chunks cost as much again in writes (docs/benchmark.md).
 const FLUSH_EVERY_MS = 1000;
+/** Characters gathered before they are written (lines are ASCII JSON: about as many bytes). */
+const CHUNK = 16_000;
 const MAX_DEPTH = 5;
 
 /**
@@ -56,13 +59,52 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   if (level === 'silent') return pino({ level });
   if (destination) return pino({ level, ...OPTIONS }, destination);
   if (format === 'pretty') return pino({ level, ...OPTIONS }, prettyStream());
-  const stdout = pino.destination({ dest: 1, minLength: 4_000, maxWrite: 4_096, sync: false });
+  const stdout = pino.destination({ dest: 1, minLength: 0, sync: false });
+  const lines = gatheredLines(stdout);
   setInterval(() => {
     try {
-      stdout.flush();
+      lines.flush();
     } catch {
       // destroyed at shutdown: nothing left to flush
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ level, ...OPTIONS }, stdout);
+  // At exit, what is still gathered is handed over and written at once (pino's own exit flush of
+  // sonic-boom, registered earlier, runs before this one and cannot see it).
+  process.once('exit', () => {
+    try {
+      lines.flushSync();
+    } catch {
+      // stdout gone: nothing can be written
+    }
+  });
+  return pino({ level, ...OPTIONS }, lines);
+}
+
+/**
+ * The stream pino and the request lines write to: lines are appended to one string (a rope, no
+ * copy) and handed to sonic-boom once CHUNK characters have gathered, so sonic-boom measures and
+ * writes each chunk once.
+ */
+function gatheredLines(stdout: pino.DestinationStream & { flush(cb?: () => void): void; flushSync(): void }) {
+  let pending = '';
+  const handOver = () => {
+    if (pending === '') return;
+    const chunk = pending;
+    pending = '';
+    stdout.write(chunk);
+  };
+  return {
+    write(line: string) {
+      pending += line;
+      if (pending.length >= CHUNK) handOver();
+    },
+    flush(cb?: () => void) {
+      handOver();
+      stdout.flush(cb);
+    },
+    flushSync() {
+      handOver();
+      stdout.flushSync();
+    },
+  };
 }
