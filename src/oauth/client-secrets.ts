@@ -9,7 +9,6 @@ import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { activeSecretReader } from '../clients/service.ts';
 import type { SecretUses } from '../clients/secret-use.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
-import { refusedAs } from '../credentials/format.ts';
 
 export interface ClientSecrets {
   /** The id of the client's secret that this one matches (constant time, hashes only), or undefined. */
@@ -23,8 +22,9 @@ export interface ClientSecrets {
 export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>, uses: SecretUses): ClientSecrets {
   const marked = artifacts.secretMarkedRevoked;
   return {
-    // A malformed secret of ours matches nothing: its status is never read (docs/credentials.md).
-    match: (client, presented) => (refusedAs('client_secret', presented) ? undefined : matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? [])),
+    // A malformed secret of ours matches no stored hash (each is the hash of a whole one), so its
+    // status is never read (docs/credentials.md); checking its form first would only cost the time.
+    match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? []),
     isActive: marked ? async (secretId) => !(await marked(secretId)) : activeSecretReader(db),
     // A failed write is the database's outage, which the next request meets and reports.
     used: (secretId) => void uses.record(String(secretId), secretId).catch(() => {}),
