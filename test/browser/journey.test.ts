@@ -29,6 +29,8 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     await devSide.page.getByLabel('Password').fill('not the password');
     await devSide.page.getByRole('button', { name: 'Sign in' }).click();
     await devSide.page.locator('.alert').waitFor();
+    // The answer's page takes the focus as it loads (autofocus): wait for it, then read it.
+    await devSide.page.waitForFunction(() => document.activeElement?.id === 'password', undefined, { timeout: 5_000 });
     const focus = await devSide.page.evaluate(() => {
       const el = document.activeElement as HTMLElement;
       const style = getComputedStyle(el);
