@@ -90,6 +90,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     // fetched from their jwks_uri under the documents' rules (src/cimd/fetch.ts): the only fetch.
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', ...(config.cimd.enabled ? (['private_key_jwt'] as const) : [])],
     fetch: deps.cimd.fetch as unknown as Configuration['fetch'],
+    // Called with an assertion whose signature the client's keys verified: this request's client
+    // authenticated (rate-limits.ts counts it so), unless the library then finds the assertion
+    // replayed (its one later check, answered 401). Nothing to add to the library's checks here;
+    // its default only adds one for FAPI 2.0, which this server does not use.
+    assertJwtClientAuthClaimsAndHeader: (ctx) => deps.tokenLimits.authenticated(ctx),
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
@@ -280,7 +285,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
     secrets.used(secretId);
     // This request's client authenticated: what its budget counts (rate-limits.ts), said here
-    // and nowhere else. The provider runs each request in its context (Provider.ctx).
+    // and by the assertion check above. The provider runs each request in its context (Provider.ctx).
     const ctx = Provider.ctx;
     if (ctx) deps.tokenLimits.authenticated(ctx);
     return true;
