@@ -18,8 +18,8 @@ function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['pri
   return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
 }
 
-// Refused URL client_ids all count as failed authentications of "no registered client" from this
-// address (src/oauth/rate-limits.ts): this file makes far more of them than the limit lets through.
+// Refused URL client_ids count as failed authentications, each of its own id and all of this
+// address (src/oauth/rate-limits.ts): this file makes more of them than the limits let through.
 const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_AUTH_FAILURES: '1000' };
 const OTHER_REDIRECT = 'https://agent.example.com/other-callback';
 

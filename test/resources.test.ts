@@ -37,14 +37,20 @@ describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)',
     return (await res.json()) as Record<string, unknown>;
   }
 
-  /** Sign-in and Allow for `scope` with these extra authorization parameters, then the code exchange. */
-  async function tokensWith(scope: string, extra: { resource?: string | string[]; browser?: Browser } = {}, exchange: Record<string, string> = {}) {
+  /** Sign-in and Allow for `scope` with these extra authorization parameters: the code. */
+  async function codeWith(scope: string, extra: { resource?: string | string[]; browser?: Browser } = {}): Promise<string> {
     const url = new URL(authorizeUrl(server.url, { client_id: app.client_id, redirect_uri: REDIRECT, scope, state: 's' }));
     for (const resource of [extra.resource ?? []].flat()) url.searchParams.append('resource', resource);
     const back = await authorize(extra.browser ?? new Browser(), server.url, url, user);
     const code = back.searchParams.get('code');
     expect(code, back.href).toBeTruthy();
-    const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, ...app, ...exchange });
+    return code!;
+  }
+
+  /** codeWith, then the code exchange. */
+  async function tokensWith(scope: string, extra: { resource?: string | string[]; browser?: Browser } = {}, exchange: Record<string, string> = {}) {
+    const code = await codeWith(scope, extra);
+    const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...app, ...exchange });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body as { access_token: string; refresh_token: string; scope: string };
   }
@@ -162,6 +168,35 @@ describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)',
     const named = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: plain.refresh_token, resource: MCP, ...app });
     expect(named.body.error).toBe('invalid_target');
     expect((await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: plain.refresh_token, ...app })).status).toBe(200);
+  });
+
+  it('refuses a code exchange whose resource is unknown or not granted with invalid_target, spending nothing: the corrected retry gets tokens and the grant lives', async () => {
+    const exchange = (code: string, resource?: string) =>
+      tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...app, ...(resource === undefined ? {} : { resource }) });
+    // Issue 45 item 9: each refusal used to consume the code, and the retry was a replay that revoked the grant.
+    const cases: Array<[granted: string | string[] | undefined, refused: string | undefined, corrected: string | undefined, aud: () => string]> = [
+      [undefined, 'https://unknown.example.com/mcp', undefined, () => platform], // not registered here
+      [MCP, 'https://unknown.example.com/mcp', MCP, () => MCP],
+      [MCP, platform, undefined, () => MCP], // registered, but not granted to this code
+      [[MCP, platform], undefined, MCP, () => MCP], // two granted and none chosen
+    ];
+    for (const [granted, refused, corrected, aud] of cases) {
+      const code = await codeWith('PROFILE_READ', granted === undefined ? {} : { resource: granted });
+      const refusal = await exchange(code, refused);
+      expect([refusal.status, refusal.body.error], `${granted} / ${refused}`).toEqual([400, 'invalid_target']);
+      const tokens = await exchange(code, corrected);
+      expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+      // The grant lives: its tokens are active, and its refresh token refreshes.
+      expect(await introspect(app, tokens.body.access_token as string)).toMatchObject({ active: true, aud: aud() });
+      const refresh = (resource?: string) => tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token as string, ...app, ...(resource === undefined ? {} : { resource }) });
+      // Two granted: a refresh too must choose, and is refused before its token is spent.
+      if (Array.isArray(granted)) expect((await refresh()).body.error).toBe('invalid_target');
+      const refreshed = await refresh(corrected);
+      expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+      // A replay of the code is still one: refused, and the grant revoked.
+      expect((await exchange(code, corrected)).body.error).toBe('invalid_grant');
+      expect(await introspect(app, refreshed.body.access_token as string)).toMatchObject({ active: false });
+    }
   });
 
   it('asks consent again for a resource the grant does not cover yet, and issues a token for it from the same grant', async () => {

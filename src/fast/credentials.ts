@@ -39,6 +39,38 @@ export function presentedCredentials(authorization: string, params: Record<strin
 export const claimedClientId = (authorization: string, params: Record<string, unknown> | undefined): string | undefined =>
   presentedCredentials(authorization, params).clientId;
 
+/**
+ * The client id a request names in any form, unverified: HTTP Basic's user, `client_id`, or else a
+ * client assertion's subject (RFC 7523 3: a request may name its client only there). Unlike the
+ * claim above, ids outside the registry's form count too (metadata-document URLs, registered
+ * clients' ids): the limits key counters by them, digested to a fixed size (rate-limits.ts).
+ */
+export function namedClientId(authorization: string, params: Record<string, unknown> | undefined): string | undefined {
+  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization);
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    try {
+      return formDecode(colon < 0 ? decoded : decoded.slice(0, colon)) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  const { client_id: id, client_assertion: assertion } = params ?? {};
+  if (typeof id === 'string' && id) return id;
+  return typeof assertion === 'string' ? assertionSubject(assertion) : undefined;
+}
+
+/** A JWT's `sub`, read without verifying anything (the provider verifies the assertion). */
+function assertionSubject(jwt: string): string | undefined {
+  try {
+    const { sub } = JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub?: unknown };
+    return typeof sub === 'string' && sub ? sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // The strict reading, for the fast path (refresh.ts, introspection.ts): only what the provider
 // itself would accept as a client secret, and nothing it would judge otherwise.
 // Headers the provider reads for other kinds of client authentication, or for CORS.

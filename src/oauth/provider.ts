@@ -24,7 +24,7 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
 import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
-import { audienceOf, checkRefreshResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
+import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
 import { isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
 import { registeredClientId } from '../cimd/registration.ts';
@@ -90,6 +90,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     // fetched from their jwks_uri under the documents' rules (src/cimd/fetch.ts): the only fetch.
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', ...(config.cimd.enabled ? (['private_key_jwt'] as const) : [])],
     fetch: deps.cimd.fetch as unknown as Configuration['fetch'],
+    // Called with an assertion whose signature the client's keys verified: this request's client
+    // authenticated (rate-limits.ts counts it so), unless the library then finds the assertion
+    // replayed (its one later check, answered 401). Nothing to add to the library's checks here;
+    // its default only adds one for FAPI 2.0, which this server does not use.
+    assertJwtClientAuthClaimsAndHeader: (ctx) => deps.tokenLimits.authenticated(ctx),
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
@@ -231,7 +236,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       const wait = clientId ? deps.tokenLimits.refreshHeldBack(clientId, sub) : 0;
       if (wait) throw tooManyRefreshes(ctx, wait);
       // Its `resource` too (RFC 8707): refused here, before the token is spent (resources.ts).
-      if (clientId) await checkRefreshResource(ctx, token as { resource?: string | string[] }, resources);
+      if (clientId) await checkGrantedResource(ctx, token as { resource?: string | string[] }, 'refresh token', resources);
       const user = await findUserById(cached, sub);
       if (!user) return undefined;
       return { accountId: String(user.id), claims: async () => ({ sub: String(user.id) }) };
@@ -257,6 +262,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   // Tokens and codes that say what they are and carry a checksum (docs/credentials.md), on the
   // provider's path and the fast refresh alike (src/fast/library.ts makeTokenIds).
   makeTokenIds(provider, (model) => generateCredential(TOKEN_MODEL_KINDS[model]));
+  // A code exchange's `resource` (RFC 8707) is checked before the code is spent, as a refresh's
+  // is in findAccount (resources.ts): a refused resource leaves the code for the corrected retry.
+  checkCodeResourceFirst(provider, resources);
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
@@ -280,7 +288,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     if (secretId === undefined || !(await secrets.isActive(secretId))) return false;
     secrets.used(secretId);
     // This request's client authenticated: what its budget counts (rate-limits.ts), said here
-    // and nowhere else. The provider runs each request in its context (Provider.ctx).
+    // and by the assertion check above. The provider runs each request in its context (Provider.ctx).
     const ctx = Provider.ctx;
     if (ctx) deps.tokenLimits.authenticated(ctx);
     return true;

@@ -6,10 +6,19 @@
 // values, so guessing is hopeless, and a lockout that also refused the right secret would only
 // hand an attacker a switch that turns integrations off. So:
 // - a request whose client authenticates is never refused because of failures — anyone's, from
-//   any address — only when that client's own authenticated volume is over its budget;
-// - requests that do not authenticate are counted per (claimed client id, address) and per
-//   address; over the limit they are answered 429 with a growing Retry-After instead of 401.
-import { claimedClientId } from '../fast/credentials.ts';
+//   any address — only when that client's own authenticated volume is over its budget, which is
+//   decided before the provider runs (clientBudget): an answer the provider produced for an
+//   authenticated client, or any answer it fulfilled, stands;
+// - requests that do not authenticate are counted per (named client id, address) and per
+//   address; over the limit they are answered 429 with a growing Retry-After instead of their
+//   refusal (nothing was done for them).
+// "Authenticated" is the verifier's word, whatever the method: a client secret compared
+// (compareClientSecret), a client assertion's signature checked (assertJwtClientAuthClaimsAndHeader,
+// both in provider.ts), or, for a public client, the provider fulfilling its request (PKCE at the
+// code exchange, its refresh token at a refresh).
+import { createHash } from 'node:crypto';
+import { namedClientId } from '../fast/credentials.ts';
+import { isWellFormedClientId } from '../clients/secrets.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -70,6 +79,13 @@ function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: num
   reply(ctx as Context, oauthErrorAnswer(429, 'slow_down', `too many requests; retry after ${retryAfter} seconds`, headers));
 }
 
+/**
+ * A client id as a counter's key: an id of the registry's form as it is, any other (a metadata
+ * document's URL of up to 2000 characters, an open registration's id, a made-up one) digested
+ * to a fixed size, so that each id has a count of its own and no claim sizes our keys.
+ */
+export const counterKey = (clientId: string): string => (isWellFormedClientId(clientId) ? clientId : `~${createHash('sha256').update(clientId).digest('base64url')}`);
+
 /** The provider's routes that are limited, as the provider sees its own paths. */
 const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
 
@@ -77,8 +93,9 @@ export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; to
 
 export interface TokenEndpointLimits {
   /**
-   * Said by the client secret check (src/oauth/provider.ts) when a request of the provider (its
-   * context) presented an active secret of its client: only such requests spend the budget.
+   * Said by the verifiers of client credentials (src/oauth/provider.ts) when a request of the
+   * provider (its context) presented an active secret of its client, or a client assertion whose
+   * signature its client's keys verify: such requests spend the budget and are never held back.
    */
   authenticated(ctx: object): void;
   /** Seconds the client a request claims must wait, being over its own budget (0: go ahead). */
@@ -146,7 +163,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   const overBudgetUntil = new Map<string, { until: number; limit: number }>();
   const budgetKey = (client: ClientWithBudget, ip: string) =>
     // A public client has no secret: anyone can speak for it, so its budget is per address.
-    client.clientAuthMethod === 'none' ? `${client.clientId}|${ip}` : client.clientId;
+    client.clientAuthMethod === 'none' ? `${counterKey(client.clientId)}|${ip}` : counterKey(client.clientId);
   /** The budget of a key held back here, as the 429 tells it; undefined when it may go ahead. */
   function heldBudget(key: string): BudgetState | undefined {
     const held = overBudgetUntil.get(key);
@@ -169,17 +186,18 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   }
 
   /**
-   * Seconds to hold back a request that did not authenticate, or 0 while under the limit. Only an
-   * id of the registry's form has a count of its own (claimedClientId); any other names no client
-   * and is counted with the requests that name none.
+   * Seconds to hold back a request that did not authenticate, or 0 while under the limit. Each id
+   * a request names has a count of its own (counterKey), whether or not it names a client: one
+   * caller's failures never hold back another client's. A new made-up id per request escapes
+   * nothing: every failure from the address counts against the address too.
    */
-  async function failedAuthentication(claimed: string | undefined, ip: string): Promise<number> {
-    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${claimed ?? '-'}|${ip}`), consume(failuresPerIp, ip)]);
+  async function failedAuthentication(named: string | undefined, ip: string): Promise<number> {
+    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${named === undefined ? '-' : counterKey(named)}|${ip}`), consume(failuresPerIp, ip)]);
     const over = Math.max(perClient.consumedPoints - config.authFailures, perIp.consumedPoints - config.authFailuresPerIp);
     return growingDelay(over, config.authMaxDelaySeconds);
   }
 
-  const userKey = (clientId: string, accountId: string) => `${clientId}|user:${accountId}`;
+  const userKey = (clientId: string, accountId: string) => `${counterKey(clientId)}|user:${accountId}`;
   async function spendRefresh(clientId: string, accountId: string): Promise<void> {
     const key = userKey(clientId, accountId);
     const res = await consume(refreshesPerUser, key);
@@ -187,9 +205,9 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   }
 
   /** The budget that holds back what this client (claimed) sends from this address, if one does. */
-  const heldBy = (claimed: string | undefined, ip: string) => (claimed ? (heldBudget(claimed) ?? heldBudget(`${claimed}|${ip}`)) : undefined);
+  const heldBy = (claimed: string | undefined, ip: string) => (claimed ? (heldBudget(counterKey(claimed)) ?? heldBudget(`${counterKey(claimed)}|${ip}`)) : undefined);
   const heldBack = (claimed: string | undefined, ip: string) => heldBy(claimed, ip)?.resetSeconds ?? 0;
-  // The provider's requests whose client secret check passed (see clientAuthentication).
+  // The provider's requests whose client credentials a verifier accepted (see clientAuthentication).
   const authenticated = new WeakSet<object>();
 
   return {
@@ -199,13 +217,14 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     refreshHeldBack: (clientId, accountId) => heldBudget(userKey(clientId, accountId))?.resetSeconds ?? 0,
     async budgetUse({ clientId, tokenRequestsPerMinute }) {
       const points = tokenRequestsPerMinute ?? config.tokenPerMinutePerClient;
-      const res = await budgetLimiter(points).get(clientId);
+      const res = await budgetLimiter(points).get(counterKey(clientId));
       if (!res) return { limit: points, remaining: points, resetSeconds: WINDOW_SECONDS };
       return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
     },
     spendRefresh,
     async clientBudget(ctx, next) {
-      const held = heldBy(claimedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
+      // Decided here, before the provider does anything: the id as the request names it (any form).
+      const held = heldBy(namedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
       return held ? tooManyTokenRequests(ctx, held.resetSeconds, held) : next();
     },
 
@@ -214,21 +233,26 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       await next();
       try {
         const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
-        // Counted on the secret check's own word, never guessed from the answer: the library sets
-        // the client as soon as it is found, then may still refuse the request (attestation or
-        // DPoP headers, malformed parameters …) with a 400 before any secret was compared.
-        // A refresh the provider answered counts for its (client, user) pair too.
-        const refreshed = ctx.status === 200 && ctx.oidc?.params?.grant_type === 'refresh_token' ? ctx.oidc.entities.Account?.accountId : undefined;
-        if (client && refreshed) await spendRefresh(client.clientId, refreshed);
-        // The app learns its budget from every answer to it (RateLimit headers).
-        if (client && authenticated.has(ctx)) return void ctx.set(rateLimitHeaders(await spendBudget(client, ctx.ip, ctx.req)));
-        // A public client has no secret: the library accepting its request is all its
-        // authentication can be. Its budget is per address, so whoever spends it spends only
-        // their own address's share; its refusals are failures like any other.
-        if (client?.clientAuthMethod === 'none' && ctx.status >= 200 && ctx.status < 300) return void ctx.set(rateLimitHeaders(await spendBudget(client, ctx.ip, ctx.req)));
-        // The same answer whether the claimed client exists or not: nothing tells them apart.
-        const claimed = claimedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined);
-        const wait = await failedAuthentication(claimed, ctx.ip);
+        // Fulfilled: the provider authenticated the client (every limited route requires it), for a
+        // public client by what it presented (the PKCE verifier, a live refresh token). It stands.
+        const fulfilled = ctx.status >= 200 && ctx.status < 300;
+        // Otherwise on a verifier's own word, never guessed from the answer: the library sets the
+        // client as soon as it is found, then may still refuse the request (attestation or DPoP
+        // headers, malformed parameters …) with a 400 before any credential was checked. The one
+        // refusal of the client after a verifier's word is a replayed assertion (401 invalid_client).
+        const verified = authenticated.has(ctx) && ctx.status !== 401;
+        if (client && (fulfilled || verified)) {
+          // A refresh the provider answered counts for its (client, user) pair too.
+          const refreshed = ctx.status === 200 && ctx.oidc?.params?.grant_type === 'refresh_token' ? ctx.oidc.entities.Account?.accountId : undefined;
+          if (refreshed) await spendRefresh(client.clientId, refreshed);
+          // The app learns its budget from every answer to it (RateLimit headers). A public
+          // client's budget is per address, so whoever spends it spends only their own share.
+          return void ctx.set(rateLimitHeaders(await spendBudget(client, ctx.ip, ctx.req)));
+        }
+        if (fulfilled) return;
+        // The same answer whether the named client exists or not: nothing tells them apart.
+        const named = namedClientId(ctx.get('Authorization'), ctx.oidc?.params as Record<string, unknown> | undefined);
+        const wait = await failedAuthentication(named, ctx.ip);
         if (wait) tooManyTokenRequests(ctx, wait);
       } catch {
         // The counters' store is down: the provider's own answer stands (a 503 if it needed the

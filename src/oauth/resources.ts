@@ -3,7 +3,7 @@
 // (`clients create --resource-server --resource-uri …`). A token requested without `resource` is
 // for the platform API exactly as before resources existed: it stores no audience, and every path
 // reads "no audience" as the platform API. A token requested with one carries it as `aud`.
-import { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { findUsableClient } from '../clients/service.ts';
 import { resourceServerIdFor } from '../clients/repository.ts';
@@ -43,26 +43,47 @@ function requested(ctx: KoaContextWithOIDC): string[] {
 
 type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
 
-/** A refresh token as the refresh check reads it: the resources granted at authorization. */
+/** An authorization code or refresh token as the resource check reads it: the resources granted at authorization. */
 interface GrantedResources {
   resource?: string | string[] | undefined;
 }
 
+const SINGLE_RESOURCE = 'only a single resource indicator value must be requested/resolved during Access Token Request';
+
 /**
- * A refresh's `resource`, checked before the refresh token is spent. The library settles the
- * resource only after it rotated the token (lib/actions/grants/refresh_token.js): an invalid_target
- * there would leave the client without a refresh token, and its retry with the spent one would
- * revoke the grant. So the same rules run first (lib/helpers/resolve_resource.js): one value at
- * most, among those granted (narrowing, never widening; a token granted none keeps none), and
- * still registered. Called from findAccount, which the grant runs before it spends anything.
+ * The `resource` of a code exchange or a refresh, checked before the code or the refresh token is
+ * spent. The library settles the resource only after it consumed the code
+ * (lib/actions/grants/authorization_code.js, issueTokens) or rotated the refresh token
+ * (lib/actions/grants/refresh_token.js): an invalid_target there would leave the client with a
+ * spent code or token, and its corrected retry would be a replay that revokes the grant. So the
+ * same rules run first (lib/helpers/resolve_resource.js): one value at most, among those granted
+ * (narrowing, never widening; a code or token granted none keeps none); without one asked, the
+ * one granted (several: the client must choose); and that resource still registered. Runs before
+ * anything is spent: for a refresh from findAccount, for a code from its consume (checkCodeResourceFirst).
  */
-export async function checkRefreshResource(ctx: KoaContextWithOIDC, token: GrantedResources, indicators: ResourceIndicators): Promise<void> {
+export async function checkGrantedResource(ctx: KoaContextWithOIDC, source: GrantedResources, label: 'authorization code' | 'refresh token', indicators: ResourceIndicators): Promise<void> {
   const asked = requested(ctx);
-  if (asked.length === 0) return;
-  if (asked.length > 1) throw new errors.InvalidTarget('only a single resource indicator value must be requested/resolved during Access Token Request');
-  const granted = token.resource === undefined ? [] : Array.isArray(token.resource) ? token.resource : [token.resource];
-  if (!granted.includes(asked[0]!)) throw new errors.InvalidTarget('the resource was not granted to this refresh token');
-  await indicators.getResourceServerInfo!(ctx, asked[0]!, ctx.oidc.client!);
+  const granted = source.resource === undefined ? [] : Array.isArray(source.resource) ? source.resource : [source.resource];
+  if (asked.length > 1 || (asked.length === 0 && granted.length > 1)) throw new errors.InvalidTarget(SINGLE_RESOURCE);
+  if (asked.length === 1 && !granted.includes(asked[0]!)) throw new errors.InvalidTarget(`the resource was not granted to this ${label}`);
+  const resource = asked[0] ?? granted[0];
+  if (resource !== undefined) await indicators.getResourceServerInfo!(ctx, resource, ctx.oidc.client!);
+}
+
+/**
+ * Checks a code exchange's `resource` (checkGrantedResource) as the code is about to be consumed:
+ * after the library's own checks of the code (found, this client's, not expired, PKCE, redirect
+ * URI, and not spent — a replay still revokes the grant), before it spends it. The provider runs
+ * each request in its context (Provider.ctx).
+ */
+export function checkCodeResourceFirst(provider: Provider, indicators: ResourceIndicators): void {
+  const proto = provider.AuthorizationCode.prototype;
+  const consume = proto.consume;
+  proto.consume = async function consumeAfterResourceCheck(this: InstanceType<Provider['AuthorizationCode']>) {
+    const ctx = Provider.ctx;
+    if (ctx?.oidc?.route === 'token') await checkGrantedResource(ctx, this, 'authorization code', indicators);
+    return consume.call(this);
+  };
 }
 
 /**
@@ -72,6 +93,7 @@ export async function checkRefreshResource(ctx: KoaContextWithOIDC, token: Grant
  */
 export function resourceIndicators(records: CachedDb, baseUrl: string): ResourceIndicators {
   const platform = platformResource(baseUrl);
+  const lookedUp = new WeakMap<object, Map<string, ReturnType<typeof resourceServerInfo>>>();
   return {
     enabled: true,
     // No `resource`: no audience, the platform API as before (the token stores nothing new, so
@@ -83,20 +105,29 @@ export function resourceIndicators(records: CachedDb, baseUrl: string): Resource
     },
     // A refresh without `resource` keeps what was granted (RFC 8707 2.2); with one, it may only narrow.
     useGrantedResource: async () => true,
-    async getResourceServerInfo(ctx, indicator) {
-      const values = requested(ctx);
-      if (new Set(values).size !== values.length) throw new errors.InvalidTarget('each resource may be named only once');
-      if (indicator === platform) return { scope: PLATFORM_SCOPES, audience: platform, accessTokenFormat: 'opaque' };
-      const id = await resourceServerIdFor(records.db, indicator);
-      const usable = id === undefined ? undefined : await findUsableClient(records, id);
-      if (!usable || usable.client.kind !== 'resource_server' || usable.client.status !== 'approved') {
-        throw new errors.InvalidTarget('the resource is not registered here');
-      }
-      // Its scopes: those it listed, or any (as for what it may introspect).
-      const scope = usable.client.scopes.length ? usable.client.scopes.join(' ') : PLATFORM_SCOPES;
-      return { scope, audience: indicator, accessTokenFormat: 'opaque' };
+    // Asked once per request and resource: the checks before spending (checkGrantedResource) and
+    // the library's own then cost one lookup.
+    getResourceServerInfo: (ctx, indicator) => {
+      let known = lookedUp.get(ctx);
+      if (!known) lookedUp.set(ctx, (known = new Map()));
+      if (!known.has(indicator)) known.set(indicator, resourceServerInfo(ctx, indicator));
+      return known.get(indicator)!;
     },
   };
+
+  async function resourceServerInfo(ctx: KoaContextWithOIDC, indicator: string) {
+    const values = requested(ctx);
+    if (new Set(values).size !== values.length) throw new errors.InvalidTarget('each resource may be named only once');
+    if (indicator === platform) return { scope: PLATFORM_SCOPES, audience: platform, accessTokenFormat: 'opaque' as const };
+    const id = await resourceServerIdFor(records.db, indicator);
+    const usable = id === undefined ? undefined : await findUsableClient(records, id);
+    if (!usable || usable.client.kind !== 'resource_server' || usable.client.status !== 'approved') {
+      throw new errors.InvalidTarget('the resource is not registered here');
+    }
+    // Its scopes: those it listed, or any (as for what it may introspect).
+    const scope = usable.client.scopes.length ? usable.client.scopes.join(' ') : PLATFORM_SCOPES;
+    return { scope, audience: indicator, accessTokenFormat: 'opaque' as const };
+  }
 }
 
 /** What consent grants for each resource the authorization request named (the provider issues tokens from these). */
