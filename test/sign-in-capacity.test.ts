@@ -149,6 +149,47 @@ describe.each<Storage>(['redis', 'sql'])('sign-in capacity and challenges (%s st
     }
   });
 
+  it('bounds a flood of solved challenges: the work asked grows with the load to the ceiling, and a known browser still signs in at once', async () => {
+    const { passwords } = server.system;
+    const owner = await newUser(server);
+    const known = await knownBrowser(owner, '198.51.100.15');
+    passwords.setCapacity({ concurrency: 1, maxQueued: 8 });
+    try {
+      let done = false;
+      const worksAsked: number[] = [];
+      const statuses: number[] = [];
+      // 40 attackers that do the work they are asked, each from an address of its own, again and again.
+      const flood = Promise.all(
+        Array.from({ length: 40 }, async (_, i) => {
+          const ip = `203.0.113.${150 + i}`;
+          while (!done) {
+            const browser = new Browser();
+            let page = await form(browser, ip);
+            for (let round = 0; round < 3 && !done; round++) {
+              worksAsked.push(workAsked(page));
+              page = await post(browser, page, ip, { email: madeUp(), password: 'guess', ...(challengeOf(page) ? { altcha: await solve(page) } : {}) });
+              statuses.push(page.status);
+              if (page.status !== 429) break;
+            }
+          }
+        }),
+      );
+      // Until the proven places have been full once (the ceiling asked) or 20 s went by.
+      for (const until = Date.now() + 20_000; !worksAsked.includes(16) && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+      const t0 = performance.now();
+      const fromKnown = await signIn(known, '198.51.100.15', owner.email, owner.password);
+      const ms = Math.round(performance.now() - t0);
+      done = true;
+      await flood;
+      console.log(`[${storage}] solving flood: ${statuses.length} attempts, works asked ${JSON.stringify([...new Set(worksAsked)].sort((a, b) => a - b))}, known browser signed in in ${ms} ms (${fromKnown.statuses.join(' → ')})`);
+      expect(worksAsked).toContain(16); // the ceiling, asked once the proven places filled
+      expect(statuses).not.toContain(503);
+      expect(fromKnown.statuses).toEqual([303]);
+    } finally {
+      passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
+    }
+  });
+
   it('counts a check refused for capacity like a failure, per address and per account (never against the known browser), and answers it with a challenge, not 503', async () => {
     const { passwords } = server.system;
     const owner = await newUser(server);
