@@ -19,7 +19,7 @@ import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
 import { passwordHashing, type PasswordHashing } from './accounts/password.ts';
-import { createSignInLimits } from './web/sign-in-limits.ts';
+import { createSignInLimits, type SignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -54,6 +54,8 @@ export interface System {
   grantUses: GrantUses;
   /** Password hashing at PASSWORD_HASH_LOG_N, with its own bounded queue (src/accounts/password.ts). */
   passwords: PasswordHashing;
+  /** The sign-in forms' limits and proof-of-work challenges (src/web/sign-in-limits.ts). */
+  signInLimits: SignInLimits;
   /** The client secret check of the provider and the hot paths (src/oauth/client-secrets.ts). */
   secrets: ClientSecrets;
   /** Access tokens in memory (Redis single node or Sentinel); undefined otherwise. */
@@ -208,6 +210,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     outbox,
     records,
     passwords,
+    signInLimits,
     secrets,
     secretUses,
     grantUses,

@@ -49,7 +49,7 @@ describe('password hashing', () => {
     expect((await signIn(user.email, user.password)).status).toBe(303);
   });
 
-  it('bounds the hashing a flood can queue: past the queue a check is refused at once, and a sign-in says so with 503', async () => {
+  it('bounds the hashing a flood can queue: past the queue a check is refused at once, and a sign-in is asked for proof of work instead (429), never 503', async () => {
     const { passwords } = server.system;
     passwords.setCapacity({ concurrency: 1, maxQueued: 3 });
     try {
@@ -60,11 +60,11 @@ describe('password hashing', () => {
 
       const flood = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn(`nobody-${i}@example.com`, 'guess')));
       const statuses = flood.map((p) => p.status);
-      expect(statuses.every((s) => s === 401 || s === 503)).toBe(true);
-      expect(statuses).toContain(503);
-      const busy = flood.find((p) => p.status === 503)!;
-      expect(busy.headers.get('retry-after')).toBeTruthy();
-      expect(busy.$('.alert').text()).toContain('try again');
+      expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+      expect(statuses).toContain(429);
+      const asked = flood.find((p) => p.status === 429)!;
+      expect(asked.$('altcha-widget').attr('challenge')).toBeTruthy();
+      expect(asked.$('.alert').text()).toContain('complete the check below');
     } finally {
       passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
     }

@@ -276,10 +276,10 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
     };
     const pagesSignIn = (browser: Browser, ip = '127.0.0.1') => browser.request(`${server.url}/login`, { headers: { 'x-forwarded-for': ip } });
 
-    /** The work the page's challenge asks (0: the form carries none). */
+    /** The work the page's challenge asks (0: the form carries none), as the server sealed it in: the browser cannot read it. */
     const workAsked = (page: Page) => {
       const json = page.$('altcha-widget').attr('challenge');
-      return json ? Number((JSON.parse(json) as Challenge).parameters.data?.work) : 0;
+      return json ? (server.system.signInLimits.terms(JSON.parse(json) as Challenge)?.work ?? -1) : 0;
     };
     /** What the ALTCHA widget puts in the form: the page's challenge solved, as a browser would. */
     async function solve(page: Page): Promise<string> {
@@ -408,7 +408,7 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       // Tampered: the work claimed lowered, or the signature changed.
       const next = await post(browser, replay, ip, { email: user.email, password: 'x' });
       const decoded = JSON.parse(Buffer.from(await solve(next), 'base64').toString()) as { challenge: Challenge; solution: unknown };
-      decoded.challenge.parameters.data = { work: 1 };
+      decoded.challenge.parameters.data = JSON.parse(spare.$('altcha-widget').attr('challenge')!).parameters.data; // the terms of a cheaper one
       expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: Buffer.from(JSON.stringify(decoded)).toString('base64') })).status).toBe(429);
       for (const junk of ['', 'not base64 at all', Buffer.from('{"challenge":1}').toString('base64'), 'x'.repeat(20_000)]) {
         expect((await post(browser, next, ip, { email: user.email, password: user.password, altcha: junk })).status).toBe(429);

@@ -2,7 +2,7 @@
 import type { Db } from '../storage/db.ts';
 import { preparedRead } from '../storage/prepared.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { PasswordHashingBusy, type PasswordHashing } from './password.ts';
+import { PasswordHashingBusy, type Admission, type PasswordHashing } from './password.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
 import { parseIntegerId } from '../ids.ts';
@@ -146,16 +146,16 @@ export async function setAdmin({ db, records }: CachedDb, email: string, admin: 
 }
 
 /** The user for these credentials, or undefined; takes the same time whether or not the email exists. */
-export async function authenticateUser({ db, passwords }: PasswordDeps, email: string, password: string): Promise<User | undefined> {
+export async function authenticateUser({ db, passwords }: PasswordDeps, email: string, password: string, admission?: Admission): Promise<User | undefined> {
   // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
   const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
-  const ok = await passwords.verify(password, row?.password_hash ?? (await passwords.dummyHash()));
+  const ok = await passwords.verify(password, row?.password_hash ?? (await passwords.dummyHash()), admission);
   if (!row || !ok) return undefined;
   // A hash made at an older, lower cost is replaced now that we have the password.
   // (Skipped while hashing is busy: the sign-in stands, the next one rehashes.)
   if (passwords.needsRehash(row.password_hash)) {
     try {
-      await db('users').where('id', row.id).update({ password_hash: await passwords.hash(password), updated_at: db.fn.now() });
+      await db('users').where('id', row.id).update({ password_hash: await passwords.hash(password, admission), updated_at: db.fn.now() });
     } catch (err) {
       if (!(err instanceof PasswordHashingBusy)) throw err;
     }

@@ -7,6 +7,7 @@ import getRawBody from 'raw-body';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RedisClient } from '../storage/redis.ts';
 import { consume, limiterFactory } from '../oauth/rate-limits.ts';
+import { addressGroup } from '../http/client-address.ts';
 import { apiErrorAnswer, NO_STORE, reply } from '../http/envelope.ts';
 import { newRouter } from '../http/router.ts';
 import { LEAK_REVOKE_PATH } from '../http/paths.ts';
@@ -47,7 +48,7 @@ export function leakReportRoutes(deps: LeakDeps, limiter: RateLimiterAbstract | 
   const router = newRouter();
   router.post(LEAK_REVOKE_PATH, async (ctx) => {
     if (limiter) {
-      const spent = await consume(limiter, ctx.ip);
+      const spent = await consume(limiter, addressGroup(ctx.ip));
       if (spent.consumedPoints > LEAK_REPORTS_PER_MINUTE) {
         const wait = Math.max(1, Math.ceil(spent.msBeforeNext / 1000));
         return refuse(ctx, 429, `too many reports from this address; retry after ${wait} seconds`, { 'Retry-After': String(wait) });

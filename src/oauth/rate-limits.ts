@@ -25,6 +25,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { oauthErrorAnswer, reply } from '../http/envelope.ts';
+import { addressGroup } from '../http/client-address.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
@@ -163,7 +164,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   const overBudgetUntil = new Map<string, { until: number; limit: number }>();
   const budgetKey = (client: ClientWithBudget, ip: string) =>
     // A public client has no secret: anyone can speak for it, so its budget is per address.
-    client.clientAuthMethod === 'none' ? `${counterKey(client.clientId)}|${ip}` : counterKey(client.clientId);
+    client.clientAuthMethod === 'none' ? `${counterKey(client.clientId)}|${addressGroup(ip)}` : counterKey(client.clientId);
   /** The budget of a key held back here, as the 429 tells it; undefined when it may go ahead. */
   function heldBudget(key: string): BudgetState | undefined {
     const held = overBudgetUntil.get(key);
@@ -192,7 +193,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
    * nothing: every failure from the address counts against the address too.
    */
   async function failedAuthentication(named: string | undefined, ip: string): Promise<number> {
-    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${named === undefined ? '-' : counterKey(named)}|${ip}`), consume(failuresPerIp, ip)]);
+    const [perClient, perIp] = await Promise.all([consume(failuresPerClientIp, `${named === undefined ? '-' : counterKey(named)}|${addressGroup(ip)}`), consume(failuresPerIp, addressGroup(ip))]);
     const over = Math.max(perClient.consumedPoints - config.authFailures, perIp.consumedPoints - config.authFailuresPerIp);
     return growingDelay(over, config.authMaxDelaySeconds);
   }
@@ -205,7 +206,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   }
 
   /** The budget that holds back what this client (claimed) sends from this address, if one does. */
-  const heldBy = (claimed: string | undefined, ip: string) => (claimed ? (heldBudget(counterKey(claimed)) ?? heldBudget(`${counterKey(claimed)}|${ip}`)) : undefined);
+  const heldBy = (claimed: string | undefined, ip: string) => (claimed ? (heldBudget(counterKey(claimed)) ?? heldBudget(`${counterKey(claimed)}|${addressGroup(ip)}`)) : undefined);
   const heldBack = (claimed: string | undefined, ip: string) => heldBy(claimed, ip)?.resetSeconds ?? 0;
   // The provider's requests whose client credentials a verifier accepted (see clientAuthentication).
   const authenticated = new WeakSet<object>();

@@ -75,7 +75,7 @@ export function accountRoutes({ db, records, passwords, provider, limits, metric
       ctx.status = 303;
       return ctx.redirect(safeNext(ctx.query.next));
     }
-    return showLogin(ctx, await formChallenge(ctx, limits));
+    return showLogin(ctx, await formChallenge(ctx, limits, passwords));
   });
 
   router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {

@@ -177,7 +177,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
       if (err instanceof errors.SessionNotFound && (await finished.show(ctx, provider))) return;
       throw err;
     }
-    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits));
+    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
     const accountId = String(details.session!.accountId);
     const client = await currentClient(details);
     refuseNonOwnerOfPendingClient(client, accountId);

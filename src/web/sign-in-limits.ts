@@ -12,42 +12,70 @@
 //   accounts) and attempts from it need the work, so one address cannot spray many accounts for free.
 // - a device known for the account (src/web/known-devices.ts: it signed in to it before) skips both:
 //   its owner is never slowed by others' failures; its own failures for the account still count.
-import { createHash, createHmac } from 'node:crypto';
-import { createChallenge, randomInt, type Challenge } from 'altcha-lib';
+// - the load (src/accounts/password.ts strain()): while password checks wait past the low mark, a
+//   browser not known for the account proves work before its password is hashed, growing with
+//   the load up to the ceiling (src/web/sign-in.ts).
+//
+// A challenge is bound to the sign-in it was issued for: the account (or none, on the empty form)
+// and the address group (src/http/client-address.ts), sealed (AES-256-GCM) inside its signed
+// data with the work asked, so the solver learns neither the work nor any floor; the secret
+// counter is uniform in [0, 2·work], so the expected cost is the work and nothing can be skipped.
+// It is good for CHALLENGE_SECONDS and once.
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import { createChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { verify } from 'altcha-lib/frameworks/shared';
 import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { consume, limiterFactory } from '../oauth/rate-limits.ts';
+import { addressGroup } from '../http/client-address.ts';
 
 export type { Challenge };
 
 const ACCOUNT_WINDOW_SECONDS = 24 * 3600;
 const IP_WINDOW_SECONDS = 3600;
-/** A challenge is good for this long after it was shown, and once. */
-const CHALLENGE_SECONDS = 10 * 60;
+/** A challenge is good for this long after it was shown, and once: too short to stockpile ahead of an attack. */
+const CHALLENGE_SECONDS = 2 * 60;
 const ALGORITHM = 'PBKDF2/SHA-256';
 /** PBKDF2 iterations per counter value the solver tries: the work is about this × the counter. */
 const ITERATIONS = 1000;
 
+/** What a challenge was issued for, sealed inside it. `account` '' : the empty form (no email yet). */
+export interface ChallengeTerms {
+  work: number;
+  account: string;
+  group: string;
+}
+
 export interface SignInLimits {
   /**
-   * The work (counter floor) a sign-in must prove, 0 for none. `email` undefined: what the address
-   * alone asks (the empty form). `knownDevice`: this browser's id when it is known for the account.
+   * The work (expected counter) the failure counts ask of a sign-in, 0 for none. `email`
+   * undefined: what the address alone asks (the empty form). `knownDevice`: this browser's id
+   * when it is known for the account.
    */
   workFor(email: string | undefined, ip: string, knownDevice?: string): Promise<number>;
-  /** A signed, expiring challenge whose solution proves at least `work`. */
-  challenge(work: number): Promise<Challenge>;
-  /** True for a valid solution of our challenge worth at least `work`, the first time it is shown. */
-  solved(payload: string, work: number): Promise<boolean>;
+  /** The work the hashing load asks of a browser not known for the account (strain from src/accounts/password.ts; 0 for 0). */
+  loadWork(strain: number): number;
+  /** A signed, expiring challenge whose solution proves `work`, for this sign-in (`email` undefined: the empty form). */
+  challenge(work: number, email: string | undefined, ip: string): Promise<Challenge>;
+  /**
+   * True for a valid solution of our challenge worth at least `work`, issued for this account (or
+   * the empty form) and this address group, the first time it is shown.
+   */
+  solved(payload: string, work: number, email: string, ip: string): Promise<boolean>;
+  /** What a challenge of ours was issued for; undefined for anything else (tests, diagnostics). */
+  terms(challenge: Challenge): ChallengeTerms | undefined;
+  /** Counts a failure (or a check refused for capacity: then without `knownDevice`). */
   failed(email: string, ip: string, knownDevice?: string): Promise<void>;
   succeeded(email: string, knownDevice?: string): Promise<void>;
 }
 
 const NO_LIMITS: SignInLimits = {
   workFor: async () => 0,
+  loadWork: () => 0,
   challenge: () => Promise.reject(new Error('sign-in limits are off')),
   solved: async () => false,
+  terms: () => undefined,
   failed: async () => {},
   succeeded: async () => {},
 };
@@ -64,13 +92,44 @@ export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'o
   const perIp = limiter({ keyPrefix: 'signin-ip', points: unlimited, duration: IP_WINDOW_SECONDS });
   const usedChallenges = limiter({ keyPrefix: 'signin-challenge-used', points: 1, duration: CHALLENGE_SECONDS + 60 });
   // Our own keys for the challenges, derived from the first cookie key: nothing else signs with them.
-  const hmacSignatureSecret = createHmac('sha256', secret).update('sign-in challenge').digest('hex');
-  const hmacKeySignatureSecret = createHmac('sha256', secret).update('sign-in challenge key').digest('hex');
+  const derived = (purpose: string) => createHmac('sha256', secret).update(purpose).digest();
+  const hmacSignatureSecret = derived('sign-in challenge').toString('hex');
+  const hmacKeySignatureSecret = derived('sign-in challenge key').toString('hex');
+  const sealKey = derived('sign-in challenge terms');
 
   // Keys of a fixed size, whatever a form sends: a long made-up email or nonce sizes no counter.
   const digest = (value: string) => createHash('sha256').update(value).digest('base64url');
   const account = (email: string) => digest(email.trim().toLowerCase());
+  const ipKey = (ip: string) => addressGroup(ip);
   const count = async (l: typeof perIp, key: string) => (await l.get(key))?.consumedPoints ?? 0;
+
+  function seal(terms: ChallengeTerms): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', sealKey, iv);
+    const sealed = Buffer.concat([cipher.update(JSON.stringify(terms)), cipher.final()]);
+    return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+  }
+  function unseal(value: unknown): ChallengeTerms | undefined {
+    if (typeof value !== 'string' || value.length > 1024) return undefined;
+    try {
+      const raw = Buffer.from(value, 'base64url');
+      const decipher = createDecipheriv('aes-256-gcm', sealKey, raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(-16));
+      const terms = JSON.parse(Buffer.concat([decipher.update(raw.subarray(12, -16)), decipher.final()]).toString()) as ChallengeTerms;
+      return Number.isInteger(terms.work) && typeof terms.account === 'string' && typeof terms.group === 'string' ? terms : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  /** The payload's challenge terms, read before anything is recorded: a solution for another sign-in is not even taken. */
+  function payloadTerms(payload: string): ChallengeTerms | undefined {
+    try {
+      const parsed = JSON.parse(Buffer.from(payload, 'base64').toString()) as { challenge?: Challenge };
+      return unseal(parsed.challenge?.parameters?.data?.terms);
+    } catch {
+      return undefined;
+    }
+  }
 
   return {
     async workFor(email, ip, knownDevice) {
@@ -78,37 +137,49 @@ export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'o
         // A known device answers only for its own failures on this account.
         return workOf((await count(perDevice, `${account(email)}|${knownDevice}`)) - config.signInFreeFailures + 1, config);
       }
-      const [fromIp, ofAccount] = await Promise.all([count(perIp, ip), email ? count(perAccount, account(email)) : 0]);
+      const [fromIp, ofAccount] = await Promise.all([count(perIp, ipKey(ip)), email ? count(perAccount, account(email)) : 0]);
       return workOf(Math.max(fromIp - config.signInFailuresPerHourPerIp + 1, ofAccount - config.signInFreeFailures + 1), config);
     },
 
-    challenge(work) {
+    loadWork(strain) {
+      if (!(strain > 0)) return 0;
+      // From the base just above the low mark to the ceiling when the places of proven checks are full.
+      const { signInChallengeWork: base, signInChallengeMaxWork: max } = config;
+      return Math.min(max, Math.round(base * Math.max(1, max / base) ** Math.min(strain, 1)));
+    },
+
+    challenge(work, email, ip) {
       return createChallenge({
         algorithm: ALGORITHM,
         cost: ITERATIONS,
-        // The solver counts up from 0 to this secret number: between the work and twice it.
-        counter: randomInt(work, 2 * work),
+        // The solver counts up from 0 to this secret number: uniform in [0, 2·work], so it expects
+        // `work` steps and no part of the range can be skipped.
+        counter: randomInt(0, 2 * work + 1),
         deriveKey,
         hmacSignatureSecret,
         hmacKeySignatureSecret,
         expiresAt: Math.floor(Date.now() / 1000) + CHALLENGE_SECONDS,
-        data: { work }, // signed; says what was asked (pages and tests can show it)
+        // Signed, and sealed: the solver sees neither the work nor whom it is for.
+        data: { terms: seal({ work, account: email === undefined ? '' : account(email), group: ipKey(ip) }) },
       });
     },
 
-    async solved(payload, work) {
+    async solved(payload, work, email, ip) {
       if (typeof payload !== 'string' || payload.length > 8192) return false;
+      const terms = payloadTerms(payload);
+      // For this sign-in: its account (or the empty form shown to this address) and its address group; worth the work asked now.
+      if (!terms || terms.work < work || terms.group !== ipKey(ip) || (terms.account !== '' && terms.account !== account(email))) return false;
       // Single use: a solution's nonce is recorded once it verified; a second showing fails.
       const store = { get: () => false, set: () => {}, setIfAbsent: async (id: string) => (await consume(usedChallenges, digest(id))).consumedPoints === 1 };
       const result = await verify(payload, deriveKey, hmacSignatureSecret, hmacKeySignatureSecret, store).catch(() => undefined);
-      if (!result || result.error || !result.payload || !('solution' in result.payload)) return false;
-      // Worth the work asked now (signed in the challenge): a cheaper earlier challenge is not enough.
-      return Number(result.payload.challenge.parameters.data?.work) >= work;
+      return Boolean(result && !result.error && result.payload && 'solution' in result.payload);
     },
+
+    terms: (challenge) => unseal(challenge.parameters.data?.terms),
 
     async failed(email, ip, knownDevice) {
       await Promise.all([
-        consume(perIp, ip),
+        consume(perIp, ipKey(ip)),
         email ? consume(perAccount, account(email)) : undefined,
         email && knownDevice ? consume(perDevice, `${account(email)}|${knownDevice}`) : undefined,
       ]);
