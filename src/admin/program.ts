@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { connectDb, type Db } from '../storage/db.ts';
 import { connectRedis, type RedisClient } from '../storage/redis.ts';
-import { holdsMark, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
+import { markState, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
 import { DEFAULT_REDIS_PREFIX } from '../storage/redis-keys.ts';
 import { clientArtifacts } from '../storage/client-artifacts.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
@@ -51,15 +51,31 @@ export interface AdminIo {
   stdin?(): Promise<string>;
 }
 
+/** The settings naming the servers' Redis, by the mode they recorded. */
+const REDIS_SETTINGS = { single: 'REDIS_URL', cluster: 'REDIS_CLUSTER_NODES', sentinel: 'REDIS_SENTINELS and REDIS_SENTINEL_NAME' } as const;
+
 /**
  * Refuses when the servers recorded a Redis (src/storage/store-record.ts) this process has not got:
- * none configured, or one without the servers' mark (another Redis, another database number).
+ * none configured, or one without the servers' mark (another Redis, another database number, or
+ * theirs after it lost its data and before a running server put the mark back: within 5 s).
  */
 async function assertStoresReachable(record: StoreRecord | undefined, redis: RedisClient | undefined): Promise<void> {
   if (record?.kind !== 'redis') return;
-  const servers = `the servers keep tokens in Redis (${record.redisMode ?? 'single'})`;
+  const mode = record.redisMode ?? 'single';
+  const servers = `the servers keep tokens in Redis (${mode})`;
   if (!redis) throw new Refusal(`${servers} and REDIS_URL is not set here (nor REDIS_CLUSTER_NODES or REDIS_SENTINELS): run with the servers' Redis settings; nothing was changed`);
-  if (!(await holdsMark(redis, record))) throw new Refusal(`${servers}, and the Redis of REDIS_URL here is not theirs (it lacks their mark): run with the servers' Redis settings; nothing was changed`);
+  const state = await markState(redis, record);
+  const settings = REDIS_SETTINGS[mode];
+  if (state === 'missing') {
+    throw new Refusal(
+      `${servers}, and the Redis of ${settings} here is not theirs or has lost their mark: check that ${settings} is the servers' (same host, port and database number), that a server is running (it puts the mark back within 5 seconds of Redis returning from a restart), then try again; nothing was changed`,
+    );
+  }
+  if (state === 'other') {
+    throw new Refusal(
+      `${servers}, and the Redis of ${settings} here is not theirs (it holds another mark): check that ${settings} and the database here (DATABASE_URL or DATA_DIR) are those of the same servers, then try again in a few seconds; nothing was changed`,
+    );
+  }
 }
 
 /**
