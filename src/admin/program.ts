@@ -10,7 +10,7 @@ import { markState, readArtifactStore, type StoreRecord } from '../storage/store
 import { DEFAULT_REDIS_PREFIX } from '../storage/redis-keys.ts';
 import { clientArtifacts } from '../storage/client-artifacts.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
-import { InputError, NotFoundError } from '../errors.ts';
+import { AppError, InputError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
@@ -201,8 +201,11 @@ const installationTable = ({ installations }: { installations: InstallationRow[]
 const withSecretNote = (result: { client_secret?: string }) =>
   printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
 
-const withWebhookSecretNote = (result: { webhook_secret?: string }) =>
-  printText(result.webhook_secret === undefined ? result : { ...result, webhook_secret: `${result.webhook_secret}  (shown only once)` });
+const withSigningSecretNote = (result: { signing_secret?: string }) =>
+  printText(result.signing_secret === undefined ? result : { ...result, signing_secret: `${result.signing_secret}  (shown only once)` });
+
+/** `clients set-webhook --json`: "signing_secret" (CONTRACT 9), and its old name "webhook_secret" until the next release. */
+const withDeprecatedSecretName = (result: { signing_secret?: string }) => (result.signing_secret === undefined ? result : { ...result, webhook_secret: result.signing_secret });
 
 /** approve / reject / suspend in text mode: one line saying what happened (or that nothing did). */
 function statusOutcome(r: Awaited<ReturnType<typeof commands.clientsChangeStatus>>, effect: string): string {
@@ -379,7 +382,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .description('set the URL the server posts signed events to (a public address; https in production), or remove it with --clear; the first URL gets a signing secret, printed once')
     .option('--new-secret', 'make a new signing secret (printed once); the previous one keeps signing for 24 hours')
     .option('--clear', 'remove the webhook URL: no more events are sent')
-    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withWebhookSecretNote));
+    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withSigningSecretNote, { json: withDeprecatedSecretName }));
 
   const orgs = program.command('orgs').description('manage organizations and their members (docs/organizations.md)');
   orgs
@@ -494,6 +497,12 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   return program;
 }
 
+/**
+ * A deliberate refusal: our errors that carry their HTTP meaning (bad input, not found, a conflict,
+ * a limit, not allowed: src/errors.ts), the scripts' own, and the configuration's.
+ */
+const isRefusal = (err: unknown) => err instanceof AppError || err instanceof Refusal || err instanceof ConfigError;
+
 /** Runs the operator scripts with these arguments (after `admin`); resolves to the exit code. */
 export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}): Promise<number> {
   // Subcommands inherit exitOverride and the output streams: commander's exits become return values.
@@ -511,8 +520,9 @@ export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}
       code = err.exitCode;
       message = err.code === 'commander.help' ? `no command given: see ${ADMIN_COMMAND} --help` : err.message.replace(/^error: /, '');
     } else {
-      const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
-      message = known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
+      // A refusal says what happened and what to do; anything else is a failure nobody meant
+      // (a bug, the database down) and says so.
+      message = isRefusal(err) ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
       // Messages can quote input (a redirect URI, an email): escaped, the reason stays one line.
       io.stderr(`error: ${escapeUnsafeText(message)}\n`);
     }
