@@ -20,7 +20,7 @@ function ownerOnlyFromNowOn(): void {
   }
 }
 
-/** Takes group and other bits off every entry under `dir` (and `dir`), symbolic links left alone. */
+/** Takes group and other bits off every entry under `dir` (and `dir`), symbolic links inside left alone. */
 function tighten(dir: string, onWarning: (message: string) => void): void {
   const visit = (entry: string) => {
     let stat: fs.Stats;
@@ -37,9 +37,23 @@ function tighten(dir: string, onWarning: (message: string) => void): void {
         onWarning(`${entry} could not be made owner-only: ${(err as Error).message}`);
       }
     }
-    if (stat.isDirectory()) for (const name of fs.readdirSync(entry)) visit(path.join(entry, name));
+    if (!stat.isDirectory()) return;
+    let names: string[];
+    try {
+      names = fs.readdirSync(entry);
+    } catch {
+      return; // gone meanwhile
+    }
+    for (const name of names) visit(path.join(entry, name));
   };
-  visit(dir);
+  // DATA_DIR itself may be a symbolic link to the directory: that directory is the one to tighten.
+  let root: string;
+  try {
+    root = fs.realpathSync(dir);
+  } catch {
+    return; // removed (after a close, say)
+  }
+  visit(root);
 }
 
 /**
