@@ -9,7 +9,7 @@ import { startRecordCache, type RecordCache } from './storage/record-cache.ts';
 import { purgeExpiredArtifacts } from './storage/sql-adapter.ts';
 import { artifactStorage, type ArtifactStorage } from './storage/artifacts.ts';
 import { startTokenCache, type TokenCache } from './storage/token-cache.ts';
-import type { HeartbeatTiming } from './storage/heartbeat.ts';
+import { HEARTBEAT, type HeartbeatTiming } from './storage/heartbeat.ts';
 import { grantUseRecorder, type GrantUses } from './oauth/grant-use.ts';
 import { secretUseRecorder, type SecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
@@ -27,7 +27,7 @@ import { startWebhookQueue } from './webhooks/queue.ts';
 import { webhookOutbox, type WebhookOutbox } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
-import { recordArtifactStore } from './storage/store-record.ts';
+import { keepArtifactStoreRecorded } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
@@ -120,11 +120,13 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const artifacts = artifactStorage(db, redis, overrides.redisPrefix, tokenCache?.cache);
   // For the operator scripts: where this server's artifacts live (src/storage/store-record.ts).
   const store = redis && { client: redis, mode: redis.isCluster ? ('cluster' as const) : (config.redis?.mode ?? 'single'), prefix: overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX };
-  // A Redis down at start does not stop the start (it answers 503 until Redis is back): tried again later.
-  const record = () => recordArtifactStore(db, store).catch((err) => log.warn({ message: (err as Error).message }, 'recording the artifact store failed'));
-  await record();
-  const storeRecord = setInterval(record, STORE_RECORD_INTERVAL_MS);
-  storeRecord.unref();
+  // Its mark is put back in Redis on every reconnection and with each heartbeat (5 s), so the
+  // scripts work again within seconds of Redis losing its data.
+  const storeRecord = await keepArtifactStoreRecorded(db, store, {
+    markIntervalMs: overrides.heartbeat?.intervalMs ?? HEARTBEAT.intervalMs,
+    recordIntervalMs: STORE_RECORD_INTERVAL_MS,
+    onError: (err) => log.warn({ message: err.message }, 'recording the artifact store failed'),
+  });
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
   // One secret check for the provider's client authentication and the hot paths alike.
@@ -227,7 +229,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
       clearInterval(expirySweep);
       if (registrationSweep) clearInterval(registrationSweep);
       if (purge) clearInterval(purge);
-      clearInterval(storeRecord);
+      storeRecord.stop();
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
       outbox.close();
       await webhookQueue.stop({ graceful: true, timeout: 6000 });

@@ -3,7 +3,7 @@
 // approve/reject/suspend did; a suggestion for a mistyped scope; `clients delete` that asks for
 // --force and says what would go; a new password for a user.
 import { describe, expect, it } from 'vitest';
-import { admin as runText, spawnAdmin, type CliResult } from './support/processes.ts';
+import { admin as runText, freePort, spawnAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import { authenticateUser } from '../src/accounts/store.ts';
 import { passwordHashing } from '../src/accounts/password.ts';
@@ -88,5 +88,47 @@ describe('operator scripts people can use', () => {
     expectRefusal(await admin('users', 'set-password', 'nobody@example.com', '--password', 'long-enough'), /no user "nobody@example.com"/);
     expectRefusal(await admin('users', 'set-password', 'lost@example.com'), /exactly one of --password or --password-stdin/);
     expect((await cli.pg.db('users').where('id', user.id).first()).password_hash).toBe(hash);
+  });
+
+  it('a deliberate refusal says what happened and what to do, never "unexpected failure": a recently used secret', async () => {
+    const c = ok(await admin('clients', 'approve', (await create('Busy App')).client_id));
+    const [secret] = ok(await admin('secrets', 'list', c.client_id)).secrets;
+    const lastUsed = new Date(Date.now() - 60_000);
+    await cli.pg.db('oauth_client_secrets').where('id', secret.id).update({ last_used_at: lastUsed });
+
+    const refused = await text('secrets', 'revoke', c.client_id, String(secret.id));
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: secret ${secret.id} was last used ${lastUsed.toISOString()}, less than 10 minutes ago, so the app may still be sending it: nothing was revoked. To revoke it anyway, run the command again with --force\n`,
+    });
+    expectRefusal(await admin('secrets', 'revoke', c.client_id, String(secret.id)), /^error: secret \d+ was last used .*run the command again with --force$/);
+    expect(ok(await admin('secrets', 'list', c.client_id)).secrets.map((s: { id: number }) => s.id)).toEqual([secret.id]);
+    expect(ok(await admin('secrets', 'revoke', c.client_id, String(secret.id), '--force'))).toBeDefined();
+    expect(ok(await admin('secrets', 'list', c.client_id)).secrets).toEqual([]);
+  });
+
+  it('a refusal of the configuration is one too: a stored secret under a key no longer in DATA_ENCRYPTION_KEYS', async () => {
+    const c = await create('Keyed App');
+    const env = { ...cli.env, WEBHOOK_ALLOW_LOOPBACK: 'true', DATA_ENCRYPTION_KEYS: 'an-old-data-encryption-key-of-32-chars-or-more' };
+    const set = await runText(['--json', 'clients', 'set-webhook', c.client_id, 'http://127.0.0.1:9/hooks'], env);
+    expect(set.code, set.stderr).toBe(0);
+    const stored = await cli.pg.db('webhook_secrets').where('client_id', c.client_id).pluck('secret');
+    const other = { ...env, DATA_ENCRYPTION_KEYS: 'a-new-data-encryption-key-of-32-chars-or-more' };
+    expectRefusal(
+      await runText(['--json', 'keys', 'reencrypt'], other),
+      /^error: a stored secret is encrypted under key \w+, which is not in DATA_ENCRYPTION_KEYS: put that key back in the list \(after the current one\) and run keys reencrypt before removing it$/,
+    );
+    expect(await cli.pg.db('webhook_secrets').where('client_id', c.client_id).pluck('secret')).toEqual(stored);
+  });
+
+  it('a failure nobody meant still says so: the database unreachable', async () => {
+    const env = { DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/nowhere` };
+    const failed = await runText(['clients', 'list'], env);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toBe('');
+    expect(failed.stderr).toMatch(/^error: unexpected failure: .*ECONNREFUSED.*\n$/);
+    const json = await runText(['--json', 'clients', 'list'], env);
+    expectRefusal(json, /^error: unexpected failure: /);
   });
 });

@@ -84,7 +84,7 @@ describe('secrets at rest', () => {
     expect((await kids(instance.url))[0]!.d).toBeUndefined();
     const user = await newUser({ system: instance.system } as TestServer, 'Owner');
     const { client } = await createClient(instance.system, { name: 'Encrypted App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: ['https://app.example.com/cb'], ownerUserId: user.id }, { actor: 'test' });
-    const { webhook_secret: secret } = await clientsSetWebhook(ctxOf(instance), client.clientId, `http://127.0.0.1:${(app.address() as AddressInfo).port}/hooks`);
+    const { signing_secret: secret } = await clientsSetWebhook(ctxOf(instance), client.clientId, `http://127.0.0.1:${(app.address() as AddressInfo).port}/hooks`);
     expect(secret).toMatch(/^whsec_/);
 
     // What a dump of the database holds: no JWK private member, no webhook secret.

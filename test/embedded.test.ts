@@ -119,3 +119,59 @@ describe('the embedded default', () => {
     expect(server.output()).not.toMatch(/^\{"level"/m);
   }, 90_000);
 });
+
+/** Entries under `dir` (and `dir`) that are not the owner's only: directories 0700, files and sockets 0600. */
+function looseModes(dir: string): string[] {
+  const loose: string[] = [];
+  const visit = (entry: string) => {
+    const stat = fs.lstatSync(entry);
+    const mode = stat.mode & 0o777;
+    if (mode !== (stat.isDirectory() ? 0o700 : 0o600)) loose.push(`${path.relative(dir, entry) || '.'} ${mode.toString(8)}`);
+    if (stat.isDirectory()) for (const name of fs.readdirSync(entry)) visit(path.join(entry, name));
+  };
+  visit(dir);
+  return loose;
+}
+
+describe("the embedded database's files, under a permissive umask (000)", () => {
+  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-modes-'));
+  afterAll(() => fs.rmSync(parent, { recursive: true, force: true }));
+
+  it('are the owner\'s only while the server runs, after it stops and after a script\'s change', async () => {
+    const dir = path.join(parent, 'fresh'); // created by the server
+    const running = await startServerProcess({ DATA_DIR: dir }, 60_000, '000');
+    try {
+      // A read-only script through the admin socket, which is there now.
+      const listed = await spawnAdmin(['clients', 'list'], { DATA_DIR: dir }, '', '000');
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(fs.lstatSync(path.join(dir, 'admin.sock')).isSocket()).toBe(true);
+      expect(fs.existsSync(path.join(dir, 'server.pid'))).toBe(true);
+      expect(looseModes(dir)).toEqual([]);
+    } finally {
+      expect(await running.stop()).toBe(0);
+    }
+    expect(looseModes(dir)).toEqual([]);
+    const created = await spawnAdmin(['users', 'create', '--email', 'modes@example.com', '--password-stdin'], { DATA_DIR: dir }, 'a-password-for-modes\n', '000');
+    expect(created.code, created.stderr).toBe(0);
+    expect(looseModes(dir)).toEqual([]);
+  }, 120_000);
+
+  it('an existing data directory open to everyone is made the owner\'s only on start', async () => {
+    const dir = path.join(parent, 'loose');
+    const migrated = await spawnAdmin(['migrate'], { DATA_DIR: dir }, '', '000');
+    expect(migrated.code, migrated.stderr).toBe(0);
+    // As an earlier version left it: world-readable and world-writable.
+    const open = (entry: string) => {
+      const isDir = fs.statSync(entry).isDirectory();
+      fs.chmodSync(entry, isDir ? 0o777 : 0o666);
+      if (isDir) for (const name of fs.readdirSync(entry)) open(path.join(entry, name));
+    };
+    open(dir);
+    const running = await startServerProcess({ DATA_DIR: dir }, 60_000, '000');
+    try {
+      expect(looseModes(dir)).toEqual([]);
+    } finally {
+      await running.stop();
+    }
+  }, 120_000);
+});

@@ -198,7 +198,7 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
     const app = await receiver();
     try {
       const client = await approvedClient(server, [SCOPE], 'Leaky App');
-      const signingSecret = (await clientsSetWebhook(ops, client.client_id, app.url)).webhook_secret!;
+      const signingSecret = (await clientsSetWebhook(ops, client.client_id, app.url)).signing_secret!;
       const user = await newUser(server);
       const [a, b] = [await tokensFor(server, client, user, SCOPE), await tokensFor(server, client, user, SCOPE)];
       const code = await codeFor(server, client, user, SCOPE);

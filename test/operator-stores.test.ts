@@ -2,7 +2,10 @@
 // without the servers' Redis, a status change or a secret revocation is refused and changes
 // nothing; a repeated suspension still sweeps; reinstating brings no old token back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { Redis } from 'ioredis';
+import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
+import { createTestDatabase, type TestDatabase } from './support/services.ts';
+import { startOwnRedis, type OwnRedis } from './support/redis-server.ts';
 import { admin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
@@ -60,10 +63,31 @@ describe('operator scripts and a server on Redis', () => {
     expect(again.body.error).toBe('invalid_grant');
   });
 
-  it('refuses a Redis that is not the servers\' (another database number): no mark there', async () => {
+  it('refuses a Redis that is not the servers\' (another database number): no mark there, and says what to check', async () => {
     const client = await approvedClient(server, ['PROFILE_READ']);
     const elsewhere = { ...withRedis, REDIS_URL: `${server.redis!.url}/7` };
-    expectRefusal(await admin(['--json', 'clients', 'suspend', client.client_id], elsewhere), /Redis of REDIS_URL here is not theirs.*nothing was changed$/);
+    expectRefusal(
+      await admin(['--json', 'clients', 'suspend', client.client_id], elsewhere),
+      /^error: the servers keep tokens in Redis \(single\), and the Redis of REDIS_URL here is not theirs or has lost their mark: check that REDIS_URL is the servers' \(same host, port and database number\), that a server is running \(it puts the mark back within 5 seconds of Redis returning from a restart\), then try again; nothing was changed$/,
+    );
+    expect(await statusOf(server, client.client_id)).toBe('approved');
+  });
+
+  it('refuses a Redis holding another mark (another deployment\'s), naming both settings to check', async () => {
+    const client = await approvedClient(server, ['PROFILE_READ']);
+    const elsewhere = { ...withRedis, REDIS_URL: `${server.redis!.url}/7` };
+    const key = `${server.redis!.prefix}store-mark`;
+    const other = new Redis(elsewhere.REDIS_URL);
+    try {
+      await other.set(key, 'another-deployment', 'EX', 60);
+      expectRefusal(
+        await admin(['--json', 'clients', 'suspend', client.client_id], elsewhere),
+        /^error: the servers keep tokens in Redis \(single\), and the Redis of REDIS_URL here is not theirs \(it holds another mark\): check that REDIS_URL and the database here \(DATABASE_URL or DATA_DIR\) are those of the same servers, then try again in a few seconds; nothing was changed$/,
+      );
+    } finally {
+      await other.del(key);
+      other.disconnect();
+    }
     expect(await statusOf(server, client.client_id)).toBe('approved');
   });
 
@@ -136,5 +160,62 @@ describe('operator scripts and a server on SQL only', () => {
     const suspended = await admin(['--json', 'clients', 'suspend', client.client_id], { DATABASE_URL: server.pg.url, REDIS_URL: 'redis://127.0.0.1:6379' });
     expect(suspended.code, suspended.stderr).toBe(0);
     expect(await server.pg.db('oidc_models').where('client_id', client.client_id)).toHaveLength(0);
+  });
+});
+
+// A cache node replaced, or Redis restarted without persistence: the servers recover by
+// themselves, and put their mark back so that the scripts do too (src/storage/store-record.ts).
+describe('operator scripts after the servers\' Redis lost its data', () => {
+  let own: OwnRedis;
+  let pg: TestDatabase;
+  let instance: AppInstance;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    [own, pg] = await Promise.all([startOwnRedis(), createTestDatabase()]);
+    env = { DATABASE_URL: pg.url, REDIS_URL: own.url };
+    instance = await startInstance(env, { db: pg.db });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await Promise.all([own?.stop(), pg?.drop()]);
+  });
+
+  async function pendingClient(): Promise<string> {
+    const created = await admin(['--json', 'clients', 'create', '--name', 'Lost mark', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ'], env);
+    expect(created.code, created.stderr).toBe(0);
+    return JSON.parse(created.stdout).client_id as string;
+  }
+
+  /** Tries `clients approve` until it succeeds or the deadline passes; the last attempt's result. */
+  async function approveWithin(id: string, ms: number) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const result = await admin(['--json', 'clients', 'approve', id], env);
+      if (result.code === 0 || Date.now() > deadline) return result;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  it('a restarted, empty Redis: the server puts its mark back on reconnecting, and a change succeeds within seconds', async () => {
+    const id = await pendingClient();
+    await own.restart();
+    const approved = await approveWithin(id, 8000);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout).status).toBe('approved');
+  });
+
+  it('a Redis emptied without a reconnection (FLUSHALL): the mark is back within the 5-second check', async () => {
+    const id = await pendingClient();
+    const flush = new Redis(own.url);
+    try {
+      await flush.flushall();
+    } finally {
+      flush.disconnect();
+    }
+    const approved = await approveWithin(id, 10_000);
+    expect(approved.code, approved.stderr).toBe(0);
+    const row = await pg.db('artifact_store').first();
+    expect(await instance.system.redis!.get('oauth:store-mark')).toBe(row.redis_mark);
   });
 });

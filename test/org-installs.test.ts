@@ -137,7 +137,7 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     try {
       const { org, a, b, inA, inB } = await orgWithTeams();
       const client = await approvedClient(server, SCOPE.split(' '), 'Hooked App');
-      const secret = (await clientsSetWebhook({ ...operator(server), cipher: server.system.cipher, allowLoopback: true }, client.client_id, hooks.url)).webhook_secret!;
+      const secret = (await clientsSetWebhook({ ...operator(server), cipher: server.system.cipher, allowLoopback: true }, client.client_id, hooks.url)).signing_secret!;
       const { installation } = await installApp(deps, { clientId: client.client_id, orgId: org.id, allTeams: false, teamIds: [a.id, b.id], by: null });
       const [ta, tb] = [await boundTokens(client, inA, { orgId: org.id, teamIds: [a.id], installationId: installation.id }), await boundTokens(client, inB, { orgId: org.id, teamIds: [b.id], installationId: installation.id })];
       // An unbound grant of the same app and user: not the organization's to end.

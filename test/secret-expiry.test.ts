@@ -126,7 +126,7 @@ describe.each<Storage>(['redis', 'sql'])('secrets that expire (%s)', (storage) =
     const app = await receiver();
     try {
       const client = await approvedClient(server, ['PROFILE_READ']);
-      const signingSecret = (await clientsSetWebhook(ops, client.client_id, app.url)).webhook_secret!;
+      const signingSecret = (await clientsSetWebhook(ops, client.client_id, app.url)).signing_secret!;
       const made = await secretsGenerate(ops, client.client_id, { expiresIn: '2s' });
       const sweep = () => server.system.sweepSecretExpiry();
       expect((await sweep()).expiring).toBeGreaterThanOrEqual(1);

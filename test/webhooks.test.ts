@@ -33,7 +33,7 @@ const LOOPBACK = { production: false, allowLoopback: true };
 const ops = (server: { system: TestServer['system'] }, ctx: Partial<AdminContext> = {}): AdminContext =>
   ({ db: server.system.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true, ...ctx });
 /** clientsSetWebhook with the context above; returns the signing secret it made (or undefined). */
-const clientsSetWebhook = async (ctx: AdminContext, clientId: string, url: string) => (await setWebhook(ctx, clientId, url)).webhook_secret!;
+const clientsSetWebhook = async (ctx: AdminContext, clientId: string, url: string) => (await setWebhook(ctx, clientId, url)).signing_secret!;
 
 
 
@@ -320,13 +320,15 @@ describe('webhooks', () => {
     const set = await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, 'http://127.0.0.1:9/hooks'], env);
     expect(set.code, set.stderr).toBe(0);
     const first = JSON.parse(set.stdout);
-    expect(first).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: expect.stringMatching(/^whsec_/) });
+    // "signing_secret" as CONTRACT 9 names it; "webhook_secret", its old name, the same value for one more release.
+    expect(first).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/hooks', signing_secret: expect.stringMatching(/^whsec_/), webhook_secret: first.signing_secret });
     // Setting the URL again prints no secret; --new-secret makes (and prints) a new one.
     expect(JSON.parse((await runAdmin(['--json', 'clients', 'set-webhook', client.client_id, 'http://127.0.0.1:9/other'], env)).stdout)).toEqual({ client_id: client.client_id, webhook_url: 'http://127.0.0.1:9/other' });
     const rotated = await runAdmin(['clients', 'set-webhook', client.client_id, '--new-secret'], env);
     expect(rotated.code, rotated.stderr).toBe(0);
-    expect(rotated.stdout).toMatch(/webhook_secret: whsec_\S+ {2}\(shown only once\)/);
-    expect(rotated.stdout).not.toContain(first.webhook_secret);
+    expect(rotated.stdout).toMatch(/^signing_secret: whsec_\S+ {2}\(shown only once\)$/m);
+    expect(rotated.stdout).not.toContain('webhook_secret');
+    expect(rotated.stdout).not.toContain(first.signing_secret);
     const both = await runAdmin(['clients', 'set-webhook', client.client_id], env);
     expect(both.code).toBe(1);
     expect(both.stderr).toMatch(/webhook URL, --new-secret or --clear/);

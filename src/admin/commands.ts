@@ -267,7 +267,7 @@ function cipherOf(ctx: AdminContext): DataCipher {
 /**
  * Sets the client's webhook URL (the address rule applies), or with `clear`, removes it; with
  * `newSecret` (alone or with a URL) makes a new signing secret. A secret made here (the first URL,
- * or `newSecret`) is printed once, as `webhook_secret`, for the operator to hand to the owner.
+ * or `newSecret`) is printed once, as `signing_secret`, for the operator to hand to the owner.
  */
 export async function clientsSetWebhook(ctx: AdminContext, clientId: string, url: string | undefined, options: { clear?: boolean; newSecret?: boolean } = {}) {
   const { db, by, production = false, allowLoopback = false } = ctx;
@@ -279,7 +279,7 @@ export async function clientsSetWebhook(ctx: AdminContext, clientId: string, url
   if (options.clear || url !== undefined) secret = (await setWebhookUrl(deps, clientId, options.clear ? null : url!, by)).secret;
   if (options.newSecret && !secret) secret = await regenerateWebhookSecret(deps, clientId, by);
   const webhookUrl = (await db('oauth_clients').where('id', clientId).first('webhook_url'))?.webhook_url ?? null;
-  return { client_id: clientId, webhook_url: webhookUrl, ...(secret ? { webhook_secret: secret } : {}) };
+  return { client_id: clientId, webhook_url: webhookUrl, ...(secret ? { signing_secret: secret } : {}) };
 }
 
 /** Re-encrypts every stored secret under the first DATA_ENCRYPTION_KEYS key (after adding a new key in front). */

@@ -6,11 +6,11 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { connectDb, type Db } from '../storage/db.ts';
 import { connectRedis, type RedisClient } from '../storage/redis.ts';
-import { holdsMark, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
+import { markState, readArtifactStore, type StoreRecord } from '../storage/store-record.ts';
 import { DEFAULT_REDIS_PREFIX } from '../storage/redis-keys.ts';
 import { clientArtifacts } from '../storage/client-artifacts.ts';
 import { lockHolder } from '../storage/embedded-lock.ts';
-import { InputError, NotFoundError } from '../errors.ts';
+import { AppError, InputError } from '../errors.ts';
 import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
@@ -51,15 +51,31 @@ export interface AdminIo {
   stdin?(): Promise<string>;
 }
 
+/** The settings naming the servers' Redis, by the mode they recorded. */
+const REDIS_SETTINGS = { single: 'REDIS_URL', cluster: 'REDIS_CLUSTER_NODES', sentinel: 'REDIS_SENTINELS and REDIS_SENTINEL_NAME' } as const;
+
 /**
  * Refuses when the servers recorded a Redis (src/storage/store-record.ts) this process has not got:
- * none configured, or one without the servers' mark (another Redis, another database number).
+ * none configured, or one without the servers' mark (another Redis, another database number, or
+ * theirs after it lost its data and before a running server put the mark back: within 5 s).
  */
 async function assertStoresReachable(record: StoreRecord | undefined, redis: RedisClient | undefined): Promise<void> {
   if (record?.kind !== 'redis') return;
-  const servers = `the servers keep tokens in Redis (${record.redisMode ?? 'single'})`;
+  const mode = record.redisMode ?? 'single';
+  const servers = `the servers keep tokens in Redis (${mode})`;
   if (!redis) throw new Refusal(`${servers} and REDIS_URL is not set here (nor REDIS_CLUSTER_NODES or REDIS_SENTINELS): run with the servers' Redis settings; nothing was changed`);
-  if (!(await holdsMark(redis, record))) throw new Refusal(`${servers}, and the Redis of REDIS_URL here is not theirs (it lacks their mark): run with the servers' Redis settings; nothing was changed`);
+  const state = await markState(redis, record);
+  const settings = REDIS_SETTINGS[mode];
+  if (state === 'missing') {
+    throw new Refusal(
+      `${servers}, and the Redis of ${settings} here is not theirs or has lost their mark: check that ${settings} is the servers' (same host, port and database number), that a server is running (it puts the mark back within 5 seconds of Redis returning from a restart), then try again; nothing was changed`,
+    );
+  }
+  if (state === 'other') {
+    throw new Refusal(
+      `${servers}, and the Redis of ${settings} here is not theirs (it holds another mark): check that ${settings} and the database here (DATABASE_URL or DATA_DIR) are those of the same servers, then try again in a few seconds; nothing was changed`,
+    );
+  }
 }
 
 /**
@@ -185,8 +201,11 @@ const installationTable = ({ installations }: { installations: InstallationRow[]
 const withSecretNote = (result: { client_secret?: string }) =>
   printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
 
-const withWebhookSecretNote = (result: { webhook_secret?: string }) =>
-  printText(result.webhook_secret === undefined ? result : { ...result, webhook_secret: `${result.webhook_secret}  (shown only once)` });
+const withSigningSecretNote = (result: { signing_secret?: string }) =>
+  printText(result.signing_secret === undefined ? result : { ...result, signing_secret: `${result.signing_secret}  (shown only once)` });
+
+/** `clients set-webhook --json`: "signing_secret" (CONTRACT 9), and its old name "webhook_secret" until the next release. */
+const withDeprecatedSecretName = (result: { signing_secret?: string }) => (result.signing_secret === undefined ? result : { ...result, webhook_secret: result.signing_secret });
 
 /** approve / reject / suspend in text mode: one line saying what happened (or that nothing did). */
 function statusOutcome(r: Awaited<ReturnType<typeof commands.clientsChangeStatus>>, effect: string): string {
@@ -363,7 +382,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .description('set the URL the server posts signed events to (a public address; https in production), or remove it with --clear; the first URL gets a signing secret, printed once')
     .option('--new-secret', 'make a new signing secret (printed once); the previous one keeps signing for 24 hours')
     .option('--clear', 'remove the webhook URL: no more events are sent')
-    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withWebhookSecretNote));
+    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withSigningSecretNote, { json: withDeprecatedSecretName }));
 
   const orgs = program.command('orgs').description('manage organizations and their members (docs/organizations.md)');
   orgs
@@ -478,6 +497,12 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   return program;
 }
 
+/**
+ * A deliberate refusal: our errors that carry their HTTP meaning (bad input, not found, a conflict,
+ * a limit, not allowed: src/errors.ts), the scripts' own, and the configuration's.
+ */
+const isRefusal = (err: unknown) => err instanceof AppError || err instanceof Refusal || err instanceof ConfigError;
+
 /** Runs the operator scripts with these arguments (after `admin`); resolves to the exit code. */
 export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}): Promise<number> {
   // Subcommands inherit exitOverride and the output streams: commander's exits become return values.
@@ -495,8 +520,9 @@ export async function runAdmin(argv: string[], io: AdminIo, mode: AdminMode = {}
       code = err.exitCode;
       message = err.code === 'commander.help' ? `no command given: see ${ADMIN_COMMAND} --help` : err.message.replace(/^error: /, '');
     } else {
-      const known = err instanceof InputError || err instanceof NotFoundError || err instanceof Refusal || err instanceof ConfigError;
-      message = known ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
+      // A refusal says what happened and what to do; anything else is a failure nobody meant
+      // (a bug, the database down) and says so.
+      message = isRefusal(err) ? (err as Error).message : `unexpected failure: ${(err as Error).message}`;
       // Messages can quote input (a redirect URI, an email): escaped, the reason stays one line.
       io.stderr(`error: ${escapeUnsafeText(message)}\n`);
     }

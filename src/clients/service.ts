@@ -319,7 +319,7 @@ export async function rotateSecret(
 /** Refused with this when the secret was used within RECENT_USE_SECONDS and the revocation is not confirmed. */
 export class RecentlyUsedSecretError extends ConflictError {
   constructor(readonly secretId: number, readonly lastUsedAt: Date) {
-    super(`secret ${secretId} was last used ${lastUsedAt.toISOString()}, less than ${RECENT_USE_SECONDS / 60} minutes ago: the app may still be sending it. Confirm to revoke it anyway (--force)`);
+    super(`secret ${secretId} was last used ${lastUsedAt.toISOString()}, less than ${RECENT_USE_SECONDS / 60} minutes ago, so the app may still be sending it: nothing was revoked. To revoke it anyway, run the command again with --force`);
   }
 }
 

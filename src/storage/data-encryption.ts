@@ -4,6 +4,7 @@
 // encrypted it, so keys can be rotated: the first encrypts, the others still decrypt, and
 // `admin keys reencrypt` moves every value to the first.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { ConfigError } from '../config.ts';
 
 const PREFIX = 'enc1';
 const IV_BYTES = 12;
@@ -49,7 +50,7 @@ export function createDataCipher(secrets: string[]): DataCipher {
     decrypt(stored) {
       const { id, bytes } = parse(stored);
       const key = keys.find((k) => k.id === id);
-      if (!key) throw new Error(`the value is encrypted under key ${id}, which is not in DATA_ENCRYPTION_KEYS`);
+      if (!key) throw new ConfigError(`a stored secret is encrypted under key ${id}, which is not in DATA_ENCRYPTION_KEYS: put that key back in the list (after the current one) and run keys reencrypt before removing it`);
       const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, IV_BYTES));
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');

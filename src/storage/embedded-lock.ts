@@ -2,6 +2,7 @@
 // holds this lock while it runs, and the operator scripts refuse to open a locked directory.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ownerOnlyDataDir } from './data-dir.ts';
 
 const LOCK_FILE = 'server.pid';
 
@@ -34,7 +35,7 @@ export class DataDirInUse extends Error {
 export function acquireLock(dataDir: string): () => void {
   const holder = lockHolder(dataDir);
   if (holder) throw new DataDirInUse(dataDir, holder);
-  fs.mkdirSync(dataDir, { recursive: true });
+  ownerOnlyDataDir(dataDir);
   const file = path.join(dataDir, LOCK_FILE);
   fs.writeFileSync(file, String(process.pid));
   return () => fs.rmSync(file, { force: true });

@@ -193,6 +193,18 @@ describe('a Redis master killed mid-run', () => {
   }, 60_000);
 });
 
+describe('the operator scripts\' mark in a Redis Cluster', () => {
+  it('is recorded as the cluster\'s and put back by the instances once lost (src/storage/store-record.ts)', async () => {
+    const row = await pg.db('artifact_store').first();
+    expect(row).toMatchObject({ kind: 'redis', redis_mode: 'cluster', redis_mark: expect.any(String) });
+    expect(await opsRedis.get('oauth:store-mark')).toBe(row.redis_mark);
+    await opsRedis.del('oauth:store-mark'); // as a master's data lost
+    const deadline = Date.now() + 15_000;
+    while ((await opsRedis.get('oauth:store-mark')) === null && Date.now() < deadline) await sleep(200);
+    expect(await opsRedis.get('oauth:store-mark')).toBe((await pg.db('artifact_store').first()).redis_mark);
+  });
+});
+
 describe('PostgreSQL for many instances', () => {
   it('lets several instances run migrations at once on a fresh database', async () => {
     for (let round = 0; round < 3; round++) await raceMigrations();

@@ -13,6 +13,11 @@ function envWith(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...extra };
 }
 
+/** `tsx args`, under `umask` when given (set by a shell, as in an operator's session). */
+function tsx(args: string[], umask?: string): [string, string[]] {
+  return umask === undefined ? [TSX, args] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', TSX, ...args]];
+}
+
 export interface CliResult {
   code: number;
   stdout: string;
@@ -20,9 +25,9 @@ export interface CliResult {
 }
 
 /** The operator scripts as a separate process, exactly as `npm run --silent admin --` runs them. */
-export function spawnAdmin(args: string[], env: Record<string, string>, stdin = ''): Promise<CliResult> {
+export function spawnAdmin(args: string[], env: Record<string, string>, stdin = '', umask?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/admin/cli.ts', ...args], { cwd: ROOT, env: envWith(env) });
+    const child = spawn(...tsx(['src/admin/cli.ts', ...args], umask), { cwd: ROOT, env: envWith(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -48,9 +53,9 @@ export interface RunningServer {
   stop(): Promise<number | null>;
 }
 
-/** Starts the server as `npm start` does and waits for the address it prints. */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<RunningServer> {
-  const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
+/** Starts the server as `npm start` does (under `umask` when given) and waits for the address it prints. */
+export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000, umask?: string): Promise<RunningServer> {
+  const child = spawn(...tsx(['src/main.ts'], umask), { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
