@@ -64,7 +64,7 @@ describe('operator scripts', () => {
     expect(JSON.parse(blocked.stdout)).toMatchObject({ host, blocked: true, clients: expect.arrayContaining([clientId]) });
     expect((await getMe(server.url, tokens.access_token)).status).toBe(401);
     expect(await authorizationStatus(blockable.agent('/new-agent.json'))).toBe(400);
-    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts).toEqual([expect.objectContaining({ host, reason: 'flood', blocked_by: expect.stringMatching(/^operator:/) })]);
+    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts).toEqual([expect.objectContaining({ host, covers: '127.0.0.1 on any port', reason: 'flood', blocked_by: expect.stringMatching(/^operator:/) })]);
     expect(JSON.parse((await cli('hosts', 'unblock', host)).stdout)).toEqual({ host, blocked: false });
     expect(await authorizationStatus(blockable.agent('/new-agent.json'))).toBe(303);
     expectRefusal(await cli('hosts', 'unblock', host), /is not blocked/);
@@ -131,6 +131,7 @@ describe('blocks made before blocks covered every port (migration 028)', () => {
     await up(server.system.db);
     const hosts = JSON.parse((await cli('hosts', 'list')).stdout).hosts.map((h: { host: string }) => h.host);
     expect(hosts).toEqual(['legacy.example.com', 'other.example.org']);
+    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts[0].covers).toBe('legacy.example.com and every name under it (*.legacy.example.com), on any port');
     expect(JSON.parse((await cli('hosts', 'unblock', 'legacy.example.com:8443')).stdout)).toEqual({ host: 'legacy.example.com', blocked: false });
     await cli('hosts', 'unblock', 'other.example.org');
   });

@@ -36,7 +36,9 @@ function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['pri
 
 // Refused URL client_ids all count as failed authentications of "no registered client" from this
 // address (src/oauth/rate-limits.ts): this file makes far more of them than the limit lets through.
-const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_AUTH_FAILURES: '1000' };
+// The same for fetches of documents never seen (src/cimd/fetch-limits.ts: test/cimd-fetch-limits.test.ts).
+const FETCHES = { CIMD_FETCHES_PER_ADDRESS_PER_MINUTE: '1000', CIMD_FETCHES_PER_ADDRESS_PER_HOUR: '1000', CIMD_FETCHES_PER_SITE_PER_MINUTE: '1000' };
+const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_AUTH_FAILURES: '1000', ...FETCHES };
 const OTHER_REDIRECT = 'https://agent.example.com/other-callback';
 
 /** The authorization request of a metadata-document client, as a browser sends it (no sign-in needed to be refused). */
@@ -266,7 +268,7 @@ describe('where documents may come from (CIMD_ALLOW_LOOPBACK off): nothing is fe
   const logged = logSink();
   beforeAll(async () => {
     docs = await startDocumentServer();
-    server = await startTestServer('sql', { RATE_LIMIT_AUTH_FAILURES: '1000' }, {
+    server = await startTestServer('sql', { RATE_LIMIT_AUTH_FAILURES: '1000', ...FETCHES }, {
       log: logged.log,
       cimdResolve: async (name) => {
         if (name === 'docs.example.test') return [{ address: '127.0.0.1', family: 4 }];

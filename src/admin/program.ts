@@ -435,7 +435,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   const hosts = program.command('hosts').description('hosts whose client ID metadata documents are refused (docs/agents.md)');
   hosts
     .command('block <host>')
-    .description('refuse every client whose document this host serves, now and later (their tokens revoked); the host as in the URL, e.g. agent.example.com')
+    .description('refuse every client whose document this domain or a name under it serves, on any port, now and later (their tokens revoked); e.g. agent.example.com (a public suffix such as github.io is refused)')
     .action(action((ctx, host: string) => cimdCommands.hostsBlock(ctx, host)));
   hosts
     .command('unblock <host>')
@@ -444,7 +444,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   hosts
     .command('list')
     .description('list blocked hosts')
-    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
+    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'COVERS', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.covers, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
 
   program
     .command('keys')

@@ -55,3 +55,6 @@ export function blockName(value: string): string {
 
 /** A recorded host (`example.com:8443`, `[::1]:80`, or '' for a private-use scheme) as blocks match it. */
 export const hostnameOfHost = (host: string) => (host ? hostnameOf(`https://${host}/`) : '');
+
+/** What a block covers, in words (`hosts list`). */
+export const coverage = (block: string) => (isIpLiteral(block) ? `${block} on any port` : `${block} and every name under it (*.${block}), on any port`);
