@@ -75,6 +75,14 @@ describe.each<Storage>(['sql', 'redis'])('document fetches per requesting addres
     expect(logged.lines).toContainEqual(expect.objectContaining({ msg: 'client_id metadata document refused', clientId: `${docs.url}/a5.json`, ip: '203.0.113.1', reason: expect.stringMatching(/203\.0\.113\.1 is over its budget of 3 document fetches a minute/) }));
   });
 
+  it('an address written by the client in X-Forwarded-For, left of what the trusted proxy added, does not make a new budget', async () => {
+    const paths = ['/x1.json', '/x2.json', '/x3.json', '/x4.json'];
+    const answers = [];
+    for (const [i, path] of paths.entries()) answers.push(await tokenAnswer(server, docs.agent(path), `10.9.9.${i}, 203.0.113.77`));
+    expect(answers.map(isFound)).toEqual([true, true, true, false]);
+    expect(docs.hits.get('/x4.json')).toBeUndefined();
+  });
+
   it('every failed fetch is answered alike — not found, nobody listening, not JSON, too large, over the limit — and none sooner than the others', async () => {
     const cases: Array<[string, string]> = [
       ['not found', `${docs.url}/missing.json`],
