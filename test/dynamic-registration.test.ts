@@ -3,7 +3,8 @@
 // keep no secret, and those with no token after an hour are removed by the sweep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
-import { newUser } from './support/fixtures.ts';
+import { newUser, operator } from './support/fixtures.ts';
+import { usersSetAdmin } from '../src/admin/commands.ts';
 import { Browser } from './support/browser.ts';
 import { authorizeUrl, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, pkcePair } from './support/cimd.ts';
@@ -89,6 +90,17 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     const env = { DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) };
     const shown = await runAdmin(['--json', 'clients', 'show', clientId], env);
     expect(JSON.parse(shown.stdout)).toMatchObject({ client_id: clientId, kind: 'registered', host: null, redirect_uris: [redirect] });
+    // So does the administrators' review page: no host, no "Block HOST" for it.
+    const admin = await newUser(server, 'Admin');
+    await usersSetAdmin(operator(server), admin.email);
+    const browser = new Browser();
+    const login = await browser.get(`${server.url}/login`);
+    expect((await browser.submit(login, 'form[action="/login"]', { email: admin.email, password: admin.password })).status).toBe(303);
+    const review = await browser.get(`${server.url}/admin/oauth-clients`);
+    const row = review.$('#metadata-documents tr').filter((_, tr) => review.$(tr).text().includes(clientId));
+    expect(row.find('td[data-label="Host"]').text().trim()).toBe('registered by itself, not reviewed');
+    expect(row.find('button[value="block_host"]').length).toBe(0);
+    expect(row.find('td[data-label="Host"]').text()).not.toMatch(/google\.com/);
     // Blocking the site its users would be sent to refuses it, whatever subdomain.
     expect(JSON.parse((await runAdmin(['--json', 'hosts', 'block', 'google.com'], env)).stdout)).toMatchObject({ host: 'google.com', clients: expect.arrayContaining([clientId]) });
     const refused = await new Browser().get(authorizeUrl(server.url, request));
