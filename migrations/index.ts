@@ -26,6 +26,7 @@ import * as m024 from './024_credential_leaks.ts';
 import * as m025 from './025_resource_uri.ts';
 import * as m026 from './026_cimd_clients.ts';
 import * as m027 from './027_form_submissions.ts';
+import * as m028 from './028_host_blocks_by_name.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '025_resource_uri': m025,
   '026_cimd_clients': m026,
   '027_form_submissions': m027,
+  '028_host_blocks_by_name': m028,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

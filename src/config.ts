@@ -68,6 +68,17 @@ export interface CimdConfig {
   allowLoopback: boolean;
   /** CIMD_MAX_USERS: distinct users an unreviewed client may have. */
   maxUsers: number;
+  /** Fetches of documents never seen, per requesting address and per site (src/cimd/fetch-limits.ts); off with RATE_LIMITS=off. */
+  fetchLimits: CimdFetchLimits | undefined;
+}
+
+export interface CimdFetchLimits {
+  /** CIMD_FETCHES_PER_ADDRESS_PER_MINUTE */
+  perAddressPerMinute: number;
+  /** CIMD_FETCHES_PER_ADDRESS_PER_HOUR */
+  perAddressPerHour: number;
+  /** CIMD_FETCHES_PER_SITE_PER_MINUTE: per registrable domain (or IP address) of the document URLs. */
+  perSitePerMinute: number;
 }
 
 export type RedisConfig =
@@ -197,6 +208,15 @@ function readCimd(env: Env, nodeEnv: Config['env']): CimdConfig {
     enabled: readSwitch('CIMD_ENABLED', env.CIMD_ENABLED, nodeEnv !== 'production'),
     allowLoopback: readAllowLoopback(env.CIMD_ALLOW_LOOPBACK, nodeEnv, 'CIMD_ALLOW_LOOPBACK'),
     maxUsers: readCount(env, 'CIMD_MAX_USERS', 100),
+    // A person trying a few new agents fetches a handful; a site serving many agents' documents,
+    // a few dozen new ones a minute at most. Documents seen before are not counted.
+    fetchLimits: readRateLimits(env).enabled
+      ? {
+          perAddressPerMinute: readCount(env, 'CIMD_FETCHES_PER_ADDRESS_PER_MINUTE', 10),
+          perAddressPerHour: readCount(env, 'CIMD_FETCHES_PER_ADDRESS_PER_HOUR', 60),
+          perSitePerMinute: readCount(env, 'CIMD_FETCHES_PER_SITE_PER_MINUTE', 30),
+        }
+      : undefined,
   };
 }
 

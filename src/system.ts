@@ -17,7 +17,7 @@ import { createProvider } from './oauth/provider.ts';
 import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
-import { createRateLimits } from './oauth/rate-limits.ts';
+import { createRateLimits, limiterFactory } from './oauth/rate-limits.ts';
 import { passwordHashing, type PasswordHashing } from './accounts/password.ts';
 import { createSignInLimits, type SignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
@@ -33,6 +33,7 @@ import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
 import { leakReportLimiter } from './credentials/revoke-endpoint.ts';
 import { cimdClients, type CimdClients } from './cimd/clients.ts';
+import { fetchBudget } from './cimd/fetch-limits.ts';
 import type { Resolver } from './webhooks/address-policy.ts';
 import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts';
 import { cimdFacts } from './cimd/clients.ts';
@@ -135,7 +136,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const grantUses = grantUseRecorder(db);
   const secrets = clientSecrets(db, artifacts, secretUses);
   const bindings = grantBindings(db);
-  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve });
+  const cimdBudget = config.cimd.fetchLimits && fetchBudget(config.cimd.fetchLimits, limiterFactory(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX));
+  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log });
   const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';

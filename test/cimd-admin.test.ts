@@ -55,19 +55,21 @@ describe('operator scripts', () => {
     expect(audit).toEqual(['consent.given', 'cimd.approved', 'consent.given', 'cimd.rejected']);
   });
 
-  it('hosts block, list and unblock; refusals for an unseen client and a malformed host change nothing', async () => {
+  it('hosts block, list and unblock; refusals for an unseen client, a malformed host and a public suffix change nothing', async () => {
     const clientId = blockable.agent('/blocked-agent.json');
     const tokens = await agentTokens(server.url, clientId, await newUser(server), 'PROFILE_READ');
-    const host = new URL(blockable.url).host;
-    const blocked = await cli('--reason', 'flood', 'hosts', 'block', host);
-    expect(JSON.parse(blocked.stdout)).toEqual({ host, blocked: true, clients: [clientId] });
+    // Given as in the URL, port included: the block is of the address, on every port.
+    const host = '127.0.0.1';
+    const blocked = await cli('--reason', 'flood', 'hosts', 'block', new URL(blockable.url).host);
+    expect(JSON.parse(blocked.stdout)).toMatchObject({ host, blocked: true, clients: expect.arrayContaining([clientId]) });
     expect((await getMe(server.url, tokens.access_token)).status).toBe(401);
     expect(await authorizationStatus(blockable.agent('/new-agent.json'))).toBe(400);
-    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts).toEqual([expect.objectContaining({ host, reason: 'flood', blocked_by: expect.stringMatching(/^operator:/) })]);
+    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts).toEqual([expect.objectContaining({ host, covers: '127.0.0.1 on any port', reason: 'flood', blocked_by: expect.stringMatching(/^operator:/) })]);
     expect(JSON.parse((await cli('hosts', 'unblock', host)).stdout)).toEqual({ host, blocked: false });
     expect(await authorizationStatus(blockable.agent('/new-agent.json'))).toBe(303);
     expectRefusal(await cli('hosts', 'unblock', host), /is not blocked/);
     expectRefusal(await cli('hosts', 'block', 'not a host'), /not a host name/);
+    expectRefusal(await cli('hosts', 'block', 'github.io'), /public suffix/);
     expectRefusal(await cli('clients', 'approve', `${docs.url}/never-seen.json`), /no client with id .* has been seen/);
     expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts).toEqual([]);
   });
@@ -106,7 +108,7 @@ describe('the review page', () => {
     await submit('block_host');
     expect(section(page).text()).toContain('Blocked hosts');
     expect(await authorizationStatus(docs.agent('/page-other.json'))).toBe(400);
-    const unblock = await browser.submit(page, `#metadata-documents li:contains("${new URL(docs.url).host}") button[value="unblock_host"]`);
+    const unblock = await browser.submit(page, `#metadata-documents li:contains("127.0.0.1") button[value="unblock_host"]`);
     expect(unblock.status).toBe(303);
     expect(await authorizationStatus(docs.agent('/page-other.json'))).toBe(303);
   });
@@ -115,5 +117,22 @@ describe('the review page', () => {
     const browser = await signIn(await newUser(server));
     const res = await browser.request(`${server.url}/admin/oauth-clients/documents`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'action=approve&client_id=x' });
     expect([403, 404]).toContain(res.status);
+  });
+});
+
+describe('blocks made before blocks covered every port (migration 028)', () => {
+  it('a host:port block becomes a block of the host, listed and matched as such', async () => {
+    const { up } = await import('../migrations/028_host_blocks_by_name.ts');
+    await server.system.db('cimd_blocked_hosts').insert([
+      { host: 'legacy.example.com:8443', blocked_by: 'operator:old' },
+      { host: 'legacy.example.com:9443', blocked_by: 'operator:old' },
+      { host: 'other.example.org', blocked_by: 'operator:old' },
+    ]);
+    await up(server.system.db);
+    const hosts = JSON.parse((await cli('hosts', 'list')).stdout).hosts.map((h: { host: string }) => h.host);
+    expect(hosts).toEqual(['legacy.example.com', 'other.example.org']);
+    expect(JSON.parse((await cli('hosts', 'list')).stdout).hosts[0].covers).toBe('legacy.example.com and every name under it (*.legacy.example.com), on any port');
+    expect(JSON.parse((await cli('hosts', 'unblock', 'legacy.example.com:8443')).stdout)).toEqual({ host: 'legacy.example.com', blocked: false });
+    await cli('hosts', 'unblock', 'other.example.org');
   });
 });

@@ -9,6 +9,22 @@ import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth
 import { AGENT_REDIRECT, agentCode, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/cimd/review.ts';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
+
+/** A logger whose lines the test reads: the reason a document was refused is told there only. */
+function logSink() {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const reasonFor = (clientId: string) => lines.filter((l) => l.msg === 'client_id metadata document refused' && l.clientId === clientId).map((l) => String(l.reason));
+  return { lines, log: pino({ level: 'info' }, sink), reasonFor };
+}
 
 /** A client assertion (RFC 7523) signed with ES256, by hand: header.payload.signature. */
 function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['privateKey'], clientId: string, audience: string): string {
@@ -20,7 +36,9 @@ function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['pri
 
 // Refused URL client_ids count as failed authentications, each of its own id and all of this
 // address (src/oauth/rate-limits.ts): this file makes more of them than the limits let through.
-const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_AUTH_FAILURES: '1000' };
+// The same for fetches of documents never seen (src/cimd/fetch-limits.ts: test/cimd-fetch-limits.test.ts).
+const FETCHES = { CIMD_FETCHES_PER_ADDRESS_PER_MINUTE: '1000', CIMD_FETCHES_PER_ADDRESS_PER_HOUR: '1000', CIMD_FETCHES_PER_SITE_PER_MINUTE: '1000' };
+const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_AUTH_FAILURES: '1000', ...FETCHES };
 const OTHER_REDIRECT = 'https://agent.example.com/other-callback';
 
 /** The authorization request of a metadata-document client, as a browser sends it (no sign-in needed to be refused). */
@@ -45,8 +63,9 @@ async function tokenEndpointSays(server: TestServer, clientId: string) {
 describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (storage) => {
   let server: TestServer;
   let docs: DocumentServer;
+  const logged = logSink();
   beforeAll(async () => {
-    [server, docs] = await Promise.all([startTestServer(storage, LOOPBACK), startDocumentServer()]);
+    [server, docs] = await Promise.all([startTestServer(storage, LOOPBACK, { log: logged.log }), startDocumentServer()]);
   });
   afterAll(async () => {
     await Promise.all([server?.close(), docs?.close()]);
@@ -154,7 +173,7 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
     expect(docs.hits.get('/agent-changes.json')).toBe(2);
   });
 
-  describe('bad documents: invalid_client, with the reason; the error page at authorization (no redirect); never a 500', () => {
+  describe('bad documents: invalid_client, the same answer for every failed fetch (its reason in the log), the reason for a URL refused before fetching; the error page at authorization (no redirect); never a 500', () => {
     const cases: Array<[string, (d: DocumentServer) => string, RegExp]> = [
       ['too large (over 5 KB)', (d) => d.agent('/too-large.json', { client_name: 'x'.repeat(90), padding: 'y'.repeat(6000) }), /larger than 5120 bytes/],
       ['too large without Content-Length (chunked)', (d) => d.serve('/chunked.json', (url) => ({ body: JSON.stringify({ client_id: url, padding: 'z'.repeat(6000) }), headers: { 'transfer-encoding': 'chunked' } })), /larger than 5120 bytes/],
@@ -171,22 +190,30 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
       ['an unparsable URL', () => 'https://[::1/doc.json', /not a URL/],
       ['a query in the URL', (d) => `${d.agent('/query.json')}?x=1`, /must not have a query/],
     ];
+    // Refused before anything is fetched: the URL itself says why.
+    const urlRefusals = ['a URL without a path', 'an unparsable URL', 'a query in the URL'];
     it.each(cases)('%s', async (_name, make, reason) => {
       const clientId = make(docs);
-      expectRefusedClient(await authorizationPage(server, clientId), reason);
+      const answered = urlRefusals.includes(_name) ? reason : new RegExp(UNUSABLE_DOCUMENT);
+      expectRefusedClient(await authorizationPage(server, clientId), answered);
       const token = await tokenEndpointSays(server, clientId);
       expect(token.status).toBe(400);
       expect(token.body.error).toBe('invalid_client');
-      expect(String(token.body.error_description)).toMatch(reason);
+      expect(String(token.body.error_description)).toMatch(answered);
+      if (!urlRefusals.includes(_name)) {
+        expect(token.body.error_description).toBe(UNUSABLE_DOCUMENT);
+        expect(logged.reasonFor(clientId)).toEqual([expect.stringMatching(reason)]);
+      }
       if (_name.startsWith('a redirect')) expect(docs.hits.get('/redirect-target.json')).toBeUndefined();
     });
   });
 
   it('a refused document is not fetched again for 10 seconds: requests naming it meanwhile get the same refusal', async () => {
     const clientId = docs.serve('/refused-once.json', { status: 500 });
-    for (let i = 0; i < 3; i++) expectRefusedClient(await authorizationPage(server, clientId), /status 500/);
-    expect((await tokenEndpointSays(server, clientId)).body).toMatchObject({ error: 'invalid_client', error_description: expect.stringMatching(/status 500/) });
+    for (let i = 0; i < 3; i++) expectRefusedClient(await authorizationPage(server, clientId), new RegExp(UNUSABLE_DOCUMENT));
+    expect((await tokenEndpointSays(server, clientId)).body).toEqual({ error: 'invalid_client', error_description: UNUSABLE_DOCUMENT });
     expect(docs.hits.get('/refused-once.json')).toBe(1);
+    expect(logged.reasonFor(clientId)).toEqual([expect.stringMatching(/status 500/)]);
   });
 
   describe('administrators decide', () => {
@@ -210,20 +237,24 @@ describe.each<Storage>(['sql', 'redis'])('client ID metadata documents (%s)', (s
       expect(await server.system.db('user_grants').where('client_id', clientId)).toEqual([]);
     });
 
-    it('block a host: every client from it refused, now and later (nothing fetched), tokens revoked; unblock', async () => {
+    it('block a host: every client from it refused, on any port, now and later (nothing fetched), tokens revoked; unblock', async () => {
       const seen = other.agent('/seen.json');
       const tokens = await agentTokens(server.url, seen, await newUser(server), 'PROFILE_READ');
+      // Named with the port of one server, as before: the block is of the address, on every port.
       const { host } = await blockCimdHost(operator(server), new URL(other.url).host, { actor: 'operator:test' });
+      expect(host).toBe('127.0.0.1');
       expect((await getMe(server.url, tokens.access_token)).status).toBe(401);
       const later = other.agent('/later.json');
-      const connections = other.connections();
-      expectRefusedClient(await authorizationPage(server, seen), new RegExp(`apps from ${host} are blocked`));
+      const elsewhere = docs.agent('/other-port.json');
+      const [connections, docsConnections] = [other.connections(), docs.connections()];
+      expectRefusedClient(await authorizationPage(server, seen), /apps from 127\.0\.0\.1 are blocked/);
       expectRefusedClient(await authorizationPage(server, later), /are blocked/);
-      expect(other.connections()).toBe(connections);
-      // The rest of the loopback is not that host (another port).
-      expect((await authorizationPage(server, docs.agent('/unaffected.json'))).status).toBe(303);
+      // The same address on another port is no other app: blocked too, nothing fetched.
+      expectRefusedClient(await authorizationPage(server, elsewhere), /apps from 127\.0\.0\.1 are blocked/);
+      expect([other.connections(), docs.connections()]).toEqual([connections, docsConnections]);
       await unblockCimdHost(operator(server), host, { actor: 'operator:test' });
       expect((await authorizationPage(server, later)).status).toBe(303);
+      expect((await authorizationPage(server, elsewhere)).status).toBe(303);
     });
   });
 });
@@ -234,9 +265,11 @@ describe('where documents may come from (CIMD_ALLOW_LOOPBACK off): nothing is fe
   // docs.example.test resolves to the loopback; rebinding.example.test to a public address first
   // (the check before connecting), then to the loopback (the connection's own lookup).
   let rebindingLookups = 0;
+  const logged = logSink();
   beforeAll(async () => {
     docs = await startDocumentServer();
-    server = await startTestServer('sql', { RATE_LIMIT_AUTH_FAILURES: '1000' }, {
+    server = await startTestServer('sql', { RATE_LIMIT_AUTH_FAILURES: '1000', ...FETCHES }, {
+      log: logged.log,
       cimdResolve: async (name) => {
         if (name === 'docs.example.test') return [{ address: '127.0.0.1', family: 4 }];
         if (name === 'rebinding.example.test') return [{ address: rebindingLookups++ === 0 ? '93.184.215.14' : '127.0.0.1', family: 4 }];
@@ -261,9 +294,13 @@ describe('where documents may come from (CIMD_ALLOW_LOOPBACK off): nothing is fe
   ])('%s: invalid_client, and the listener on the loopback gets no connection', async (_name, make, reason) => {
     const before = docs.connections();
     const clientId = make();
-    expectRefusedClient(await authorizationPage(server, clientId), reason);
+    // Refused by the URL rule (http): said; refused by where it leads (an answer of DNS): the same
+    // answer as any failed fetch, the reason in the log.
+    const answered = _name.startsWith('http on') ? reason : new RegExp(UNUSABLE_DOCUMENT);
+    expectRefusedClient(await authorizationPage(server, clientId), answered);
     const token = await tokenEndpointSays(server, clientId);
-    expect(token.body).toMatchObject({ error: 'invalid_client' });
+    expect(token.body).toMatchObject({ error: 'invalid_client', error_description: expect.stringMatching(answered) });
+    if (!_name.startsWith('http on')) expect(logged.reasonFor(clientId)).toEqual([expect.stringMatching(reason)]);
     expect(docs.connections()).toBe(before);
   });
 });

@@ -3,7 +3,8 @@
 // keep no secret, and those with no token after an hour are removed by the sweep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
-import { newUser } from './support/fixtures.ts';
+import { newUser, operator } from './support/fixtures.ts';
+import { usersSetAdmin } from '../src/admin/commands.ts';
 import { Browser } from './support/browser.ts';
 import { authorizeUrl, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, pkcePair } from './support/cimd.ts';
@@ -45,7 +46,7 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     return body.client_id as string;
   }
 
-  it('the metadata names the endpoint; a registered client is unreviewed: the notice with its host, user scopes only, and its first token recorded', async () => {
+  it('the metadata names the endpoint; a registered client is unreviewed: the notice says it registered itself, user scopes only, and its first token recorded', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, unknown>;
     expect(metadata.registration_endpoint).toBe(`${server.url}/v2/auth/oauth2/register`);
     const clientId = await registered();
@@ -56,7 +57,8 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     const org = await new Browser().get(authorizeUrl(server.url, { ...request, scope: 'ORG_BOOKING_READ' }));
     expect(new URL(org.location!).searchParams.get('error')).toBe('invalid_scope');
     const consent = await reachConsent(new Browser(), server.url, { ...request, scope: 'PROFILE_READ' }, await newUser(server));
-    expect(consent.$('.consent-unreviewed').text()).toContain('agent.example.com');
+    expect(consent.$('.consent-unreviewed').text()).toContain('registered by itself, not reviewed');
+    expect(consent.$('.consent-unreviewed').text()).not.toContain('agent.example.com');
 
     const { code, verifier } = await agentCode(server.url, clientId, await newUser(server), 'PROFILE_READ');
     const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: clientId, code_verifier: verifier });
@@ -67,8 +69,44 @@ describe.each<Storage>(['sql', 'redis'])('DYNAMIC_REGISTRATION=open (%s)', (stor
     const env = { DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) };
     const approved = await runAdmin(['--json', 'clients', 'approve', clientId], env);
     expect(approved.code, approved.stderr).toBe(0);
-    expect(JSON.parse(approved.stdout)).toMatchObject({ client_id: clientId, status: 'approved', host: 'agent.example.com' });
+    expect(JSON.parse(approved.stdout)).toMatchObject({ client_id: clientId, kind: 'registered', status: 'approved', host: null });
     expect((await new Browser().get(authorizeUrl(server.url, { ...request, scope: 'PROFILE_READ' }))).status).toBe(303);
+  });
+
+  it('a registrant naming another site (calendar.google.com) is shown as what it is, registered by itself and not reviewed, never as that site; a block of the site it sends users to refuses it', async () => {
+    const redirect = 'https://calendar.google.com/callback';
+    const res = await register(server, { ...AGENT, client_name: 'Google Calendar', redirect_uris: [redirect] });
+    expect(res.status).toBe(201);
+    const clientId = ((await res.json()) as { client_id: string }).client_id;
+    const { challenge } = pkcePair();
+    const request = { client_id: clientId, redirect_uri: redirect, scope: 'PROFILE_READ', state: 's', code_challenge: challenge, code_challenge_method: 'S256' };
+    const consent = await reachConsent(new Browser(), server.url, request, await newUser(server));
+    const developer = consent.$('.consent-developer').text().replace(/\s+/g, ' ').trim();
+    const notice = consent.$('.consent-unreviewed').text();
+    expect(developer).toBe('Unknown: the app registered itself, not reviewed');
+    expect(notice).toContain('registered by itself, not reviewed');
+    for (const text of [developer, notice]) expect(text).not.toMatch(/google\.com/);
+    // The operators' list says the same: no host of its own.
+    const env = { DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) };
+    const shown = await runAdmin(['--json', 'clients', 'show', clientId], env);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ client_id: clientId, kind: 'registered', host: null, redirect_uris: [redirect] });
+    // So does the administrators' review page: no host, no "Block HOST" for it.
+    const admin = await newUser(server, 'Admin');
+    await usersSetAdmin(operator(server), admin.email);
+    const browser = new Browser();
+    const login = await browser.get(`${server.url}/login`);
+    expect((await browser.submit(login, 'form[action="/login"]', { email: admin.email, password: admin.password })).status).toBe(303);
+    const review = await browser.get(`${server.url}/admin/oauth-clients`);
+    const row = review.$('#metadata-documents tr').filter((_, tr) => review.$(tr).text().includes(clientId));
+    expect(row.find('td[data-label="Host"]').text().trim()).toBe('registered by itself, not reviewed');
+    expect(row.find('button[value="block_host"]').length).toBe(0);
+    expect(row.find('td[data-label="Host"]').text()).not.toMatch(/google\.com/);
+    // Blocking the site its users would be sent to refuses it, whatever subdomain.
+    expect(JSON.parse((await runAdmin(['--json', 'hosts', 'block', 'google.com'], env)).stdout)).toMatchObject({ host: 'google.com', clients: expect.arrayContaining([clientId]) });
+    const refused = await new Browser().get(authorizeUrl(server.url, request));
+    expect(refused.status).toBe(400);
+    expect(refused.$('body').text()).toMatch(/apps sending users back to google\.com are blocked/);
+    await runAdmin(['--json', 'hosts', 'unblock', 'google.com'], env);
   });
 
   it('a registration with a shared secret, or without usable redirect URIs, is invalid_client_metadata, and nothing is stored', async () => {

@@ -6,6 +6,7 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdClient, findCimdClient, isCimdClientId, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 import { CIMD_STATUSES, type CimdStatus } from '../cimd/store.ts';
 import type { ClientStatus } from '../clients/model.ts';
+import { coverage } from '../cimd/host-blocks.ts';
 
 export async function cimdSetStatus(ctx: AdminContext, clientId: string, status: ClientStatus) {
   if (status !== 'approved' && status !== 'rejected') {
@@ -34,7 +35,7 @@ export async function hostsBlock(ctx: AdminContext, host: string) {
 export const hostsUnblock = (ctx: AdminContext, host: string) => unblockCimdHost(ctx, host, ctx.by);
 
 export async function hostsList(ctx: AdminContext) {
-  return { hosts: (await blockedHosts(ctx.db)).map((h) => ({ host: h.host, blocked_by: h.blockedBy, reason: h.reason, blocked_at: h.blockedAt.toISOString() })) };
+  return { hosts: (await blockedHosts(ctx.db)).map((h) => ({ host: h.host, covers: coverage(h.host), blocked_by: h.blockedBy, reason: h.reason, blocked_at: h.blockedAt.toISOString() })) };
 }
 
 /** Whether `clients approve|reject|show ID` is about a metadata-document or openly registered client. */

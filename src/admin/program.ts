@@ -178,9 +178,9 @@ function table(headers: string[], rows: unknown[][]): string {
 }
 
 type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
-type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string };
+type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string | null };
 const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
-  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [c.host_blocked ? `${c.status} (host blocked)` : c.status, c.users, c.host, c.client_id]));
+  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [c.host_blocked ? `${c.status} (host blocked)` : c.status, c.users, c.host ?? '(registered by itself)', c.client_id]));
 type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
   table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
@@ -454,7 +454,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   const hosts = program.command('hosts').description('hosts whose client ID metadata documents are refused (docs/agents.md)');
   hosts
     .command('block <host>')
-    .description('refuse every client whose document this host serves, now and later (their tokens revoked); the host as in the URL, e.g. agent.example.com')
+    .description('refuse every client whose document this domain or a name under it serves, on any port, now and later (their tokens revoked); e.g. agent.example.com (a public suffix such as github.io is refused)')
     .action(action((ctx, host: string) => cimdCommands.hostsBlock(ctx, host)));
   hosts
     .command('unblock <host>')
@@ -463,7 +463,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   hosts
     .command('list')
     .description('list blocked hosts')
-    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
+    .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'COVERS', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.covers, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
 
   program
     .command('keys')

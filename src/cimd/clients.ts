@@ -11,11 +11,14 @@ import type { CimdConfig } from '../config.ts';
 import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { Resolver } from '../webhooks/address-policy.ts';
+import type { Logger } from '../log.ts';
 import { ALL_SCOPES, scopeShape } from '../scopes.ts';
 import { isNativeRedirect } from '../clients/validate.ts';
 import { documentUrl, isUrlClientId } from './client-id.ts';
 import { readDocument, type CimdDocument } from './document.ts';
-import { DocumentError, fetchDocument, ruledFetch } from './fetch.ts';
+import { DocumentError, FETCH_TIMEOUT_MS, fetchDocument, ruledFetch } from './fetch.ts';
+import { UNLIMITED_FETCHES, type FetchBudget } from './fetch-limits.ts';
+import { hostnameOf, siteOf } from './host-blocks.ts';
 import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
 
 /** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
@@ -29,19 +32,29 @@ const MAX_KEPT = 1000;
  */
 export const REFUSAL_KEPT_MS = 10_000;
 
+/**
+ * What a requester hears of every document that could not be fetched or used — an address
+ * refused, no answer, a connection refused, a status other than 200, too large, not a valid
+ * document, or over the fetch limits — alike, and no sooner than FAILED_FETCH_ANSWER_MS after
+ * the fetch began: the answer is not a probe of what lies at a URL. The reason goes to the log.
+ */
+export const UNUSABLE_DOCUMENT = 'the client_id metadata document could not be fetched or is not usable by this server';
+export const FAILED_FETCH_ANSWER_MS = FETCH_TIMEOUT_MS;
+
 export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
 const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
 
 /** What the provider's view of a CIMD client carries besides standard metadata (extraClientMetadata). */
 export interface CimdFacts {
   cimd_status?: CimdStatus;
-  cimd_host?: string;
+  /** A document client's host (its URL's, which served the document); null for a self-registered client, which has none. */
+  cimd_host?: string | null;
 }
 
-/** The tier of a client the provider found: undefined for a registered client. */
-export function cimdFacts(client: object | undefined): Required<CimdFacts> | undefined {
+/** The tier of a client the provider found: undefined for a client of the registry. */
+export function cimdFacts(client: object | undefined): { cimd_status: CimdStatus; cimd_host: string | null } | undefined {
   const facts = client as CimdFacts | undefined;
-  return facts?.cimd_status && facts.cimd_host ? { cimd_status: facts.cimd_status, cimd_host: facts.cimd_host } : undefined;
+  return facts?.cimd_status ? { cimd_status: facts.cimd_status, cimd_host: facts.cimd_host ?? null } : undefined;
 }
 
 export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
@@ -81,6 +94,10 @@ export interface CimdDeps {
   production: boolean;
   /** Name resolution for the fetches (tests map names to addresses); dns.lookup by default. */
   resolve?: Resolver | undefined;
+  /** The fetch limits (fetch-limits.ts); none by default. */
+  budget?: FetchBudget | undefined;
+  /** Where the reason a document was refused is written. */
+  log?: Logger | undefined;
 }
 
 export interface CimdClients {
@@ -89,9 +106,11 @@ export interface CimdClients {
   readonly fetch: ReturnType<typeof ruledFetch>;
   /**
    * The provider's view of the client named by a URL client_id; undefined when the id is not a URL
-   * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be used.
+   * or the feature is off (an unknown client). Throws DocumentError with the reason it cannot be
+   * used (UNUSABLE_DOCUMENT for every failed fetch). `requester`: the address of the request that
+   * names it (its fetch limit), undefined outside a request.
    */
-  find(clientId: string): Promise<AdapterPayload | undefined>;
+  find(clientId: string, requester?: string): Promise<AdapterPayload | undefined>;
   /** Forgets the documents and refusals kept in memory (tests; an operator's decision does not need it). */
   forget(): void;
 }
@@ -110,32 +129,46 @@ export function cimdClients(deps: CimdDeps): CimdClients {
     if (map.size > MAX_KEPT) map.delete(map.keys().next().value!);
   };
 
-  async function fetchAndCheck(clientId: string, url: URL): Promise<CimdDocument> {
+  const budget = deps.budget ?? UNLIMITED_FETCHES;
+  /** A fetch the limits did not let happen: the requester's, not the URL's (not kept as a refusal). */
+  class NotFetched extends DocumentError {}
+  const unusable = new DocumentError(UNUSABLE_DOCUMENT);
+
+  async function fetchAndCheck(clientId: string, url: URL, requester: string | undefined, known: boolean): Promise<CimdDocument> {
+    const started = Date.now();
     let doc: CimdDocument;
     let maxAgeSeconds: number;
     try {
+      // A client fetched and used before is refetched at most once per cache time: not limited.
+      const over = known ? undefined : await budget.refusal(requester, siteOf(hostnameOf(clientId)));
+      if (over) throw new NotFetched(`not fetched: ${over}`);
       const fetched = await fetchDocument(url, policy);
       doc = readDocument(fetched.body, clientId, config);
       maxAgeSeconds = fetched.maxAgeSeconds;
     } catch (err) {
-      if (err instanceof DocumentError) keep(refused, clientId, { error: err, until: Date.now() + REFUSAL_KEPT_MS });
-      throw err;
+      if (!(err instanceof DocumentError)) throw err;
+      // A limit is the requester's, not the URL's: another requester may still have it fetched.
+      if (!(err instanceof NotFetched)) keep(refused, clientId, { error: unusable, until: Date.now() + REFUSAL_KEPT_MS });
+      // The URL is public (anyone may name it); the address is the requester's, as the request log has it.
+      deps.log?.info({ clientId, ip: requester, reason: err.message }, 'client_id metadata document refused');
+      await new Promise((resolve) => setTimeout(resolve, started + FAILED_FETCH_ANSWER_MS - Date.now()));
+      throw unusable;
     }
     refused.delete(clientId);
-    await recordSighting(deps.db, doc);
+    await recordSighting(deps.db, deps.records, doc);
     keep(kept, clientId, { doc, until: Date.now() + maxAgeSeconds * 1000 });
     return doc;
   }
 
   /** The document as last fetched while its cache time lasts; else fetched once for all who ask now. */
-  async function documentOf(clientId: string, url: URL): Promise<CimdDocument> {
+  async function documentOf(clientId: string, url: URL, requester: string | undefined, known: boolean): Promise<CimdDocument> {
     const hit = kept.get(clientId);
     if (hit && hit.until > Date.now()) return hit.doc;
     const failed = refused.get(clientId);
     if (failed && failed.until > Date.now()) throw failed.error;
     let pending = fetching.get(clientId);
     if (!pending) {
-      pending = fetchAndCheck(clientId, url).finally(() => fetching.delete(clientId));
+      pending = fetchAndCheck(clientId, url, requester, known).finally(() => fetching.delete(clientId));
       fetching.set(clientId, pending);
     }
     return pending;
@@ -144,13 +177,13 @@ export function cimdClients(deps: CimdDeps): CimdClients {
   return {
     enabled: config.enabled,
     fetch: ruledFetch(policy),
-    async find(clientId) {
+    async find(clientId, requester) {
       if (!config.enabled || !isUrlClientId(clientId)) return undefined;
       const url = documentUrl(clientId, config);
       const standing = await readStanding(deps, clientId);
-      if (standing.hostBlocked) throw new DocumentError(`apps from ${hostOf(clientId)} are blocked on this server`);
+      if (standing.block) throw new DocumentError(`apps from ${standing.block} are blocked on this server`);
       if (standing.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
-      const doc = await documentOf(clientId, url);
+      const doc = await documentOf(clientId, url, requester, standing.known || kept.has(clientId));
       return providerView(doc, standing.status);
     },
     forget: () => {

@@ -1,7 +1,8 @@
 // Open dynamic client registration (RFC 7591), off unless an operator sets
 // DYNAMIC_REGISTRATION=open (docs/agents.md). A registered client lands as a metadata-document
-// client does: unreviewed, in the limited tier, listed for review with its host (its first
-// redirect URI's), decided the same way. It authenticates without a shared secret (`none` with
+// client does: unreviewed, in the limited tier, listed for review, decided the same way. It has no
+// host of its own: the hosts of its redirect URIs are only named by it, so it is shown as
+// "registered by itself", never by one of them; a host block covering any of them refuses it. It authenticates without a shared secret (`none` with
 // PKCE, or `private_key_jwt`), so nothing secret is stored; no registration access token is
 // issued (no RFC 7592 management). A registration with no token issued within an hour is removed
 // by a sweep (src/system.ts): registration floods leave nothing behind.
@@ -13,7 +14,8 @@ import { validateClientName, validateRedirectUris } from '../clients/validate.ts
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
 import { clientScopes } from './clients.ts';
-import type { CimdStatus } from './store.ts';
+import { blockCovering, type CimdStatus } from './store.ts';
+import { hostnameOf } from './host-blocks.ts';
 
 /**
  * A registered client's id: 128 random bits in base64url (the library's form of ids), never
@@ -70,23 +72,21 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
 
 interface RegisteredRow {
   status: CimdStatus;
-  host: string;
   registration: Record<string, unknown>;
+  redirect_uris: string[];
   scopes: string[];
-  blocked: string | null;
 }
 
 /** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
-export async function registeredClient({ db, records }: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
-  const row = await records.read('client', clientId, async () => {
-    const found: RegisteredRow | undefined = await db('cimd_clients as c')
-      .leftJoin('cimd_blocked_hosts as b', 'b.host', 'c.host')
-      .where({ 'c.client_id': clientId, 'c.registered': true })
-      .first('c.status', 'c.host', 'c.registration', 'c.scopes', 'b.host as blocked');
+export async function registeredClient(deps: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
+  const row = await deps.records.read('client', clientId, async () => {
+    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes');
     return found ?? null;
   });
   if (!row) return undefined;
-  if (row.blocked) throw new errors.InvalidClient(`apps from ${row.host} are blocked on this server`);
+  const blocks = await Promise.all([...new Set(row.redirect_uris.map(hostnameOf))].map((hostname) => blockCovering(deps, hostname)));
+  const block = blocks.find((b) => b !== undefined);
+  if (block) throw new errors.InvalidClient(`apps sending users back to ${block} are blocked on this server`);
   if (row.status === 'rejected') throw new errors.InvalidClient('this app was rejected by an administrator');
   return {
     ...row.registration,
@@ -94,7 +94,8 @@ export async function registeredClient({ db, records }: { db: Db; records: Recor
     response_modes: ['query'],
     scope: clientScopes(row.scopes).join(' '),
     cimd_status: row.status,
-    cimd_host: row.host,
+    // None: see the top of this file.
+    cimd_host: null,
   };
 }
 

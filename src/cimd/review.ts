@@ -6,26 +6,14 @@
 import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
-import { InputError, NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import { blockedHosts, blockHost, findCimdClient, listCimdClients, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
 import { isUrlClientId } from './client-id.ts';
+import { blockName } from './host-blocks.ts';
 
 type Deps = Pick<ClientDeps, 'db' | 'records' | 'artifacts'>;
 
 export { listCimdClients, findCimdClient, blockedHosts };
-
-/** A host as a block names it: a DNS name or address, with a port when it has one; lower-case. */
-export function parseHost(value: string): string {
-  const text = value.trim().toLowerCase();
-  let host: string | undefined;
-  try {
-    host = /^[a-z0-9.\-:[\]]+$/.test(text) ? new URL(`https://${text}/`).host : undefined;
-  } catch {
-    host = undefined;
-  }
-  if (!host || host !== text) throw new InputError(`not a host name: "${value}" (give it as in the client_id URL, e.g. agent.example.com or agent.example.com:8443)`);
-  return host;
-}
 
 /** Whether an id names a metadata-document client (a URL) or an openly registered one (a row of cimd_clients). */
 export async function isCimdClientId(db: Deps['db'], clientId: string): Promise<boolean> {
@@ -58,7 +46,7 @@ export async function decideCimdClient(deps: Deps, clientId: string, to: Exclude
 }
 
 export async function blockCimdHost(deps: Deps, value: string, by: Actor): Promise<{ host: string; blocked: true; clients: string[] }> {
-  const host = parseHost(value);
+  const host = blockName(value);
   const clients = await deps.db.transaction(async (trx) => {
     const ids = await blockHost(trx, deps.records, host, by.actor, by.reason);
     await recordAudit(trx, { actor: by.actor, action: 'cimd.host_blocked', details: { host, clients: ids, ...(by.reason ? { reason: by.reason } : {}) } });
@@ -69,7 +57,7 @@ export async function blockCimdHost(deps: Deps, value: string, by: Actor): Promi
 }
 
 export async function unblockCimdHost(deps: Deps, value: string, by: Actor): Promise<{ host: string; blocked: false }> {
-  const host = parseHost(value);
+  const host = blockName(value);
   await deps.db.transaction(async (trx) => {
     if (!(await unblockHost(trx, deps.records, host))) throw new NotFoundError(`${host} is not blocked`);
     await recordAudit(trx, { actor: by.actor, action: 'cimd.host_unblocked', details: { host, ...(by.reason ? { reason: by.reason } : {}) } });
@@ -80,8 +68,10 @@ export async function unblockCimdHost(deps: Deps, value: string, by: Actor): Pro
 /** A client as the operator scripts print it. */
 export const cimdClientJson = (c: CimdClientRow) => ({
   client_id: c.clientId,
-  kind: 'metadata_document',
-  host: c.host,
+  // A registered client names hosts only in its redirect URIs, which nobody checked: it has none
+  // of its own (a document client's is its URL's, which serves the document).
+  kind: c.registered ? 'registered' : 'metadata_document',
+  host: c.registered ? null : c.host,
   status: c.status,
   host_blocked: c.hostBlocked,
   name: c.name,

@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { CimdDocument } from './document.ts';
+import { covers, hostnameOf, hostnameOfHost, siteOf } from './host-blocks.ts';
 
 type Q = Db | Knex.Transaction;
 
@@ -15,8 +16,10 @@ export const CIMD_STATUSES: readonly CimdStatus[] = ['unreviewed', 'approved', '
 /** What decides a client's tier, read through the record cache. */
 export interface CimdStanding {
   status: CimdStatus;
-  /** Its host is blocked: refused whatever its status. */
-  hostBlocked: boolean;
+  /** It has a row: its document was fetched and used before (or it registered). */
+  known: boolean;
+  /** The block that covers its host (host-blocks.ts): refused whatever its status. */
+  block: string | undefined;
 }
 
 export interface CimdClientRow {
@@ -36,25 +39,34 @@ export interface CimdClientRow {
   users: number;
 }
 
-/** The host a block applies to: lower-case, with its port when it has one. */
+/** A document client's host as shown and recorded: lower-case, with its port when it has one. */
 export const hostOf = (clientId: string) => new URL(clientId).host.toLowerCase();
 
-/** The record cache's key of a host's block (announced when it is blocked or unblocked). */
-const hostKey = (host: string) => `cimd-host:${host}`;
+/** The record cache's key of a site's blocks (announced when one of them is added or removed). */
+const siteKey = (site: string) => `cimd-site:${site}`;
 
-export async function readStanding({ db, records }: { db: Db; records: RecordCache }, clientId: string): Promise<CimdStanding> {
-  const host = hostOf(clientId);
-  // Two records: the client's (announced on decisions) and its host's (announced on block and
-  // unblock, which also reaches clients never seen, whose rows do not exist).
-  const [row, blocked] = await Promise.all([
-    records.read('client', clientId, async () => (await db('cimd_clients').where('client_id', clientId).first('status')) ?? null),
-    records.read('client', hostKey(host), async () => Boolean(await db('cimd_blocked_hosts').where('host', host).first('host'))),
+/** The blocks within the site of a host name: every block that could cover it (host-blocks.ts). */
+function blocksOfSite({ db, records }: { db: Db; records: RecordCache }, site: string): Promise<string[]> {
+  return records.read('client', siteKey(site), async () => (await db('cimd_blocked_hosts').where('host', site).orWhereRaw('right(host, ?) = ?', [site.length + 1, `.${site}`]).pluck('host')) as string[]);
+}
+
+/** The block covering a host name (as hostnameOf gives it), if one does. */
+export async function blockCovering(deps: { db: Db; records: RecordCache }, hostname: string): Promise<string | undefined> {
+  return (await blocksOfSite(deps, siteOf(hostname))).find((block) => covers(block, hostname));
+}
+
+export async function readStanding(deps: { db: Db; records: RecordCache }, clientId: string): Promise<CimdStanding> {
+  // Two records: the client's (announced on decisions and when first recorded) and its site's
+  // blocks (announced on block and unblock, which also reaches clients never seen, without rows).
+  const [row, block] = await Promise.all([
+    deps.records.read('client', clientId, async () => (await deps.db('cimd_clients').where('client_id', clientId).first('status')) ?? null),
+    blockCovering(deps, hostnameOf(clientId)),
   ]);
-  return { status: (row?.status ?? 'unreviewed') as CimdStatus, hostBlocked: blocked };
+  return { status: (row?.status ?? 'unreviewed') as CimdStatus, known: row !== null, block };
 }
 
 /** A fetched document, recorded: new clients appear in the review list as unreviewed. */
-export async function recordSighting(q: Q, doc: CimdDocument): Promise<void> {
+export async function recordSighting(q: Q, records: RecordCache, doc: CimdDocument): Promise<void> {
   const seen = {
     name: doc.name,
     redirect_uris: JSON.stringify(doc.redirectUris),
@@ -62,8 +74,10 @@ export async function recordSighting(q: Q, doc: CimdDocument): Promise<void> {
     token_endpoint_auth_method: doc.authMethod,
     last_seen_at: q.fn.now(),
   };
-  // Its standing does not change (no row reads as unreviewed): nothing to announce.
-  await q('cimd_clients').insert({ client_id: doc.clientId, host: hostOf(doc.clientId), ...seen }).onConflict('client_id').merge(Object.keys(seen));
+  // Its status does not change (no row reads as unreviewed), but a first row makes it known (its
+  // fetches no longer limited: fetch-limits.ts): announced once, when inserted.
+  const [row] = await q('cimd_clients').insert({ client_id: doc.clientId, host: hostOf(doc.clientId), ...seen }).onConflict('client_id').merge(Object.keys(seen)).returning(q.raw('(xmax = 0) as inserted'));
+  if (row?.inserted) await records.announce(q, 'client', doc.clientId);
 }
 
 export async function setStatus(q: Q, records: RecordCache, clientId: string, status: CimdStatus, by: string): Promise<boolean> {
@@ -72,17 +86,34 @@ export async function setStatus(q: Q, records: RecordCache, clientId: string, st
   return changed > 0;
 }
 
-export async function blockHost(q: Q, records: RecordCache, host: string, by: string, reason: string | undefined): Promise<string[]> {
-  await q('cimd_blocked_hosts').insert({ host, blocked_by: by, reason: reason ?? null }).onConflict('host').ignore();
-  const ids: string[] = (await q('cimd_clients').where('host', host).select('client_id')).map((r: { client_id: string }) => r.client_id);
-  for (const id of [hostKey(host), ...ids]) await records.announce(q, 'client', id);
+/**
+ * The host names blocks are matched against for a client: a document client's URL's; every
+ * redirect URI's of a registered client (it has no host of its own: registration.ts).
+ */
+const hostnamesOf = (r: { host: string; registered: boolean; redirect_uris: string[] }) => (r.registered ? r.redirect_uris.map(hostnameOf) : [hostnameOfHost(r.host)]);
+
+const isCovered = (blocks: readonly string[], r: { host: string; registered: boolean; redirect_uris: string[] }) => hostnamesOf(r).some((name) => blocks.some((block) => covers(block, name)));
+
+/** The clients (document or registered) a block covers. */
+async function clientsCoveredBy(q: Q, block: string): Promise<string[]> {
+  const rows: Array<{ client_id: string; host: string; registered: boolean; redirect_uris: string[] }> = await q('cimd_clients')
+    .whereRaw('strpos(host, ?) > 0', [block])
+    .orWhereRaw('registered and strpos(redirect_uris::text, ?) > 0', [block])
+    .select('client_id', 'host', 'registered', 'redirect_uris');
+  return rows.filter((r) => isCovered([block], r)).map((r) => r.client_id);
+}
+
+/** Blocks `block` (as blockName gives it); answers the clients seen that it covers. */
+export async function blockHost(q: Q, records: RecordCache, block: string, by: string, reason: string | undefined): Promise<string[]> {
+  await q('cimd_blocked_hosts').insert({ host: block, blocked_by: by, reason: reason ?? null }).onConflict('host').ignore();
+  const ids = await clientsCoveredBy(q, block);
+  for (const id of [siteKey(siteOf(block)), ...ids]) await records.announce(q, 'client', id);
   return ids;
 }
 
-export async function unblockHost(q: Q, records: RecordCache, host: string): Promise<boolean> {
-  const removed = await q('cimd_blocked_hosts').where('host', host).delete();
-  await records.announce(q, 'client', hostKey(host));
-  for (const { client_id } of await q('cimd_clients').where('host', host).select('client_id')) await records.announce(q, 'client', client_id);
+export async function unblockHost(q: Q, records: RecordCache, block: string): Promise<boolean> {
+  const removed = await q('cimd_blocked_hosts').where('host', block).delete();
+  for (const id of [siteKey(siteOf(block)), ...(await clientsCoveredBy(q, block))]) await records.announce(q, 'client', id);
   return removed > 0;
 }
 
@@ -104,11 +135,10 @@ interface Row {
   last_seen_at: Date;
   decided_at: Date | null;
   decided_by: string | null;
-  blocked: string | null;
   users: string | number;
 }
 
-const toRow = (r: Row): CimdClientRow => ({
+const toRow = (r: Row, blocks: string[]): CimdClientRow => ({
   clientId: r.client_id,
   host: r.host,
   status: r.status,
@@ -117,7 +147,7 @@ const toRow = (r: Row): CimdClientRow => ({
   scopes: r.scopes,
   authMethod: r.token_endpoint_auth_method,
   registered: r.registered,
-  hostBlocked: r.blocked !== null,
+  hostBlocked: isCovered(blocks, r),
   firstSeenAt: r.first_seen_at,
   lastSeenAt: r.last_seen_at,
   decidedAt: r.decided_at,
@@ -127,20 +157,20 @@ const toRow = (r: Row): CimdClientRow => ({
 
 function listing(q: Q) {
   return q('cimd_clients as c')
-    .leftJoin('cimd_blocked_hosts as b', 'b.host', 'c.host')
-    .select('c.*', 'b.host as blocked', q.raw('(select count(distinct g.account_id) from user_grants g where g.client_id = c.client_id) as users'));
+    .select('c.*', q.raw('(select count(distinct g.account_id) from user_grants g where g.client_id = c.client_id) as users'));
 }
 
 export async function listCimdClients(q: Q, filter: { status?: CimdStatus; limit?: number } = {}): Promise<CimdClientRow[]> {
   let query = listing(q).orderByRaw("case c.status when 'unreviewed' then 0 when 'approved' then 1 else 2 end").orderBy('c.last_seen_at', 'desc');
   if (filter.status) query = query.where('c.status', filter.status);
   if (filter.limit) query = query.limit(filter.limit);
-  return ((await query) as Row[]).map(toRow);
+  const [rows, blocks] = await Promise.all([query as Promise<Row[]>, q('cimd_blocked_hosts').pluck('host') as Promise<string[]>]);
+  return rows.map((r) => toRow(r, blocks));
 }
 
 export async function findCimdClient(q: Q, clientId: string): Promise<CimdClientRow | undefined> {
-  const row = (await listing(q).where('c.client_id', clientId).first()) as Row | undefined;
-  return row && toRow(row);
+  const [row, blocks] = await Promise.all([listing(q).where('c.client_id', clientId).first() as Promise<Row | undefined>, q('cimd_blocked_hosts').pluck('host') as Promise<string[]>]);
+  return row && toRow(row, blocks);
 }
 
 /** Distinct users holding a grant of the client, and whether `accountId` is one of them. */

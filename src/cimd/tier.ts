@@ -13,20 +13,27 @@ export async function userLimitReached(db: Db, client: { clientId: string }, acc
   return `This app has not been reviewed yet and already has as many users as an unreviewed app may have (${maxUsers}). Try again once it has been reviewed.`;
 }
 
-/** What the consent page says of an unreviewed metadata-document client (partials/unreviewed-notice.ejs). */
-export function unreviewedApp(client: object): { host: string } | undefined {
+/**
+ * What the consent page says of an unreviewed metadata-document or self-registered client
+ * (partials/unreviewed-notice.ejs): the host that serves its document, or null when it registered
+ * itself (the hosts it names were never checked).
+ */
+export function unreviewedApp(client: object): { host: string | null } | undefined {
   const facts = cimdFacts(client);
   return facts && facts.cimd_status !== 'approved' ? { host: facts.cimd_host } : undefined;
 }
 
 /**
- * What the consent page's facts say of a metadata-document client, in place of the registry's:
- * it is reviewed when approved, and who stands behind it is the host that publishes its document.
+ * What the consent page's facts say of a metadata-document or self-registered client, in place of
+ * the registry's: it is reviewed when approved, and who stands behind it is the host that
+ * publishes its document — or nobody known, for a client that registered itself.
  */
-export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string }; byOperators?: boolean } {
+export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string } | undefined; byOperators?: boolean; selfRegistered?: boolean } {
   const facts = cimdFacts(client);
   if (!facts) return {};
-  return { reviewed: facts.cimd_status === 'approved', developer: { name: '', email: facts.cimd_host }, byOperators: false };
+  const reviewed = facts.cimd_status === 'approved';
+  if (facts.cimd_host === null) return { reviewed, developer: undefined, byOperators: false, selfRegistered: true };
+  return { reviewed, developer: { name: '', email: facts.cimd_host }, byOperators: false };
 }
 
 /** The scopes a client may be granted now: its own, only user scopes while it is an unreviewed metadata-document client. */

@@ -1,7 +1,7 @@
 // The provider's Client model, read from the client registry tables. Only approved clients exist
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
 import { createHmac, randomBytes } from 'node:crypto';
-import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { isNativeRedirect } from '../clients/validate.ts';
@@ -104,7 +104,9 @@ export class ClientAdapter implements Adapter {
     // that cannot be used is invalid_client with the reason (the error page, at authorization).
     if (isUrlClientId(clientId)) {
       try {
-        return await this.cimd?.find(clientId);
+        // The requester's address (its fetch limit: src/cimd/fetch-limits.ts), as our app judged
+        // it (TRUST_PROXY: src/oauth/mount.ts hands it over); none outside the provider's requests.
+        return await this.cimd?.find(clientId, Provider.ctx?.ip);
       } catch (err) {
         if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
         throw err;

@@ -10,7 +10,10 @@ const PRODUCTION = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', CO
 
 describe('settings', () => {
   it('CIMD_ENABLED: on by default, off by default in production, and either way when set', () => {
-    expect(loadConfig({}).cimd).toEqual({ enabled: true, allowLoopback: false, maxUsers: 100 });
+    expect(loadConfig({}).cimd).toEqual({ enabled: true, allowLoopback: false, maxUsers: 100, fetchLimits: { perAddressPerMinute: 10, perAddressPerHour: 60, perSitePerMinute: 30 } });
+    expect(loadConfig({ RATE_LIMITS: 'off' }).cimd.fetchLimits).toBeUndefined();
+    expect(loadConfig({ CIMD_FETCHES_PER_SITE_PER_MINUTE: '5' }).cimd.fetchLimits?.perSitePerMinute).toBe(5);
+    expect(() => loadConfig({ CIMD_FETCHES_PER_ADDRESS_PER_MINUTE: '0' })).toThrow(/CIMD_FETCHES_PER_ADDRESS_PER_MINUTE must be a positive integer/);
     expect(loadConfig(PRODUCTION).cimd.enabled).toBe(false);
     expect(loadConfig({ ...PRODUCTION, CIMD_ENABLED: 'true' }).cimd.enabled).toBe(true);
     expect(loadConfig({ CIMD_ENABLED: 'false' }).cimd.enabled).toBe(false);
