@@ -87,6 +87,8 @@ export interface SystemOverrides {
   heartbeat?: HeartbeatTiming;
   /** Name resolution of the metadata-document fetches (tests map names to addresses). */
   cimdResolve?: Resolver;
+  /** How long after a failed document fetch began it is answered (default: the fetch timeout); tests shorten it. */
+  cimdFailedAnswerMs?: number;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -137,7 +139,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const secrets = clientSecrets(db, artifacts, secretUses);
   const bindings = grantBindings(db);
   const cimdBudget = config.cimd.fetchLimits && fetchBudget(config.cimd.fetchLimits, limiterFactory(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX));
-  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log });
+  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log, failedAnswerMs: overrides.cimdFailedAnswerMs });
   const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';

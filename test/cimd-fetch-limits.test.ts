@@ -47,7 +47,7 @@ describe.each<Storage>(['sql', 'redis'])('document fetches per requesting addres
   const logged = logSink();
   beforeAll(async () => {
     [server, docs] = await Promise.all([
-      startTestServer(storage, { ...BASE_ENV, CIMD_FETCHES_PER_ADDRESS_PER_MINUTE: '3', CIMD_FETCHES_PER_SITE_PER_MINUTE: '1000' }, { log: logged.log }),
+      startTestServer(storage, { ...BASE_ENV, CIMD_FETCHES_PER_ADDRESS_PER_MINUTE: '3', CIMD_FETCHES_PER_SITE_PER_MINUTE: '1000' }, { log: logged.log, cimdFailedAnswerMs: FAILED_FETCH_ANSWER_MS }),
       startDocumentServer(),
     ]);
   });

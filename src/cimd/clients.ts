@@ -98,6 +98,8 @@ export interface CimdDeps {
   budget?: FetchBudget | undefined;
   /** Where the reason a document was refused is written. */
   log?: Logger | undefined;
+  /** How long after a failed fetch began it is answered (FAILED_FETCH_ANSWER_MS; tests shorten it). */
+  failedAnswerMs?: number | undefined;
 }
 
 export interface CimdClients {
@@ -130,6 +132,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
   };
 
   const budget = deps.budget ?? UNLIMITED_FETCHES;
+  const failedAnswerMs = deps.failedAnswerMs ?? FAILED_FETCH_ANSWER_MS;
   /** A fetch the limits did not let happen: the requester's, not the URL's (not kept as a refusal). */
   class NotFetched extends DocumentError {}
   const unusable = new DocumentError(UNUSABLE_DOCUMENT);
@@ -151,7 +154,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
       if (!(err instanceof NotFetched)) keep(refused, clientId, { error: unusable, until: Date.now() + REFUSAL_KEPT_MS });
       // The URL is public (anyone may name it); the address is the requester's, as the request log has it.
       deps.log?.info({ clientId, ip: requester, reason: err.message }, 'client_id metadata document refused');
-      await new Promise((resolve) => setTimeout(resolve, started + FAILED_FETCH_ANSWER_MS - Date.now()));
+      await new Promise((resolve) => setTimeout(resolve, started + failedAnswerMs - Date.now()));
       throw unusable;
     }
     refused.delete(clientId);

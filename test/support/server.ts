@@ -43,7 +43,10 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   // Tests refresh one user's tokens far more often than people do: the per-user refresh budget is
   // raised, except where a test sets it (test/rate-limits.test.ts).
   const refreshes = { RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER: '100000' };
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), overrides);
+  // A failed metadata-document fetch is answered no sooner than the fetch timeout (3 s) after it
+  // began; tests that meet many such refusals get theirs at once, except where a test asks for the
+  // real wait (test/cimd-fetch-limits.test.ts).
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, ...overrides });
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
@@ -61,7 +64,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
 }
 
 /** An instance on a per-file PostgreSQL database and, for 'redis', a per-file Redis key prefix. */
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve'> = {}): Promise<TestServer> {
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs'> = {}): Promise<TestServer> {
   const [pg, redis] = await Promise.all([createTestDatabase(), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(
     { DATABASE_URL: pg.url, ...(redis ? { REDIS_URL: redis.url } : {}), ...env },
