@@ -46,8 +46,8 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       { ...ENV, DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
       { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
     );
-    const { db, outbox, artifacts, bindings } = server.system;
-    deps = { db, outbox, artifacts, bindings };
+    const { db, outbox, artifacts, bindings, records } = server.system;
+    deps = { db, outbox, artifacts, bindings, records };
   });
   afterAll(async () => {
     await other?.close();

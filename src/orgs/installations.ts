@@ -18,6 +18,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent, type GrantRevokedReason, type InstallationEventData } from '../webhooks/events.ts';
 import { findClient } from '../clients/service.ts';
@@ -33,6 +34,8 @@ export interface InstallationDeps {
   outbox: WebhookOutbox;
   artifacts: Pick<ClientArtifacts, 'revokeGrant'>;
   bindings: Pick<GrantBindings, 'grantsBoundTo'>;
+  /** Told of a policy change ('org'): the gateway check's closed organizations (src/orgs/closed-orgs.ts). */
+  records: Pick<RecordCache, 'announce'>;
 }
 
 export interface InstallInput {
@@ -268,6 +271,8 @@ export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy
     // The organization's row locked first: an install waiting on it sees the new policy.
     await trx('organizations').where('id', orgId).forUpdate().first('id');
     const org = (await store.setAppPolicyRow(trx, orgId, policy as AppPolicy))!;
+    // Every instance's gateway check, at once here and at commit elsewhere.
+    await deps.records.announce(trx, 'org', orgId);
     if (policy === 'block') {
       for (const i of await store.listInstallations(trx, { orgId, status: 'active' })) {
         const row = await store.markInstallationRemoved(trx, i.id);

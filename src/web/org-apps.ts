@@ -29,7 +29,7 @@ const POLICY_WORDS: Record<string, string> = {
 
 export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: ClientArtifacts; records: RecordCache; bindings?: InstallationDeps['bindings'] }) {
   const { db } = deps;
-  const changes: InstallationDeps = { db, outbox: deps.outbox, artifacts: deps.artifacts, bindings: deps.bindings ?? grantBindings(db) };
+  const changes: InstallationDeps = { db, outbox: deps.outbox, artifacts: deps.artifacts, bindings: deps.bindings ?? grantBindings(db), records: deps.records };
   const router = newRouter();
   const { signedIn } = pageGuards(deps);
   const ROUTES = orgAppsPaths(':orgId');

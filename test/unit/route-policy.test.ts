@@ -396,7 +396,7 @@ describe('route policy: tokens bound to an organization and teams', () => {
 
   describe('through the gateway check (every way a gateway names the call, method overrides)', () => {
     const answer = (token: VerifiedToken, method: string, path: string, headers: Record<string, string>, search = '') =>
-      gatewayCheck(verifyAs(token))({ method, path, search, headers: { authorization: 'Bearer x', ...headers }, rawHeaders: ['Authorization', 'Bearer x'] });
+      gatewayCheck(verifyAs(token), { reaches: () => false })({ method, path, search, headers: { authorization: 'Bearer x', ...headers }, rawHeaders: ['Authorization', 'Bearer x'] });
 
     it('answers its own teams with the binding headers, other teams with 403 access_denied', async () => {
       const cases: Array<[method: string, path: string, headers: Record<string, string>, own: boolean]> = [
