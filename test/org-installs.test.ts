@@ -276,6 +276,74 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);
   });
 
+  it("a token granted before the user joined (bound to nothing) keeps the scope-only judgement under allow, and gets 403 on the organization's and its teams' paths under block or approval, at once on every instance (issue 45 item 5)", async () => {
+    const scope = 'PROFILE_READ TEAM_BOOKING_READ ORG_BOOKING_WRITE';
+    const app = await approvedClient(server, scope.split(' '), 'Early App');
+    const user = await newUser(server, 'Early User');
+    // Granted while the user is in no organization: a grant bound to nothing.
+    const early = await tokensFor(server, app, user, scope);
+    const { org, a } = await orgWithTeams();
+    await orgs.addOrgMember(server.system.db, org.id, user.id, 'member');
+    await orgs.addTeamMember(server.system.db, a.id, user.id, 'member');
+    const elsewhere = await orgs.createOrg(server.system.db, { name: 'Open Org' });
+
+    const gate = async (base: string, method: string, uri: string) => {
+      const res = await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${early.access_token}`, 'x-forwarded-method': method, 'x-forwarded-uri': uri } });
+      return { status: res.status, body: (await res.json()) as Record<string, any>, challenge: res.headers.get('www-authenticate') };
+    };
+    // The organization's paths and its teams', in the spellings a backend may read as the same ids.
+    const closed: [string, string][] = [
+      ['DELETE', `/v2/organizations/${org.id}/bookings/77`],
+      ['GET', `/v2/organizations/${org.id}/teams/${a.id}/bookings`],
+      ['GET', `/v2/teams/${a.id}/bookings`],
+      ['GET', `/v2/teams/${a.id}/bookings?org=${elsewhere.id}`],
+      ['DELETE', `/v2/organizations/0${org.id}/bookings/77`],
+      ['DELETE', `/v2/organizations/${org.id}abc/bookings/77`],
+      ['GET', `/v2/teams/%3${String(a.id).split('').join('%3')}/bookings`],
+      ['GET', `/v2/organizations/${elsewhere.id}/teams/${a.id}/bookings`],
+    ];
+    const open: [string, string][] = [
+      ['GET', '/v2/me'],
+      ['DELETE', `/v2/organizations/${elsewhere.id}/bookings/77`],
+    ];
+    const statuses = (base: string, calls: [string, string][]) => Promise.all(calls.map(async ([m, u]) => (await gate(base, m, u)).status));
+    const all = (status: number, calls: [string, string][]) => calls.map(() => status);
+
+    // allow (the default): the scopes alone decide, as the specification describes.
+    for (const base of [server.url, other.url]) expect(await statuses(base, [...closed, ...open])).toEqual(all(200, [...closed, ...open]));
+
+    // block, by the operator script (another process): refused on both instances within 1 s.
+    let since = Date.now();
+    const set = await cli('orgs', 'set-app-policy', String(org.id), 'block');
+    expect(set.code, set.stderr).toBe(0);
+    for (const base of [server.url, other.url]) {
+      await until(`${base} to refuse the unbound token`, () => statuses(base, closed), (s) => s.every((x) => x === 403), 2000);
+    }
+    expect(Date.now() - since).toBeLessThan(2000);
+    const refused = await gate(other.url, 'DELETE', `/v2/organizations/${org.id}/bookings/77`);
+    expect(refused.body).toEqual({ status: 'error', error: { code: 'access_denied', message: 'this organization admits apps only through its installations: authorize the app in the organization' } });
+    expect(refused.challenge).toBe('Bearer realm="api", error="access_denied", error_description="this organization admits apps only through its installations: authorize the app in the organization"');
+    for (const base of [server.url, other.url]) expect(await statuses(base, open)).toEqual(all(200, open));
+
+    // allow again, then approval by the page's code path: this instance refuses at once, the other within 1 s.
+    expect((await cli('orgs', 'set-app-policy', String(org.id), 'allow')).code).toBe(0);
+    await until('the other instance to allow again', () => statuses(other.url, closed), (s) => s.every((x) => x === 200), 2000);
+    await until('this instance to allow again', () => statuses(server.url, closed), (s) => s.every((x) => x === 200), 2000);
+    since = Date.now();
+    await setAppPolicy(deps, org.id, 'approval', null);
+    expect(await statuses(server.url, closed)).toEqual(all(403, closed));
+    await until('the other instance to refuse under approval', () => statuses(other.url, closed), (s) => s.every((x) => x === 403), 1000);
+    expect(Date.now() - since).toBeLessThan(1000);
+
+    // A team created later in the closed organization is closed too (teams create).
+    const made = await cli('teams', 'create', '--name', 'Late Team', '--org', String(org.id));
+    expect(made.code, made.stderr).toBe(0);
+    const late = JSON.parse(made.stdout).id as number;
+    for (const base of [server.url, other.url]) {
+      await until(`${base} to close the new team`, async () => (await gate(base, 'GET', `/v2/teams/${late}/bookings`)).status, (s) => s === 403, 2000);
+    }
+  });
+
   it('concurrent install, authorization and uninstall: no grant outlives a removed installation', async () => {
     const { org, a, inA } = await orgWithTeams();
     const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
