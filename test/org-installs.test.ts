@@ -344,6 +344,29 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     }
   });
 
+  it('while the change feed is down, the check asks the database: a policy set behind its back is seen at once (issue 45 item 5)', async () => {
+    const scope = 'PROFILE_READ ORG_BOOKING_WRITE';
+    const app = await approvedClient(server, scope.split(' '), 'Feedless App');
+    const early = await tokensFor(server, app, await newUser(server, 'Feedless User'), scope);
+    const org = await orgs.createOrg(server.system.db, { name: 'Feedless Org' });
+    const uri = `/v2/organizations/${org.id}/bookings/77`;
+    const status = async (base: string) =>
+      (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${early.access_token}`, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': uri } })).status;
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    // Cut every instance's LISTEN connection; then change the policy with plain SQL, announced to no one.
+    await server.system.db.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
+    await until('both feeds to be down', () => [server, other].map((i) => i.system.records.live), (l) => l.every((x) => !x), 2000);
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    await server.system.db('organizations').where('id', org.id).update({ app_policy: 'block' });
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(403);
+    await server.system.db('organizations').where('id', org.id).update({ app_policy: 'allow' });
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    // Back after the reconnect: from memory again, and a change made the announced way reaches both.
+    await until('both feeds to be back', () => [server, other].map((i) => i.system.records.live), (l) => l.every(Boolean), 10_000);
+    await setAppPolicy(deps, org.id, 'approval', null);
+    for (const base of [server.url, other.url]) await until(`${base} to refuse under approval`, () => status(base), (s) => s === 403, 1000);
+  });
+
   it('concurrent install, authorization and uninstall: no grant outlives a removed installation', async () => {
     const { org, a, inA } = await orgWithTeams();
     const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
