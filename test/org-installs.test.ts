@@ -17,6 +17,7 @@ import { admin as runAdmin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
 import { editClient } from '../src/clients/changes.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { sendTestEvent } from '../src/webhooks/settings.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
@@ -353,13 +354,18 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     const status = async (base: string) =>
       (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${early.access_token}`, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': uri } })).status;
     for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
-    // Cut every instance's LISTEN connection; then change the policy with plain SQL, announced to no one.
+    // Cut every instance's LISTEN connection; then change the policy as an operator script would
+    // (the row, and a notification the instances do not hear while their feed is down).
     await server.system.db.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
     await until('both feeds to be down', () => [server, other].map((i) => i.system.records.live), (l) => l.every((x) => !x), 2000);
     for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
-    await server.system.db('organizations').where('id', org.id).update({ app_policy: 'block' });
+    const setBehindTheirBack = async (policy: string) => {
+      await server.system.db('organizations').where('id', org.id).update({ app_policy: policy });
+      await uncachedRecords().announce(server.system.db, 'org', org.id);
+    };
+    await setBehindTheirBack('block');
     for (const base of [server.url, other.url]) expect(await status(base)).toBe(403);
-    await server.system.db('organizations').where('id', org.id).update({ app_policy: 'allow' });
+    await setBehindTheirBack('allow');
     for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
     // Back after the reconnect: from memory again, and a change made the announced way reaches both.
     await until('both feeds to be back', () => [server, other].map((i) => i.system.records.live), (l) => l.every(Boolean), 10_000);
