@@ -49,6 +49,7 @@ import type { Envelope } from './http/envelope.ts';
 import type { WebhookPageDeps } from './web/index.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
+import { closedOrgs } from './orgs/closed-orgs.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { leakReportRoutes } from './credentials/revoke-endpoint.ts';
 
@@ -161,7 +162,7 @@ export function createListener(deps: AppDeps): RequestListener {
   // Tokens for the platform API only (RFC 8707); every 401 names where to learn how to get one (RFC 9728).
   const verify = accessTokenVerifier(deps.provider, platformResource(baseUrl), deps.tokenCache);
   const resourceMetadata = protectedResourceMetadataUrl(baseUrl);
-  const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
+  const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, closedOrgs(deps.db, deps.records), resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
   // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
   const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps), requestLogLevel: deps.requestLogLevel });
   const backChannel = createBackChannelApp(deps, wrap).callback();

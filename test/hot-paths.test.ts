@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrg } from '../src/orgs/store.ts';
 import { startInstance, startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
 import { hotPathListener } from '../src/fast/dispatch.ts';
@@ -193,13 +194,18 @@ describe('the same answer from the hot path and from the app', () => {
   let server: TestServer;
   let token: string;
   let narrow: string;
+  let orgToken: string;
+  let closedOrg: number;
   let client: Awaited<ReturnType<typeof approvedClient>>;
 
   beforeAll(async () => {
     server = await startTestServer('redis');
-    client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
+    client = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ', 'ORG_BOOKING_READ']);
     const user = await newUser(server);
     token = (await tokensFor(server, client, user, 'PROFILE_READ BOOKING_READ')).access_token;
+    // A token bound to nothing, and an organization that admits apps only through installations (CONTRACT 7).
+    orgToken = (await tokensFor(server, client, user, 'ORG_BOOKING_READ')).access_token;
+    closedOrg = (await createOrg(server.system.db, { name: 'Closed Org', appPolicy: 'approval' })).id;
     narrow = (await tokensFor(server, client, user, 'BOOKING_READ')).access_token;
   });
   afterAll(() => server?.close());
@@ -216,6 +222,8 @@ describe('the same answer from the hot path and from the app', () => {
       ['GET', '/v2/auth/check?access_token=x', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v2/bookings/1', ...bearer(token) }],
       ['POST', '/v2/auth/check/v2/bookings', {}],
       ['GET', '/v2/auth/check/v2/admin/x', bearer(token)],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': `/v2/organizations/${closedOrg}/bookings`, ...bearer(orgToken) }],
+      ['GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': `/v2/organizations/${closedOrg + 1000}/bookings`, ...bearer(orgToken) }],
       ['GET', '/v2/me', bearer(token)],
       ['GET', '/v2/me', bearer(narrow)],
       ['GET', '/v2/me', { authorization: 'Basic abc' }],
@@ -225,6 +233,8 @@ describe('the same answer from the hot path and from the app', () => {
       const app = await raw(server.url, method, `${server.url}${path}`, headers);
       expect(comparable(hot), `${method} ${path}`).toEqual(comparable(app));
     }
+    const closed = await raw(server.url, 'GET', '/v2/auth/check', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': `/v2/organizations/${closedOrg}/bookings`, ...bearer(orgToken) });
+    expect(closed.status).toBe(403);
   });
 
   it('for the back channel: token, revocation and introspection POSTs, as origin-form (back channel) and absolute-form (app)', async () => {

@@ -11,6 +11,8 @@ import { comparable, raw } from './support/raw-http.ts';
 import { boundTokensFor, grantFor } from './support/bindings.ts';
 import { createBoundGrant, grantBindings, isBoundGrantId } from '../src/orgs/bindings.ts';
 import { ConflictError } from '../src/errors.ts';
+import { createOrg, createTeam } from '../src/orgs/store.ts';
+import { setAppPolicy } from '../src/orgs/installations.ts';
 
 const SCOPE = 'PROFILE_READ TEAM_BOOKING_READ TEAM_PROFILE_READ ORG_EVENT_TYPE_READ';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -116,6 +118,34 @@ describe.each<Storage>(['redis', 'sql'])('tokens bound to an organization and te
     } finally {
       forGrant.mockRestore();
     }
+  });
+
+  it('judging a token bound to nothing on organization and team paths reads nothing: the closed organizations are in memory (issue 45 item 5)', async () => {
+    const { db, outbox, artifacts, bindings, records } = server.system;
+    const org = await createOrg(db, { name: 'Closed Co' });
+    const team = await createTeam(db, { name: 'Closed Team', orgId: org.id });
+    await setAppPolicy({ db, outbox, artifacts, bindings, records }, org.id, 'approval', null);
+    const closed = [`/v2/organizations/${org.id}/event-types`, `/v2/teams/${team.id}/bookings`, `/v2/organizations/11/teams/${team.id}/bookings`];
+    const open = ['/v2/organizations/11/event-types', '/v2/teams/2/bookings', '/v2/me'];
+    // The first check after the change reads the closed organizations once.
+    expect((await check('GET', closed[0]!, unbound.access_token)).status).toBe(403);
+    const queries: string[] = [];
+    const count = (q: { sql: string }) => void queries.push(q.sql);
+    db.on('query', count);
+    try {
+      for (let round = 0; round < 3; round++) {
+        for (const uri of closed) expect((await check('GET', uri, unbound.access_token)).status, uri).toBe(403);
+        for (const uri of open) expect((await check('GET', uri, unbound.access_token)).status, uri).toBe(200);
+      }
+    } finally {
+      db.off('query', count);
+    }
+    expect(queries.filter((q) => /organizations|teams/.test(q))).toEqual([]);
+    // On Redis the token's facts are in memory too: no SQL of the check's own (the webhook queue's
+    // polling and the batched "last used" writes run on their own clocks).
+    if (storage === 'redis') expect(queries.filter((q) => !q.includes('pgboss.') && !q.includes('last_used_at'))).toEqual([]);
+    await setAppPolicy({ db, outbox, artifacts, bindings, records }, org.id, 'allow', null);
+    for (const uri of closed) expect((await check('GET', uri, unbound.access_token)).status, uri).toBe(200);
   });
 
   it('/v2/me, a user-level route, serves a bound token as any other', async () => {

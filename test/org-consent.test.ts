@@ -300,7 +300,7 @@ describe.each<Storage>(['redis', 'sql'])('consent in an organization (%s storage
     it('concurrent install and uninstall: never a 500, and no live grant under a removed installation', async () => {
       const owner = await newUser(server);
       const c = await org('approval', ['T'], [[owner, 'owner', []]]);
-      const deps = { db: db(), outbox: server.system.outbox, artifacts: server.system.artifacts, bindings: server.system.bindings };
+      const deps = { db: db(), outbox: server.system.outbox, artifacts: server.system.artifacts, bindings: server.system.bindings, records: server.system.records };
       for (let round = 0; round < 4; round++) {
         const browser = new Browser();
         const page = await consent(owner, 'TEAM_BOOKING_READ', { prompt: 'consent' }, browser);

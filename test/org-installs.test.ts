@@ -11,11 +11,13 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
-import { getMe, tokenRequest, type TestUser } from './support/oauth.ts';
-import { Browser } from './support/browser.ts';
+import { getMe, reachConsent, tokenRequest, type TestUser } from './support/oauth.ts';
+import { Browser, type Page } from './support/browser.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
+import { editClient } from '../src/clients/changes.ts';
+import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { sendTestEvent } from '../src/webhooks/settings.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
@@ -45,8 +47,8 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       { ...ENV, DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
       { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
     );
-    const { db, outbox, artifacts, bindings } = server.system;
-    deps = { db, outbox, artifacts, bindings };
+    const { db, outbox, artifacts, bindings, records } = server.system;
+    deps = { db, outbox, artifacts, bindings, records };
   });
   afterAll(async () => {
     await other?.close();
@@ -275,6 +277,102 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
     expectRefusal(await cli('orgs', 'set-app-policy', String(org.id), 'sometimes'), /must be one of/);
   });
 
+  it("a token granted before the user joined (bound to nothing) keeps the scope-only judgement under allow, and gets 403 on the organization's and its teams' paths under block or approval, at once on every instance (issue 45 item 5)", async () => {
+    const scope = 'PROFILE_READ TEAM_BOOKING_READ ORG_BOOKING_WRITE';
+    const app = await approvedClient(server, scope.split(' '), 'Early App');
+    const user = await newUser(server, 'Early User');
+    // Granted while the user is in no organization: a grant bound to nothing.
+    const early = await tokensFor(server, app, user, scope);
+    const { org, a } = await orgWithTeams();
+    await orgs.addOrgMember(server.system.db, org.id, user.id, 'member');
+    await orgs.addTeamMember(server.system.db, a.id, user.id, 'member');
+    const elsewhere = await orgs.createOrg(server.system.db, { name: 'Open Org' });
+
+    const gate = async (base: string, method: string, uri: string) => {
+      const res = await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${early.access_token}`, 'x-forwarded-method': method, 'x-forwarded-uri': uri } });
+      return { status: res.status, body: (await res.json()) as Record<string, any>, challenge: res.headers.get('www-authenticate') };
+    };
+    // The organization's paths and its teams', in the spellings a backend may read as the same ids.
+    const closed: [string, string][] = [
+      ['DELETE', `/v2/organizations/${org.id}/bookings/77`],
+      ['GET', `/v2/organizations/${org.id}/teams/${a.id}/bookings`],
+      ['GET', `/v2/teams/${a.id}/bookings`],
+      ['GET', `/v2/teams/${a.id}/bookings?org=${elsewhere.id}`],
+      ['DELETE', `/v2/organizations/0${org.id}/bookings/77`],
+      ['DELETE', `/v2/organizations/${org.id}abc/bookings/77`],
+      ['GET', `/v2/teams/%3${String(a.id).split('').join('%3')}/bookings`],
+      ['GET', `/v2/organizations/${elsewhere.id}/teams/${a.id}/bookings`],
+    ];
+    const open: [string, string][] = [
+      ['GET', '/v2/me'],
+      ['DELETE', `/v2/organizations/${elsewhere.id}/bookings/77`],
+    ];
+    const statuses = (base: string, calls: [string, string][]) => Promise.all(calls.map(async ([m, u]) => (await gate(base, m, u)).status));
+    const all = (status: number, calls: [string, string][]) => calls.map(() => status);
+
+    // allow (the default): the scopes alone decide, as the specification describes.
+    for (const base of [server.url, other.url]) expect(await statuses(base, [...closed, ...open])).toEqual(all(200, [...closed, ...open]));
+
+    // block, by the operator script (another process): refused on both instances within 1 s.
+    let since = Date.now();
+    const set = await cli('orgs', 'set-app-policy', String(org.id), 'block');
+    expect(set.code, set.stderr).toBe(0);
+    for (const base of [server.url, other.url]) {
+      await until(`${base} to refuse the unbound token`, () => statuses(base, closed), (s) => s.every((x) => x === 403), 2000);
+    }
+    expect(Date.now() - since).toBeLessThan(2000);
+    const refused = await gate(other.url, 'DELETE', `/v2/organizations/${org.id}/bookings/77`);
+    expect(refused.body).toEqual({ status: 'error', error: { code: 'access_denied', message: 'this organization admits apps only through its installations: authorize the app in the organization' } });
+    expect(refused.challenge).toBe('Bearer realm="api", error="access_denied", error_description="this organization admits apps only through its installations: authorize the app in the organization"');
+    for (const base of [server.url, other.url]) expect(await statuses(base, open)).toEqual(all(200, open));
+
+    // allow again, then approval by the page's code path: this instance refuses at once, the other within 1 s.
+    expect((await cli('orgs', 'set-app-policy', String(org.id), 'allow')).code).toBe(0);
+    await until('the other instance to allow again', () => statuses(other.url, closed), (s) => s.every((x) => x === 200), 2000);
+    await until('this instance to allow again', () => statuses(server.url, closed), (s) => s.every((x) => x === 200), 2000);
+    since = Date.now();
+    await setAppPolicy(deps, org.id, 'approval', null);
+    expect(await statuses(server.url, closed)).toEqual(all(403, closed));
+    await until('the other instance to refuse under approval', () => statuses(other.url, closed), (s) => s.every((x) => x === 403), 1000);
+    expect(Date.now() - since).toBeLessThan(1000);
+
+    // A team created later in the closed organization is closed too (teams create).
+    const made = await cli('teams', 'create', '--name', 'Late Team', '--org', String(org.id));
+    expect(made.code, made.stderr).toBe(0);
+    const late = JSON.parse(made.stdout).id as number;
+    for (const base of [server.url, other.url]) {
+      await until(`${base} to close the new team`, async () => (await gate(base, 'GET', `/v2/teams/${late}/bookings`)).status, (s) => s === 403, 2000);
+    }
+  });
+
+  it('while the change feed is down, the check asks the database: a policy set behind its back is seen at once (issue 45 item 5)', async () => {
+    const scope = 'PROFILE_READ ORG_BOOKING_WRITE';
+    const app = await approvedClient(server, scope.split(' '), 'Feedless App');
+    const early = await tokensFor(server, app, await newUser(server, 'Feedless User'), scope);
+    const org = await orgs.createOrg(server.system.db, { name: 'Feedless Org' });
+    const uri = `/v2/organizations/${org.id}/bookings/77`;
+    const status = async (base: string) =>
+      (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${early.access_token}`, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': uri } })).status;
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    // Cut every instance's LISTEN connection; then change the policy as an operator script would
+    // (the row, and a notification the instances do not hear while their feed is down).
+    await server.system.db.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
+    await until('both feeds to be down', () => [server, other].map((i) => i.system.records.live), (l) => l.every((x) => !x), 2000);
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    const setBehindTheirBack = async (policy: string) => {
+      await server.system.db('organizations').where('id', org.id).update({ app_policy: policy });
+      await uncachedRecords().announce(server.system.db, 'org', org.id);
+    };
+    await setBehindTheirBack('block');
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(403);
+    await setBehindTheirBack('allow');
+    for (const base of [server.url, other.url]) expect(await status(base)).toBe(200);
+    // Back after the reconnect: from memory again, and a change made the announced way reaches both.
+    await until('both feeds to be back', () => [server, other].map((i) => i.system.records.live), (l) => l.every(Boolean), 10_000);
+    await setAppPolicy(deps, org.id, 'approval', null);
+    for (const base of [server.url, other.url]) await until(`${base} to refuse under approval`, () => status(base), (s) => s === 403, 1000);
+  });
+
   it('concurrent install, authorization and uninstall: no grant outlives a removed installation', async () => {
     const { org, a, inA } = await orgWithTeams();
     const client = await approvedClient(server, SCOPE.split(' '), 'Racing App');
@@ -388,6 +486,9 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
       return browser;
     }
+    /** The scopes a request's approve form says approving installs (and carries back); [] without a form. */
+    const installs = (page: Page, requestId: number) => page.$(`[data-request="${requestId}"] form input[name=scope]`).map((_, el) => page.$(el).attr('value')!).get();
+    const installsField = (page: Page, requestId: number): [string, string][] => installs(page, requestId).map((s) => ['scope', s]);
     async function post(browser: Browser, path: string, fields: [string, string][]) {
       const csrf = (await browser.get(`${server.url}${ORGANIZATIONS_PATH}`)).$('input[name=csrf]').val() as string;
       return browser.request(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams([['csrf', csrf], ...fields]).toString() });
@@ -423,6 +524,85 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       }
     });
 
+    /** The gateway's answer for a call with this token. */
+    const gateway = async (base: string, token: string, method: string, uri: string) =>
+      (await fetch(`${base}/v2/auth/check`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-method': method, 'x-forwarded-uri': uri } })).status;
+    const narrow = (clientId: string, scopes: string[]) =>
+      editClient({ db: server.system.db, outbox: server.system.outbox, records: server.system.records }, clientId, { scopes, redirectUris: [REDIRECT] }, { actor: 'user:developer' });
+
+    it("approving after the developer dropped every requested scope installs nothing and says so; no fallback to the app's other scopes (issue 45 item 3)", async () => {
+      const db = server.system.db;
+      const { org, a, owner, inA } = await orgWithTeams();
+      await setAppPolicy(deps, org.id, 'approval', null);
+      const app = await approvedClient(server, ['TEAM_BOOKING_READ', 'ORG_BOOKING_WRITE'], 'Shrinking App');
+      const request = await orgs.addInstallationRequest(db, { clientId: app.client_id, orgId: org.id, userId: inA.id, scopes: ['TEAM_BOOKING_READ'] });
+      const browser = await signIn(owner);
+      const paths = orgAppsPaths(org.id);
+      const shown = await browser.get(`${server.url}${paths.page}`);
+      expect(installs(shown, request.id)).toEqual(['TEAM_BOOKING_READ']);
+      expect(shown.$(`[data-request="${request.id}"] .installs code`).map((_, el) => shown.$(el).text()).get()).toEqual(['TEAM_BOOKING_READ']);
+
+      // The developer narrows the app (applied at once, no review); the admin approves the page as shown.
+      await narrow(app.client_id, ['ORG_BOOKING_WRITE']);
+      const refused = await post(browser, paths.approve(request.id), [...installsField(shown, request.id), ['team_ids', String(a.id)]]);
+      expect(refused.status, refused.html).toBe(409);
+      expect(refused.$('[role=status]').text()).toMatch(/Shrinking App no longer offers any of the permissions requested \(TEAM_BOOKING_READ\): nothing was installed/);
+      expect(await orgs.activeInstallation(db, app.client_id, org.id)).toBeUndefined();
+      expect((await orgs.pendingRequests(db, org.id)).map((r) => r.id)).toEqual([request.id]);
+      // The page shown again offers no approval, and says why.
+      expect(refused.$(`[data-request="${request.id}"] form[action="${paths.approve(request.id)}"]`)).toHaveLength(0);
+      expect(refused.$(`[data-request="${request.id}"] .not-approvable`).text()).toMatch(/no longer offers any of the requested permissions/);
+      expect(refused.$(`[data-request="${request.id}"] .gone`).text()).toContain('TEAM_BOOKING_READ');
+      // Hand-made forms naming the app's remaining scope, or none, change nothing either.
+      for (const scopes of [['ORG_BOOKING_WRITE'], []]) {
+        const res = await post(browser, paths.approve(request.id), [...scopes.map((s): [string, string] => ['scope', s]), ['all_teams', 'yes']]);
+        expect(res.status, scopes.join()).toBe(409);
+      }
+      expect(await orgs.activeInstallation(db, app.client_id, org.id)).toBeUndefined();
+      expect((await orgs.pendingRequests(db, org.id)).map((r) => r.id)).toEqual([request.id]);
+      // So the member is offered only a new request, never a token for the organization's bookings.
+      const memberPage = await reachConsent(new Browser(), server.url, { client_id: app.client_id, redirect_uri: REDIRECT, scope: 'ORG_BOOKING_WRITE', state: 's' }, inA);
+      expect(memberPage.$('.consent-org-approval').text()).toContain('request approval');
+    });
+
+    it('approving after a partial narrowing installs exactly the requested scopes left, as the page showed; a stale form is refused (issue 45 item 3)', async () => {
+      const db = server.system.db;
+      const { org, a, owner, inA } = await orgWithTeams();
+      await setAppPolicy(deps, org.id, 'approval', null);
+      const app = await approvedClient(server, ['TEAM_BOOKING_READ', 'TEAM_EVENT_TYPE_READ', 'ORG_BOOKING_WRITE'], 'Trimmed App');
+      const request = await orgs.addInstallationRequest(db, { clientId: app.client_id, orgId: org.id, userId: inA.id, scopes: ['TEAM_BOOKING_READ', 'TEAM_EVENT_TYPE_READ'] });
+      const browser = await signIn(owner);
+      const paths = orgAppsPaths(org.id);
+      const before = await browser.get(`${server.url}${paths.page}`);
+      expect(installs(before, request.id)).toEqual(['TEAM_BOOKING_READ', 'TEAM_EVENT_TYPE_READ']);
+
+      await narrow(app.client_id, ['TEAM_BOOKING_READ', 'ORG_BOOKING_WRITE']);
+      const stale = await post(browser, paths.approve(request.id), [...installsField(before, request.id), ['team_ids', String(a.id)]]);
+      expect(stale.status, stale.html).toBe(409);
+      expect(stale.$('[role=status]').text()).toMatch(/changed since the page was shown: nothing was installed/);
+      expect(await orgs.activeInstallation(db, app.client_id, org.id)).toBeUndefined();
+      // The page shown again says what approving installs now.
+      expect(installs(stale, request.id)).toEqual(['TEAM_BOOKING_READ']);
+      expect(stale.$(`[data-request="${request.id}"] .gone`).text()).toContain('TEAM_EVENT_TYPE_READ');
+      const approved = await post(browser, paths.approve(request.id), [...installsField(stale, request.id), ['team_ids', String(a.id)]]);
+      expect(approved.status, approved.html).toBe(303);
+      expect(await orgs.activeInstallation(db, app.client_id, org.id)).toMatchObject({ teamIds: [a.id], scopes: ['TEAM_BOOKING_READ'] });
+      expect(await orgs.pendingRequests(db, org.id)).toEqual([]);
+
+      // The member asks for the organization's bookings too: withheld; their token reads team A's bookings, never deletes the organization's.
+      const memberBrowser = new Browser();
+      const consentPage = await reachConsent(memberBrowser, server.url, { client_id: app.client_id, redirect_uri: REDIRECT, scope: 'TEAM_BOOKING_READ ORG_BOOKING_WRITE', state: 's' }, inA);
+      const allowed = await memberBrowser.submit(consentPage, 'button[value=allow]');
+      expect(allowed.status, allowed.html.slice(0, 600)).toBe(303);
+      const code = new URL((await memberBrowser.follow(allowed.location!, server.url)).location!).searchParams.get('code');
+      const token = (await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, ...app })) as unknown as { body: { access_token: string; scope: string } };
+      expect(token.body.scope).toBe('TEAM_BOOKING_READ');
+      for (const base of [server.url, other.url]) {
+        expect(await gateway(base, token.body.access_token, 'DELETE', `/v2/organizations/${org.id}/bookings/77`)).toBe(403);
+        expect(await gateway(base, token.body.access_token, 'GET', `/v2/organizations/${org.id}/teams/${a.id}/bookings`)).toBe(200);
+      }
+    });
+
     it('lets an admin change teams, uninstall, approve and dismiss requests; a replayed form gets a clear error', async () => {
       const { org, a, b, owner, inA, inB } = await orgWithTeams();
       const client = await approvedClient(server, SCOPE.split(' '), 'Paged App');
@@ -451,14 +631,15 @@ describe.each(['redis', 'sql'] as Storage[])('organization installations (%s)', 
       await expectLive(ta);
 
       // Approve a request for team B; dismiss another.
-      const approved = await post(browser, paths.approve(request.id), [['team_ids', String(b.id)]]);
+      const approved = await post(browser, paths.approve(request.id), [...installsField(shown, request.id), ['team_ids', String(b.id)]]);
       expect(approved.status, approved.html).toBe(303);
       expect(await orgs.activeInstallation(server.system.db, requested.client_id, org.id)).toMatchObject({ teamIds: [b.id], scopes: ['TEAM_BOOKING_READ'], installedBy: owner.id });
       // A request for the installed app: its teams are ticked already, and approving keeps its scopes.
       const again = await orgs.addInstallationRequest(server.system.db, { clientId: client.client_id, orgId: org.id, userId: inB.id, scopes: ['TEAM_BOOKING_READ'] });
       const form = await browser.get(`${server.url}${paths.page}`);
       expect(form.$(`[data-request="${again.id}"] input[name=team_ids][value="${a.id}"]`).attr('checked')).toBeDefined();
-      expect((await post(browser, paths.approve(again.id), [['team_ids', String(a.id)], ['team_ids', String(b.id)]])).status).toBe(303);
+      expect(installs(form, again.id).sort()).toEqual(SCOPE.split(' ').sort());
+      expect((await post(browser, paths.approve(again.id), [...installsField(form, again.id), ['team_ids', String(a.id)], ['team_ids', String(b.id)]])).status).toBe(303);
       expect(await orgs.activeInstallation(server.system.db, client.client_id, org.id)).toMatchObject({ id: installation.id, teamIds: [a.id, b.id], scopes: SCOPE.split(' ') });
       await expectLive(ta);
       expect((await post(browser, paths.dismiss(other.id), [])).status).toBe(303);

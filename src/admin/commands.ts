@@ -364,7 +364,7 @@ const audit = (ctx: AdminContext, action: string, details: Record<string, unknow
 
 /** What the organization changes need in a script: its storage, and the bound grants read from the database. */
 export function installationDeps(ctx: AdminContext): InstallationDeps {
-  return { db: ctx.db, outbox: ctx.outbox, artifacts: ctx.artifacts, bindings: grantBindings(ctx.db) };
+  return { db: ctx.db, outbox: ctx.outbox, artifacts: ctx.artifacts, bindings: grantBindings(ctx.db), records: ctx.records };
 }
 
 export const orgJson = (org: Organization) => ({ id: org.id, name: org.name, app_policy: org.appPolicy, ...(org.logoUrl ? { logo_url: org.logoUrl } : {}) });
@@ -444,6 +444,8 @@ export async function orgsShow({ db }: AdminContext, orgRef: string) {
 export async function teamsCreate(ctx: AdminContext, options: { name: string; org?: string }) {
   const org = options.org === undefined ? undefined : await resolveOrg(ctx.db, options.org);
   const team = await orgs.createTeam(ctx.db, { name: options.name, orgId: org?.id ?? null });
+  // A team of an organization closed to unbound tokens is closed too (src/orgs/closed-orgs.ts).
+  if (team.orgId !== null) await ctx.records.announce(ctx.db, 'org', team.orgId);
   await audit(ctx, 'team.created', { team_id: team.id, org_id: team.orgId, name: team.name });
   return teamJson(team);
 }

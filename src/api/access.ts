@@ -12,6 +12,7 @@ import { artifactKey } from '../storage/artifact-key.ts';
 import type { TokenCache } from '../storage/token-cache.ts';
 import { liveAccessToken } from '../oauth/token-liveness.ts';
 import { isFor } from '../oauth/resources.ts';
+import type { ClosedOrgs, Reached } from '../orgs/closed-orgs.ts';
 
 export interface VerifiedToken {
   accountId: string;
@@ -151,11 +152,6 @@ export function bearerHeader(request: ApiRequest, queries: URLSearchParams[], bo
   return authorization;
 }
 
-/** A team's or organization's resources, as the route policy names them (teamId, orgId of a Need). */
-interface Reached {
-  teamId?: string | undefined;
-  orgId?: string | undefined;
-}
 
 /**
  * Whether a bound token may reach them: a team among its teams (and, under an organization's
@@ -166,7 +162,11 @@ function withinBinding(token: VerifiedToken, reached: Reached): boolean {
   return reached.teamId === undefined || token.teamIds!.includes(reached.teamId);
 }
 
-export async function decideAccess(verify: VerifyToken, call: Call, authorization: string | undefined): Promise<Decision> {
+/**
+ * `closed`: the organizations reached only through their installations; a token bound to nothing
+ * is refused on their paths. Absent: no such path is judged here (this service's own routes).
+ */
+export async function decideAccess(verify: VerifyToken, call: Call, authorization: string | undefined, closed?: ClosedOrgs): Promise<Decision> {
   let scopes: string[] = [];
   // Every method judges the same path, so the team or organization it reaches is the same.
   let reached: Reached | undefined;
@@ -186,9 +186,15 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   if (typeof token === 'string') return { allow: false, status: 401, tokenSent: true, message: token };
   const missing = token.unscoped ? undefined : scopes.find((scope) => !scopeSatisfies(token.scopes, scope));
   if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope` };
-  // An unbound token (teamIds undefined) is judged by its scopes alone, as before organizations.
-  if (token.teamIds !== undefined && reached && !withinBinding(token, reached)) {
+  if (!reached) return { allow: true, token };
+  if (token.teamIds !== undefined) {
+    if (withinBinding(token, reached)) return { allow: true, token };
     return { allow: false, status: 403, boundElsewhere: true, message: 'this token is bound to another organization or other teams' };
+  }
+  // A token bound to nothing is judged by its scopes alone, as before organizations — except in an
+  // organization whose policy is approval or block: reached only through its installations (CONTRACT 7).
+  if (closed && (await closed.reaches(reached))) {
+    return { allow: false, status: 403, boundElsewhere: true, message: 'this organization admits apps only through its installations: authorize the app in the organization' };
   }
   return { allow: true, token };
 }

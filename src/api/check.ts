@@ -10,9 +10,10 @@ import { newRouter } from '../http/router.ts';
 import { ALL_SCOPES } from '../scopes.ts';
 import { CHECK_PATH } from '../http/paths.ts';
 import { namedCall } from './gateway-call.ts';
+import type { ClosedOrgs } from '../orgs/closed-orgs.ts';
 
-/** The answer to a check request; `resourceMetadata`: the platform API's metadata (RFC 9728), named in every 401. */
-export function gatewayCheck(verify: VerifyToken, resourceMetadata?: string) {
+/** The answer to a check request; `closed`: the organizations a token bound to nothing may not reach (CONTRACT 7); `resourceMetadata`: the platform API's metadata (RFC 9728), named in every 401. */
+export function gatewayCheck(verify: VerifyToken, closed: ClosedOrgs, resourceMetadata?: string) {
   return async function answerCheck(request: ApiRequest): Promise<Answer> {
     const call = namedCall(request);
     if (typeof call === 'string') return errorAnswer(400, 'invalid_request', call, { 'Cache-Control': 'no-store' });
@@ -22,7 +23,7 @@ export function gatewayCheck(verify: VerifyToken, resourceMetadata?: string) {
     // leave a body reader waiting, so none is read here.
     const forwardedQuery = queryOf(uri);
     const sent = bearerHeader(request, [forwardedQuery, new URLSearchParams(request.search.slice(1))]);
-    const decision = typeof sent === 'object' ? sent : await decideAccess(verify, { methods: callMethods(method, request.headers, forwardedQuery), path: uri }, sent);
+    const decision = typeof sent === 'object' ? sent : await decideAccess(verify, { methods: callMethods(method, request.headers, forwardedQuery), path: uri }, sent, closed);
     if (!decision.allow) {
       const refusal = refuse(decision, resourceMetadata);
       refusal.headers['Cache-Control'] = 'no-store';

@@ -18,12 +18,13 @@
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
+import type { RecordCache } from '../storage/record-cache.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent, type GrantRevokedReason, type InstallationEventData } from '../webhooks/events.ts';
 import { findClient } from '../clients/service.ts';
 import { scopeSatisfies } from '../scopes.ts';
 import { ConflictError, InputError, NotFoundError } from '../errors.ts';
-import { APP_POLICIES, isOrgAdmin, type AppPolicy, type Installation, type Organization } from './model.ts';
+import { APP_POLICIES, isOrgAdmin, type AppPolicy, type Installation, type InstallationRequest, type Organization } from './model.ts';
 import * as store from './store.ts';
 import type { BoundGrant, GrantBindings } from './bindings.ts';
 
@@ -33,6 +34,8 @@ export interface InstallationDeps {
   outbox: WebhookOutbox;
   artifacts: Pick<ClientArtifacts, 'revokeGrant'>;
   bindings: Pick<GrantBindings, 'grantsBoundTo'>;
+  /** Told of a policy change ('org'): the gateway check's closed organizations (src/orgs/closed-orgs.ts). */
+  records: Pick<RecordCache, 'announce'>;
 }
 
 export interface InstallInput {
@@ -148,6 +151,51 @@ export async function installApp(deps: InstallationDeps, input: InstallInput, ex
   return { installation: after, revoked };
 }
 
+/**
+ * What approving a member's request installs: the installation's scopes so far (approving never
+ * narrows it) and the requested ones, each only while the app still has it. `added`: the requested
+ * scopes the app still has (none: nothing to approve); `gone`: those it no longer has.
+ */
+export function approvalScopes(requested: readonly string[], clientScopes: readonly string[], installed: readonly string[] = []) {
+  const offered = new Set(clientScopes);
+  const asked = [...new Set(requested)];
+  const added = asked.filter((s) => offered.has(s));
+  const gone = asked.filter((s) => !offered.has(s));
+  return { install: [...new Set([...installed, ...added])].filter((s) => offered.has(s)), added, gone };
+}
+
+/** Thrown when a request cannot be approved as the page showed it: the page is shown again (409). */
+export class StaleApproval extends ConflictError {}
+
+export interface ApprovalInput {
+  request: InstallationRequest;
+  allTeams: boolean;
+  teamIds: number[];
+  /** The scopes the admin's page said would be installed (the form carries them). */
+  shown: readonly string[];
+  by: number;
+}
+
+/**
+ * Approves a member's pending request by installing the app for the chosen teams with exactly
+ * the scopes approvalScopes gives now — which must be those the page showed: an app (or an
+ * installation) changed meanwhile is refused, never installed with more or other scopes. None of
+ * the requested scopes left: refused, nothing changes.
+ */
+export async function approveRequest(deps: InstallationDeps, input: ApprovalInput): Promise<Changed> {
+  const { request } = input;
+  const client = await findClient(deps.db, request.clientId);
+  const current = await store.activeInstallation(deps.db, request.clientId, request.orgId);
+  const { install, added } = approvalScopes(request.scopes, client?.scopes ?? [], current?.scopes);
+  if (added.length === 0) {
+    throw new StaleApproval(`${client?.name ?? 'The app'} no longer offers any of the permissions requested (${request.scopes.join(', ')}): nothing was installed. Dismiss the request; the member can ask again.`);
+  }
+  if ([...new Set(input.shown)].sort().join(' ') !== [...install].sort().join(' ')) {
+    throw new StaleApproval(`The app or its installation changed since the page was shown: nothing was installed. Check what approving installs now, and approve again.`);
+  }
+  return installApp(deps, { clientId: request.clientId, orgId: request.orgId, allTeams: input.allTeams, teamIds: input.teamIds, scopes: install, by: input.by }, current?.id);
+}
+
 const changedShape = (a: Installation, b: Installation) =>
   a.allTeams !== b.allTeams || [...a.teamIds].sort().join() !== [...b.teamIds].sort().join() || [...a.scopes].sort().join() !== [...b.scopes].sort().join();
 
@@ -223,6 +271,8 @@ export async function setAppPolicy(deps: InstallationDeps, orgId: number, policy
     // The organization's row locked first: an install waiting on it sees the new policy.
     await trx('organizations').where('id', orgId).forUpdate().first('id');
     const org = (await store.setAppPolicyRow(trx, orgId, policy as AppPolicy))!;
+    // Every instance's gateway check, at once here and at commit elsewhere.
+    await deps.records.announce(trx, 'org', orgId);
     if (policy === 'block') {
       for (const i of await store.listInstallations(trx, { orgId, status: 'active' })) {
         const row = await store.markInstallationRemoved(trx, i.id);

@@ -14,7 +14,8 @@ import type { Db } from './db.ts';
 import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
 import { transactionSettled } from '../fast/library.ts';
 
-export type RecordKind = 'client' | 'user';
+/** 'org': an organization's app policy or its teams changed (src/orgs/closed-orgs.ts keeps what it read of them). */
+export type RecordKind = 'client' | 'user' | 'org';
 
 const CHANNEL = 'oauth_record_changes';
 const MAX_ENTRIES = 50_000;
@@ -157,7 +158,7 @@ export async function startRecordCache(
     next.on('notification', (message) => {
       beat.heard();
       const [kind, id] = (message.payload ?? '').split(/:(.*)/s);
-      if ((kind === 'client' || kind === 'user') && id !== undefined) feed.drop(kind, id);
+      if ((kind === 'client' || kind === 'user' || kind === 'org') && id !== undefined) feed.drop(kind, id);
     });
     next.on('error', () => lost('the change feed connection failed'));
     next.on('end', () => lost('the change feed connection ended'));

@@ -76,7 +76,7 @@ export interface InteractionDeps {
 
 export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox, cimdMaxUsers }: InteractionDeps) {
   const users = { db, records };
-  const installations = { db, outbox, artifacts, bindings };
+  const installations = { db, outbox, artifacts, bindings, records };
   const router = newRouter();
   const finished = finishedSteps(artifacts.adapterFor('FinishedStep'));
   const path = (suffix = '') => `${INTERACTION_PATH}/:uid${suffix}`;

@@ -15,8 +15,8 @@ import { findClient } from '../clients/service.ts';
 import { grantBindings } from '../orgs/bindings.ts';
 import { APP_POLICIES, isOrgAdmin, type Installation, type Organization, type Team } from '../orgs/model.ts';
 import * as orgs from '../orgs/store.ts';
-import { changeInstallation, dismissRequest, installApp, setAppPolicy, uninstallApp, type InstallationDeps } from '../orgs/installations.ts';
-import { field, fields, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
+import { approvalScopes, approveRequest, changeInstallation, dismissRequest, setAppPolicy, StaleApproval, uninstallApp, type InstallationDeps } from '../orgs/installations.ts';
+import { field, fields, formBody, page, redirectWithFlash, requireCsrf, type Flash } from './forms.ts';
 import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { ORGANIZATIONS_PATH, orgAppsPaths } from '../http/paths.ts';
@@ -29,7 +29,7 @@ const POLICY_WORDS: Record<string, string> = {
 
 export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: ClientArtifacts; records: RecordCache; bindings?: InstallationDeps['bindings'] }) {
   const { db } = deps;
-  const changes: InstallationDeps = { db, outbox: deps.outbox, artifacts: deps.artifacts, bindings: deps.bindings ?? grantBindings(db) };
+  const changes: InstallationDeps = { db, outbox: deps.outbox, artifacts: deps.artifacts, bindings: deps.bindings ?? grantBindings(db), records: deps.records };
   const router = newRouter();
   const { signedIn } = pageGuards(deps);
   const ROUTES = orgAppsPaths(':orgId');
@@ -70,8 +70,8 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     return page(ctx, 'organizations', { title: 'Organizations you administer', orgs: mine.map((m) => ({ ...m.org, role: m.role, appsPath: orgAppsPaths(m.org.id).page })) });
   });
 
-  router.get(ROUTES.page, ...signedIn, async (ctx) => {
-    const org = await administered(ctx);
+  /** The apps page; `flash`: a refusal shown on it (a stale approval). */
+  async function showPage(ctx: Context, org: Organization, flash?: Flash) {
     const teams = await orgs.teamsOfOrg(db, org.id);
     const teamName = new Map(teams.map((t) => [t.id, t.name]));
     const clientName = async (id: string) => (await findClient(db, id))?.name ?? id;
@@ -82,13 +82,38 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
     const requests = [];
     for (const r of await orgs.pendingRequests(db, org.id)) {
       const user = await db('users').where('id', r.userId).first('email', 'name');
+      const client = await findClient(db, r.clientId);
       // An app installed already: its teams are ticked, so that approving adds to them.
       const current = installed.find((i) => i.clientId === r.clientId);
       const teamsNow = current ? { allTeams: current.allTeams, chosen: current.teamIds } : { allTeams: false, chosen: [] };
-      requests.push({ ...r, ...teamsNow, clientName: await clientName(r.clientId), userName: user?.name || user?.email || `user ${r.userId}`, scopeInfo: r.scopes.map(describeScope) });
+      // What approving installs now, exactly; the form carries it back (approveRequest compares).
+      const { install, added, gone } = approvalScopes(r.scopes, client?.scopes ?? [], current?.scopes);
+      requests.push({
+        ...r,
+        ...teamsNow,
+        clientName: client?.name ?? r.clientId,
+        userName: user?.name || user?.email || `user ${r.userId}`,
+        scopeInfo: r.scopes.map(describeScope),
+        approvable: added.length > 0,
+        install,
+        installInfo: install.map(describeScope),
+        goneInfo: gone.map(describeScope),
+      });
     }
-    return page(ctx, 'org-apps', { title: `Apps of ${org.name}`, org, paths: orgAppsPaths(org.id), backPath: ORGANIZATIONS_PATH, policies: APP_POLICIES.map((p) => ({ name: p, words: POLICY_WORDS[p] })), teams, installed, requests });
-  });
+    return page(ctx, 'org-apps', {
+      title: `Apps of ${org.name}`,
+      org,
+      paths: orgAppsPaths(org.id),
+      backPath: ORGANIZATIONS_PATH,
+      policies: APP_POLICIES.map((p) => ({ name: p, words: POLICY_WORDS[p] })),
+      teams,
+      installed,
+      requests,
+      ...(flash ? { flash } : {}),
+    });
+  }
+
+  router.get(ROUTES.page, ...signedIn, async (ctx) => showPage(ctx, await administered(ctx)));
 
   router.post(ROUTES.policy, ...signedIn, formBody, requireCsrf, async (ctx) => {
     const org = await administered(ctx);
@@ -126,13 +151,15 @@ export function orgAppsRoutes(deps: { db: Db; outbox: WebhookOutbox; artifacts: 
       throw new NotFoundError('no such request');
     }
     const teams = chosenTeams(ctx, await orgs.teamsOfOrg(db, org.id));
-    // What the member asked for, added to what an installation already has (approving never
-    // narrows it), within what the app may ask now.
+    let installation: Installation;
+    try {
+      ({ installation } = await approveRequest(changes, { request, ...teams, shown: fields(ctx, 'scope'), by: ctx.state.user!.id }));
+    } catch (err) {
+      if (!(err instanceof StaleApproval)) throw err;
+      ctx.status = 409;
+      return showPage(ctx, org, { type: 'error', text: err.message, about: String(request.id) });
+    }
     const client = await findClient(db, request.clientId);
-    const current = await orgs.activeInstallation(db, request.clientId, org.id);
-    const scopes = [...new Set([...(current?.scopes ?? []), ...request.scopes])].filter((s) => client?.scopes.includes(s));
-    const input = { clientId: request.clientId, orgId: org.id, ...teams, scopes: scopes.length ? scopes : undefined, by: ctx.state.user!.id };
-    const { installation } = await installApp(changes, input, current?.id);
     await audit(ctx, 'installation.saved', { installation_id: installation.id, org_id: org.id, client_id: installation.clientId, request_id: request.id });
     redirectWithFlash(ctx, pageOf(org), { type: 'ok', text: `${client?.name ?? 'The app'} is installed; the request is approved.` });
   });

@@ -5,6 +5,7 @@ import { neededFor, type Need } from '../../src/api/route-policy.ts';
 import { ALL_SCOPES, isKnownScope, parseScopeList, scopeSatisfies } from '../../src/scopes.ts';
 import { decideAccess, type VerifiedToken } from '../../src/api/access.ts';
 import { gatewayCheck } from '../../src/api/check.ts';
+import { idsOf, type ClosedOrgs } from '../../src/orgs/closed-orgs.ts';
 
 const READS = ['GET', 'HEAD'];
 const WRITES = ['POST', 'PUT', 'PATCH', 'DELETE'];
@@ -394,9 +395,51 @@ describe('route policy: tokens bound to an organization and teams', () => {
     );
   });
 
+  // Issue 45 item 5: organization 10 (teams 1 and 3) admits apps only through its installations.
+  // Which ids are closed is the store's (src/orgs/closed-orgs.ts, tested on real stores in
+  // test/org-installs.test.ts); how a path segment maps to ids is idsOf's, under test here.
+  const closed: ClosedOrgs = {
+    reaches: ({ orgId, teamId }) => (orgId !== undefined && idsOf(orgId).includes(10)) || (teamId !== undefined && idsOf(teamId).some((id) => id === 1 || id === 3)),
+  };
+  const decideUnbound = (path: string, methods = ['GET']) => decideAccess(verifyAs(unbound), { methods, path }, 'Bearer x', closed);
+  /** Every id a lenient backend may read a segment as. */
+  const lenientIds = (segment: string) => [Number(segment), Number.parseInt(segment, 10), Number(segment.trim())].filter((n) => Number.isSafeInteger(n));
+
+  it('refuses a token bound to nothing on a closed organization and its teams, in every spelling of their ids; others by scope alone', async () => {
+    const refusedPaths = [
+      '/v2/organizations/10/bookings/77', '/v2/organizations/10/teams', '/v2/organizations/20/teams/1/bookings', '/v2/teams/3/bookings', '/v2/teams/1',
+      '/v2/organizations/010/bookings', '/v2/organizations/+10/bookings', '/v2/organizations/10abc/bookings', '/v2/organizations/0xa/bookings',
+      '/v2/organizations/1e1/bookings', '/v2/organizations/%2010/bookings', '/v2/organizations/%31%30/bookings', '/v2/teams/0x3/bookings', '/v2/teams/3.0/bookings', '/v2/teams/%33',
+    ];
+    for (const path of refusedPaths) {
+      expect(await decideUnbound(path, ['DELETE']), path).toEqual({ allow: false, status: 403, boundElsewhere: true, message: 'this organization admits apps only through its installations: authorize the app in the organization' });
+    }
+    for (const path of ['/v2/organizations/20/bookings', '/v2/organizations/100/bookings', '/v2/teams/2/bookings', '/v2/teams/13', '/v2/me', '/v2/bookings/1', '/v2/teams']) {
+      expect(await decideUnbound(path), path).toMatchObject({ allow: true });
+    }
+    // A bound token is judged by its binding, as before: its own organization passes.
+    expect(await decideAccess(verifyAs(bound), { methods: ['GET'], path: '/v2/organizations/10/bookings' }, 'Bearer x', closed)).toMatchObject({ allow: true });
+  });
+
+  it('allows a token bound to nothing only where a lenient server reads no closed organization or team (property)', async () => {
+    const segment = fc.constantFrom('v2', 'teams', 'organizations', 'bookings', '1', '2', '3', '10', '20', '010', '+10', '10x', '0xa', '1e1', '%31', '%33', '%31%30', '%2010', '..', '.', '%2e%2e', '', ';', 'x');
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { minLength: 1, maxLength: 6 }), fc.constantFrom('GET', 'DELETE'), async (parts, method) => {
+        const path = `/v2/${parts.join('/')}`;
+        if (!(await decideUnbound(path, [method])).allow) return;
+        const reading = backendReading(path);
+        expect(reading, path).toBeDefined();
+        if (reading!.orgId !== undefined) expect(lenientIds(reading!.orgId), path).not.toContain(10);
+        if (reading!.teamId !== undefined) expect(lenientIds(reading!.teamId), path).not.toContain(1);
+        if (reading!.teamId !== undefined) expect(lenientIds(reading!.teamId), path).not.toContain(3);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   describe('through the gateway check (every way a gateway names the call, method overrides)', () => {
     const answer = (token: VerifiedToken, method: string, path: string, headers: Record<string, string>, search = '') =>
-      gatewayCheck(verifyAs(token))({ method, path, search, headers: { authorization: 'Bearer x', ...headers }, rawHeaders: ['Authorization', 'Bearer x'] });
+      gatewayCheck(verifyAs(token), { reaches: () => false })({ method, path, search, headers: { authorization: 'Bearer x', ...headers }, rawHeaders: ['Authorization', 'Bearer x'] });
 
     it('answers its own teams with the binding headers, other teams with 403 access_denied', async () => {
       const cases: Array<[method: string, path: string, headers: Record<string, string>, own: boolean]> = [
