@@ -204,7 +204,7 @@ const withSecretNote = (result: { client_secret?: string }) =>
 const withSigningSecretNote = (result: { signing_secret?: string }) =>
   printText(result.signing_secret === undefined ? result : { ...result, signing_secret: `${result.signing_secret}  (shown only once)` });
 
-/** `clients set-webhook --json`: "signing_secret" (CONTRACT 9), and its old name "webhook_secret" until the next release. */
+/** `clients set-webhook --json`: "signing_secret" (docs/webhooks.md), and its old name "webhook_secret" until the next release. */
 const withDeprecatedSecretName = (result: { signing_secret?: string }) => (result.signing_secret === undefined ? result : { ...result, webhook_secret: result.signing_secret });
 
 /** approve / reject / suspend in text mode: one line saying what happened (or that nothing did). */

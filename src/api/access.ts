@@ -192,7 +192,7 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
     return { allow: false, status: 403, boundElsewhere: true, message: 'this token is bound to another organization or other teams' };
   }
   // A token bound to nothing is judged by its scopes alone, as before organizations — except in an
-  // organization whose policy is approval or block: reached only through its installations (CONTRACT 7).
+  // organization whose policy is approval or block: reached only through its installations (docs/organizations.md).
   if (closed && (await closed.reaches(reached))) {
     return { allow: false, status: 403, boundElsewhere: true, message: 'this organization admits apps only through its installations: authorize the app in the organization' };
   }

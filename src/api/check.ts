@@ -12,7 +12,7 @@ import { CHECK_PATH } from '../http/paths.ts';
 import { namedCall } from './gateway-call.ts';
 import type { ClosedOrgs } from '../orgs/closed-orgs.ts';
 
-/** The answer to a check request; `closed`: the organizations a token bound to nothing may not reach (CONTRACT 7); `resourceMetadata`: the platform API's metadata (RFC 9728), named in every 401. */
+/** The answer to a check request; `closed`: the organizations a token bound to nothing may not reach (docs/organizations.md); `resourceMetadata`: the platform API's metadata (RFC 9728), named in every 401. */
 export function gatewayCheck(verify: VerifyToken, closed: ClosedOrgs, resourceMetadata?: string) {
   return async function answerCheck(request: ApiRequest): Promise<Answer> {
     const call = namedCall(request);

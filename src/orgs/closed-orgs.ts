@@ -1,5 +1,5 @@
 // The organizations reached only through their own installations: app policy `approval` or
-// `block` (CONTRACT 7, docs/organizations.md). On their paths — /v2/organizations/{org}/… and
+// `block` (docs/organizations.md). On their paths — /v2/organizations/{org}/… and
 // /v2/teams/{team}/… of their teams — the gateway check refuses a token bound to nothing
 // (src/api/access.ts). The check is a hot path with no store round trip, so the set is kept in
 // memory, as client records are (src/storage/record-cache.ts): read whole once, read again after
