@@ -4,11 +4,9 @@
 // nobody listening, not JSON, too large, over a limit — is answered alike (the reason goes to the
 // log). Documents are served by real HTTP servers on 127.0.0.1 (CIMD_ALLOW_LOOPBACK=true); the
 // requesting address comes through X-Forwarded-For from a trusted proxy (TRUST_PROXY=1).
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
-import { AGENT_REDIRECT, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { AGENT_REDIRECT, logSink, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { Browser } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
 import { FAILED_FETCH_ANSWER_MS, UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
@@ -29,17 +27,6 @@ async function tokenAnswer(server: TestServer, clientId: string, address: string
 const isUnusable = (answer: { status: number; body: string }) => answer.status === 400 && JSON.parse(answer.body).error_description === UNUSABLE_DOCUMENT;
 /** The client was found (its document fetched and used): the code is what is refused. */
 const isFound = (answer: { status: number; body: string }) => JSON.parse(answer.body).error === 'invalid_grant';
-
-function logSink() {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, log: pino({ level: 'info' }, sink) };
-}
 
 describe.each<Storage>(['sql', 'redis'])('document fetches per requesting address (%s)', (storage) => {
   let server: TestServer;

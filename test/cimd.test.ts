@@ -6,25 +6,10 @@ import { startTestServer, type Storage, type TestServer } from './support/server
 import { newUser, operator } from './support/fixtures.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth.ts';
-import { AGENT_REDIRECT, agentCode, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { AGENT_REDIRECT, agentCode, agentTokens, logSink, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/cimd/review.ts';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
-
-/** A logger whose lines the test reads: the reason a document was refused is told there only. */
-function logSink() {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const reasonFor = (clientId: string) => lines.filter((l) => l.msg === 'client_id metadata document refused' && l.clientId === clientId).map((l) => String(l.reason));
-  return { lines, log: pino({ level: 'info' }, sink), reasonFor };
-}
 
 /** A client assertion (RFC 7523) signed with ES256, by hand: header.payload.signature. */
 function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['privateKey'], clientId: string, audience: string): string {

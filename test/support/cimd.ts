@@ -3,6 +3,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { expect } from 'vitest';
 import { Browser } from './browser.ts';
 import { authorize, tokenRequest, type TestUser } from './oauth.ts';
@@ -94,4 +96,17 @@ export async function agentTokens(base: string, clientId: string, user: TestUser
   const res = await tokenRequest(base, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: clientId, code_verifier: verifier });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body as { access_token: string; refresh_token: string; scope: string };
+}
+
+/** A logger whose lines the test reads: the reason a document was refused is told there only. */
+export function logSink() {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const reasonFor = (clientId: string) => lines.filter((l) => l.msg === 'client_id metadata document refused' && l.clientId === clientId).map((l) => String(l.reason));
+  return { lines, log: pino({ level: 'info' }, sink), reasonFor };
 }
