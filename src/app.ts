@@ -177,13 +177,14 @@ export function createListener(deps: AppDeps): RequestListener {
 /** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
 function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
   const { provider, log, rateLimits, secrets } = deps;
-  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token, platformResource(deps.publicUrls.baseUrl))]]);
+  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token, platformResource(deps.publicUrls.baseUrl), deps.artifacts.together)]]);
   const refresh = refreshGrant({
     provider,
     secrets,
     limits: rateLimits.token,
     grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
     rotation: deps.artifacts.refreshRotation,
+    together: deps.artifacts.together,
     accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,
     log,
   });

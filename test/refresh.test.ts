@@ -51,6 +51,7 @@ describe('refresh on the hot path', () => {
       limits: limitsOff,
       grace: refreshGraceWindows(server.system.artifacts.flights, 10),
       rotation: server.system.artifacts.refreshRotation,
+      together: server.system.artifacts.together,
       accountExists: async () => true,
       log: createLogger('silent'),
     })!;

@@ -18,7 +18,8 @@ import { visibleScope } from '../scopes.ts';
 import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
-import { liveAccessToken } from '../oauth/token-liveness.ts';
+import { liveAccessTokenOf } from '../oauth/token-liveness.ts';
+import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { hasOnlyKnownExtra } from './assumptions.ts';
 import { refusedAs } from '../credentials/format.ts';
 
@@ -26,11 +27,15 @@ import { refusedAs } from '../credentials/format.ts';
 // client authentication methods); it refuses any of them sent twice and ignores others.
 const PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret'] as const;
 
-/** `platform`: the platform API's resource (src/oauth/resources.ts), the audience of a token stored without one. */
-export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits, platform: string): AnswerBackChannel {
+/**
+ * `platform`: the platform API's resource (src/oauth/resources.ts), the audience of a token stored
+ * without one; `together`: the store's commands sent side by side, written together (ArtifactStorage).
+ */
+export function introspection(provider: Provider, secrets: ClientSecrets, limits: TokenEndpointLimits, platform: string, together: ArtifactStorage['together']): AnswerBackChannel {
+  type AccessToken = InstanceType<Provider['AccessToken']>;
   /** A live access token, which the provider would describe as we do here. */
-  async function describable(value: string) {
-    const live = await liveAccessToken(provider, value);
+  async function describable(found: AccessToken) {
+    const live = await liveAccessTokenOf(provider, found);
     // Extra claims: only a grant's binding (org_id, team_ids), which the answer spreads as the provider does.
     if (!live || live.token.isSenderConstrained() || live.token.rar || !hasOnlyKnownExtra(live.token.extra)) return undefined;
     return live;
@@ -45,8 +50,10 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     if (limits.heldBack(credentials.clientId, ip)) return HAND_OVER.held_back;
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client) return HAND_OVER.client;
-    // The secret still active, and the token with its grant: the reads go out together.
-    const [active, live] = await Promise.all([secrets.isActive(secretId!), describable(params.token!)]);
+    // The secret still active, and the token with its grant: the token first (the token cache
+    // holds it in memory), then the secret's mark and the grant, written together (one round trip).
+    const found = await provider.AccessToken.find(params.token!);
+    const [active, live] = await together(() => Promise.all([secrets.isActive(secretId!), found && describable(found)]));
     if (!active) return HAND_OVER.secret;
     if (!live) return HAND_OVER.token;
     const { token } = live;

@@ -16,7 +16,7 @@
 // provider would take it for reuse.
 import type Provider from 'oidc-provider';
 import type { Logger } from '../log.ts';
-import type { RefreshRotation } from '../storage/artifacts.ts';
+import type { ArtifactStorage, RefreshRotation } from '../storage/artifacts.ts';
 import { rateLimitHeaders, type BudgetState, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
@@ -40,12 +40,14 @@ export interface RefreshDeps {
   grace: RefreshGrace;
   /** The store's one-step read and atomic rotation (ArtifactStorage); without them the provider rotates. */
   rotation: RefreshRotation | undefined;
+  /** The store's commands sent side by side, written together (ArtifactStorage). */
+  together: ArtifactStorage['together'];
   accountExists: (accountId: string) => Promise<boolean>;
   log: Logger;
 }
 
 export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
-  const { provider, secrets, limits, grace, rotation } = deps;
+  const { provider, secrets, limits, grace, rotation, together } = deps;
   if (!rotation) return undefined;
   type Client = NonNullable<Awaited<ReturnType<typeof clientOfSecret>>>['client'];
   type Token = InstanceType<typeof provider.RefreshToken>;
@@ -130,7 +132,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     const { client, secretId } = (await clientOfSecret(provider, secrets, credentials.clientId, credentials.secret)) ?? {};
     if (!client?.grantTypeAllowed(GRANT) || client.tlsClientCertificateBoundAccessTokens || client.dpopBoundAccessTokens) return HAND_OVER.client;
     // The secret still active, and the token with its grant: both read at once, in one write.
-    const [active, found] = await rotation.together(() => Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]));
+    const [active, found] = await together(() => Promise.all([secrets.isActive(secretId!), rotatable(presented, client)]));
     if (!active) return HAND_OVER.secret;
     if (!found) return HAND_OVER.token;
     // Over its budget of refreshes for this user: the provider refuses it (429), as it would.
@@ -147,7 +149,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     let spent: Promise<BudgetState | undefined> | undefined;
     let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
-      rotated = await rotation.together(() => {
+      rotated = await together(() => {
         spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
         // The (client, user) count goes out in the same write; it holds back later refreshes.
         void limits.spendRefresh(client.clientId, found.token.accountId!).catch(() => {});

@@ -29,10 +29,25 @@ import { addressGroup } from '../http/client-address.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
+/**
+ * A point counted in Redis, as rate-limiter-flexible's own script counts it (the key holds the
+ * points used and expires with the window; the reply is those points and the milliseconds left)
+ * but without its first command, a SET NX of 0 with the window's expiry: INCRBY makes a missing
+ * key itself, and a key without an expiry gets the window's here, as there. One command fewer on
+ * every counted request (each token request an authenticated client sends is one).
+ */
+const COUNT_SCRIPT = `local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[2])
+  ttl = 1000 * ARGV[2]
+end
+return {consumed, ttl}`;
+
 export function limiterFactory(redis: RedisClient | undefined, prefix: string) {
   return (options: LimiterOptions): RateLimiterAbstract =>
     redis
-      ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}` })
+      ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}`, customIncrTtlLuaScript: COUNT_SCRIPT })
       : new RateLimiterMemory(options);
 }
 

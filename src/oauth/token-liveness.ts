@@ -50,7 +50,15 @@ export function isLive(token: TokenFacts | undefined, grant: GrantFacts | null |
  */
 export async function liveAccessToken(provider: Provider, value: string) {
   const token = await provider.AccessToken.find(value);
-  if (!token?.grantId || !token.clientId) return undefined;
+  return token && liveAccessTokenOf(provider, token);
+}
+
+/**
+ * A found access token with its grant and client, when it is live. The grant's read is sent at
+ * once, so that a caller can write its own reads beside it (introspection.ts).
+ */
+export async function liveAccessTokenOf(provider: Provider, token: InstanceType<Provider['AccessToken']>) {
+  if (!token.grantId || !token.clientId) return undefined;
   const [grant, client] = await Promise.all([provider.Grant.find(token.grantId, { ignoreExpiration: true }), usableClient(provider, token.clientId)]);
   return isLive(token, grant, Boolean(client)) ? { token, grant: grant!, client: client! } : undefined;
 }

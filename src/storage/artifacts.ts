@@ -17,6 +17,11 @@ export interface ArtifactStorage extends ClientArtifacts {
   flights: SingleFlights;
   /** Only where the store can do each in one step: Redis on a single node or Sentinel. */
   refreshRotation?: RefreshRotation;
+  /**
+   * Runs `issue`, with the store commands it sends at once written together (see inOneWrite): one
+   * round trip for a request's reads that do not wait on each other. Elsewhere it just runs `issue`.
+   */
+  together<T>(issue: () => T): T;
 }
 
 export interface RefreshRotation {
@@ -28,8 +33,6 @@ export interface RefreshRotation {
    * spent or gone, its grant gone, or the flight held.
    */
   rotate: RotateRefreshToken;
-  /** Runs `issue`, with the store commands it sends at once written together (see inOneWrite). */
-  together<T>(issue: () => T): T;
 }
 
 export type RotateRefreshToken = (spent: string, refresh: Saved, access: Saved, flight?: { key: string; value: string; seconds: number }) => Promise<Rotation>;
@@ -41,7 +44,8 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
     // A malformed credential is not looked up (src/credentials/lookups.ts).
     adapterFor: (model) => refusingMalformed(model, redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model)),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
-    ...(scripts && !redis.isCluster ? { refreshRotation: redisRotation(redis, scripts, prefix) } : {}),
+    ...(scripts && !redis.isCluster ? { refreshRotation: redisRotation(scripts, prefix) } : {}),
+    together: redis ? (issue) => inOneWrite(redis, issue) : (issue) => issue(),
     ...clientArtifacts(db, redis, prefix, tokenCache),
   };
 }
@@ -61,11 +65,10 @@ export interface SingleFlights {
 
 const flightKey = (prefix: string, key: string) => `${prefix}flight:${key}`;
 
-function redisRotation(redis: RedisClient, scripts: ArtifactScripts, prefix: string): RefreshRotation {
+function redisRotation(scripts: ArtifactScripts, prefix: string): RefreshRotation {
   return {
     read: async (id) => (refusedAs('refresh_token', id) ? undefined : readRefreshToken(scripts, prefix, id)),
     rotate: (spent, refresh, access, flight) => rotateRefreshToken(scripts, prefix, spent, refresh, access, flight && { ...flight, key: flightKey(prefix, flight.key) }),
-    together: (issue) => inOneWrite(redis, issue),
   };
 }
 
