@@ -48,7 +48,7 @@ describe('secrets at rest', () => {
     req.on('end', () => (received.push({ headers: req.headers, body }), res.writeHead(204).end()));
   });
   beforeAll(async () => {
-    pg = await createTestDatabase();
+    pg = await createTestDatabase({ migrate: 'bare' });
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   });
   afterAll(async () => {

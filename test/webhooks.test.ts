@@ -347,7 +347,7 @@ describe('the address rule in production', () => {
   let instance: AppInstance;
   let pg: Awaited<ReturnType<typeof createTestDatabase>>;
   beforeAll(async () => {
-    pg = await createTestDatabase();
+    pg = await createTestDatabase({ migrate: 'bare' });
     const { WEBHOOK_ALLOW_LOOPBACK: _refusedInProduction, ...env } = ENV;
     instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db });
   });

@@ -46,7 +46,12 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   // A failed metadata-document fetch is answered no sooner than the fetch timeout (3 s) after it
   // began; tests that meet many such refusals get theirs at once, except where a test asks for the
   // real wait (test/cimd-fetch-limits.test.ts).
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, ...overrides });
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, ...overrides }).catch((err: Error) => {
+    if (env.DATA_ENCRYPTION_KEYS && /encrypted under key/.test(err.message)) {
+      err.message += " (test: a database of createTestDatabase() holds a signing key sealed under the development key; start a server with DATA_ENCRYPTION_KEYS of its own on createTestDatabase({ migrate: 'bare' }))";
+    }
+    throw err;
+  });
   listener.on('request', system.listener);
   const metrics = metricsListener(system.metrics);
   await new Promise<void>((resolve) => metrics.listen(0, '127.0.0.1', resolve));
@@ -63,9 +68,10 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   };
 }
 
-/** An instance on a per-file PostgreSQL database and, for 'redis', a per-file Redis key prefix. */
+/** An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis', a per-file Redis key prefix. */
 export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs'> = {}): Promise<TestServer> {
-  const [pg, redis] = await Promise.all([createTestDatabase(), storage === 'redis' ? createTestRedis() : undefined]);
+  // A server with DATA_ENCRYPTION_KEYS of its own makes its signing key under them (the keyed template's is sealed under the development key).
+  const [pg, redis] = await Promise.all([createTestDatabase({ migrate: env.DATA_ENCRYPTION_KEYS ? 'bare' : true }), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(
     { DATABASE_URL: pg.url, ...(redis ? { REDIS_URL: redis.url } : {}), ...env },
     { db: pg.db, ...(redis ? { redis: redis.redis, redisPrefix: redis.prefix } : {}), ...options },

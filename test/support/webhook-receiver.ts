@@ -28,13 +28,4 @@ export async function receiver(statuses: number[] = [], port = 0) {
   };
 }
 
-/** `read()` once `ok` holds for it; an error naming `what` after `ms`. */
-export async function until<T>(what: string, read: () => T | Promise<T>, ok: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { until } from './eventually.ts';

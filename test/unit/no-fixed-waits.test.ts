@@ -1,0 +1,89 @@
+// Issue 46: a test waits for a condition (test/support/eventually.ts), never for a fixed time. A
+// fixed wait is slow where the machine is fast and fails where it is slow (the reason the suite ran
+// one file at a time: a 50 ms wait under load). Where a rule depends on time, the system takes a
+// clock the test moves. The few files whose subject is time itself are listed here with why.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Files that may wait a fixed time, each with its reason. */
+const ALLOWED: Record<string, string> = {
+  'adapters.contract.test.ts': 'TODO issue 46: wait for a condition instead',
+  'admin-review.test.ts': 'TODO issue 46: wait for a condition instead',
+  'channel-stalls.test.ts': 'TODO issue 46: wait for a condition instead',
+  'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
+  'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
+  'connections.test.ts': 'TODO issue 46: wait for a condition instead',
+  'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
+  'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
+  'faults.test.ts': 'TODO issue 46: wait for a condition instead',
+  'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
+  'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
+  'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
+  'operations.test.ts': 'TODO issue 46: wait for a condition instead',
+  'operator-stores.test.ts': 'TODO issue 46: wait for a condition instead',
+  'org-consent.test.ts': 'TODO issue 46: wait for a condition instead',
+  'org-installs.test.ts': 'TODO issue 46: wait for a condition instead',
+  'record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
+  'refresh-grace.test.ts': 'TODO issue 46: wait for a condition instead',
+  'refresh.test.ts': 'TODO issue 46: wait for a condition instead',
+  'secret-expiry.test.ts': 'TODO issue 46: wait for a condition instead',
+  'sign-in-capacity.test.ts': 'TODO issue 46: wait for a condition instead',
+  'startup.test.ts': 'TODO issue 46: wait for a condition instead',
+  'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
+  'support/redis-server.ts': 'TODO issue 46: wait for a condition instead',
+  'unit/record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
+  'webhook-fairness.test.ts': 'TODO issue 46: wait for a condition instead',
+  'webhooks.test.ts': 'TODO issue 46: wait for a condition instead',
+};
+
+/** Each way of waiting a fixed time, with a line that must be caught (so that no rule is vacuous). */
+const RULES: Array<{ what: string; pattern: RegExp; example: string }> = [
+  { what: 'a sleep', pattern: /(?<![.\w])sleep\(/, example: 'await sleep(100);' },
+  { what: 'a timer that resolves a promise', pattern: /(?<![.\w])setTimeout\(\s*(r|res|resolve|done|wake)\s*[,)]|(?<![.\w])setTimeout\(\s*\(\)\s*=>\s*(r|res|resolve)\(/, example: 'await new Promise((r) => setTimeout(r, 50));' },
+  { what: "node's promise timers", pattern: /timers\/promises/, example: "import { setTimeout as wait } from 'node:timers/promises';" },
+];
+
+function testFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'artifacts' ? [] : testFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+describe('no fixed waits in tests', () => {
+  it('each rule catches its example and passes the polling helper and a deadline', () => {
+    for (const rule of RULES) expect(rule.pattern.test(rule.example), rule.what).toBe(true);
+    for (const rule of RULES) {
+      expect(rule.pattern.test('await eventually(() => expect(x).toBe(1));'), rule.what).toBe(false);
+      expect(rule.pattern.test("const timer = setTimeout(() => { child.kill(); reject(new Error('late')); }, 30_000);"), rule.what).toBe(false);
+      expect(rule.pattern.test('req.setTimeout(2_000, () => reject(new Error("no answer")));'), rule.what).toBe(false);
+    }
+  });
+
+  it('no test file waits a fixed time, except those about time itself', () => {
+    const found: string[] = [];
+    for (const file of testFiles(TEST)) {
+      const name = path.relative(TEST, file).split(path.sep).join('/');
+      if (name === 'unit/no-fixed-waits.test.ts' || name in ALLOWED) continue;
+      fs.readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (line.trimStart().startsWith('//')) return;
+          for (const rule of RULES) if (rule.pattern.test(line)) found.push(`test/${name}:${i + 1}: ${rule.what} (wait with eventually(), test/support/eventually.ts): ${line.trim()}`);
+        });
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('every allowed file exists and still needs its place', () => {
+    for (const name of Object.keys(ALLOWED)) {
+      const text = fs.readFileSync(path.join(TEST, name), 'utf8');
+      expect(RULES.some((rule) => text.split('\n').some((line) => rule.pattern.test(line))), `${name} no longer waits: remove it from ALLOWED`).toBe(true);
+    }
+  });
+});
