@@ -89,6 +89,8 @@ export interface SystemOverrides {
   cimdResolve?: Resolver;
   /** How long after a failed document fetch began it is answered (default: the fetch timeout); tests shorten it. */
   cimdFailedAnswerMs?: number;
+  /** PBKDF2 iterations per counter value of a sign-in challenge (default 1000); tests make solving cheap, the work asked unchanged. */
+  challengeIterations?: number;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -131,7 +133,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     onError: (err) => log.warn({ message: err.message }, 'recording the artifact store failed'),
   });
   const rateLimits = createRateLimits(config.rateLimits, redis, overrides.redisPrefix);
-  const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]! });
+  const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]!, iterations: overrides.challengeIterations });
   // One secret check for the provider's client authentication and the hot paths alike.
   // "Last used" of secrets and grants, written in batches (src/storage/last-use.ts).
   const secretUses = secretUseRecorder(db);

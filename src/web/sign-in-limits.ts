@@ -38,7 +38,7 @@ const IP_WINDOW_SECONDS = 3600;
 const CHALLENGE_SECONDS = 2 * 60;
 const ALGORITHM = 'PBKDF2/SHA-256';
 /** PBKDF2 iterations per counter value the solver tries: the work is about this × the counter. */
-const ITERATIONS = 1000;
+export const CHALLENGE_ITERATIONS = 1000;
 
 /** What a challenge was issued for, sealed inside it. `account` '' : the empty form (no email yet). */
 export interface ChallengeTerms {
@@ -83,7 +83,10 @@ const NO_LIMITS: SignInLimits = {
 /** The work asked `over` failures past a threshold: the base, doubling, up to the ceiling. */
 const workOf = (over: number, config: RateLimitConfig) => (over > 0 ? Math.min(config.signInChallengeWork * 2 ** Math.min(over - 1, 30), config.signInChallengeMaxWork) : 0);
 
-export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'oauth:', secret }: { redis?: RedisClient | undefined; prefix?: string | undefined; secret: string }): SignInLimits {
+export function createSignInLimits(
+  config: RateLimitConfig,
+  { redis, prefix = 'oauth:', secret, iterations = CHALLENGE_ITERATIONS }: { redis?: RedisClient | undefined; prefix?: string | undefined; secret: string; iterations?: number | undefined },
+): SignInLimits {
   if (!config.enabled) return NO_LIMITS;
   const limiter = limiterFactory(redis, prefix);
   const unlimited = Number.MAX_SAFE_INTEGER;
@@ -151,7 +154,7 @@ export function createSignInLimits(config: RateLimitConfig, { redis, prefix = 'o
     challenge(work, email, ip) {
       return createChallenge({
         algorithm: ALGORITHM,
-        cost: ITERATIONS,
+        cost: iterations,
         // The solver counts up from 0 to this secret number: uniform in [0, 2·work], so it expects
         // `work` steps and no part of the range can be skipped.
         counter: randomInt(0, 2 * work + 1),

@@ -10,6 +10,12 @@ export type Storage = 'redis' | 'sql';
 
 /** Tests hash passwords at N=2^10 unless they ask for the real cost (PASSWORD_HASH_LOG_N: '17'). */
 const FAST_PASSWORD_HASHING = '10';
+/**
+ * Sign-in challenges take 10 PBKDF2 iterations a counter value here, not 1000: the work asked (the
+ * counter) and every rule about it are unchanged, solving costs a hundredth. Solving at the real
+ * cost was a fifth of the suite's CPU. A test that needs the real cost passes challengeIterations.
+ */
+const CHEAP_CHALLENGES = 10;
 
 export interface TestServer {
   url: string;
@@ -46,7 +52,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   // A failed metadata-document fetch is answered no sooner than the fetch timeout (3 s) after it
   // began; tests that meet many such refusals get theirs at once, except where a test asks for the
   // real wait (test/cimd-fetch-limits.test.ts).
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, ...overrides }).catch((err: Error) => {
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, challengeIterations: CHEAP_CHALLENGES, ...overrides }).catch((err: Error) => {
     if (env.DATA_ENCRYPTION_KEYS && /encrypted under key/.test(err.message)) {
       err.message += " (test: a database of createTestDatabase() holds a signing key sealed under the development key; start a server with DATA_ENCRYPTION_KEYS of its own on createTestDatabase({ migrate: 'bare' }))";
     }
@@ -69,7 +75,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
 }
 
 /** An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis', a per-file Redis key prefix. */
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs'> = {}): Promise<TestServer> {
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs' | 'challengeIterations'> = {}): Promise<TestServer> {
   // A server with DATA_ENCRYPTION_KEYS of its own makes its signing key under them (the keyed template's is sealed under the development key).
   const [pg, redis] = await Promise.all([createTestDatabase({ migrate: env.DATA_ENCRYPTION_KEYS ? 'bare' : true }), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(
