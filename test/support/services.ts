@@ -90,14 +90,20 @@ async function ensureTemplates(admin: Knex): Promise<void> {
       }
       await admin.raw(`alter database ${building} rename to ${name}`);
       await admin.raw(`alter database ${name} is_template true`);
+      await admin.raw(`comment on database ${name} is '${Date.now()}'`);
     }
   } finally {
     await lock.destroy(); // the lock goes with its connection
   }
   ready.add('bare').add('keyed');
-  // Templates of other versions of the code are left by earlier runs: removed when no one uses them.
-  const stale = await admin.raw("select datname from pg_database where datname like 'oauth\\_tmpl\\_%' and datname not in (?, ?)", [templateName('bare'), templateName('keyed')]);
-  for (const { datname } of stale.rows as Array<{ datname: string }>) {
+  // Templates of other versions of the code are left by earlier runs, and another checkout on this
+  // machine may be using one right now: those made more than a day ago go (their COMMENT is when).
+  const stale = await admin.raw(
+    "select datname, shobj_description(oid, 'pg_database') as made from pg_database where datname like 'oauth\\_tmpl\\_%' and datname not in (?, ?)",
+    [templateName('bare'), templateName('keyed')],
+  );
+  for (const { datname, made } of stale.rows as Array<{ datname: string; made: string | null }>) {
+    if (Number(made) > Date.now() - 24 * 3600_000) continue;
     await admin.raw(`alter database ${datname} is_template false`).catch(() => {});
     await admin.raw(`drop database if exists ${datname}`).catch(() => {});
   }
