@@ -137,6 +137,45 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
       else expect(found, model).toBeDefined();
     }
   });
+
+  // What the organization changes and the operator scripts revoke without a provider
+  // (src/orgs/installations.ts): the HTTP tests of those run on Redis only.
+  it('revokeGrant removes the grant and every code and token issued from it, and nothing of another grant', async () => {
+    const [mine, theirs] = [id(), id()];
+    await make('Grant').upsert(mine, { jti: mine, kind: 'Grant' }, 60);
+    await make('Grant').upsert(theirs, { jti: theirs, kind: 'Grant' }, 60);
+    const made: Array<[string, string, string]> = [];
+    for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode']) {
+      for (const grantId of [mine, theirs]) {
+        const jti = id();
+        await make(model).upsert(jti, { jti, kind: model, clientId: 'c', grantId }, 60);
+        made.push([model, jti, grantId]);
+      }
+    }
+    await storage().revokeGrant(mine);
+    expect(await make('Grant').find(mine)).toBeUndefined();
+    expect(await make('Grant').find(theirs)).toBeDefined();
+    for (const [model, jti, grantId] of made) {
+      const found = await make(model).find(jti);
+      if (grantId === mine) expect(found, model).toBeUndefined();
+      else expect(found, model).toBeDefined();
+    }
+  });
+
+  // The refresh grace window's single flights (src/oauth/refresh-grace.ts): the HTTP tests of a
+  // window per client run on Redis only.
+  it('flights: one of many concurrent claims wins; others read it unsettled, then its value', async () => {
+    const { flights } = storage();
+    const key = id();
+    expect(await flights.read(key)).toBeUndefined();
+    const claims = await Promise.all(Array.from({ length: 10 }, () => flights.claim(key, 60)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await flights.read(key)).toBe('');
+    await flights.settle(key, 'answered', 60);
+    expect(await flights.read(key)).toBe('answered');
+    expect(await flights.claim(key, 60)).toBe(false);
+    expect(await flights.read(id())).toBeUndefined();
+  });
 });
 
 describe('Redis adapter: index sets', () => {

@@ -13,7 +13,8 @@ import { admin } from './support/processes.ts';
 const MCP = 'https://mcp.example.com/mcp';
 const basic = (c: TestClient) => `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString('base64')}`;
 
-describe.each<Storage>(['redis', 'sql'])('resources and audiences (%s storage)', (storage) => {
+describe('resources and audiences (redis storage)', () => {
+  const storage: Storage = 'redis';
   let server: TestServer;
   let app: TestClient;
   let user: Awaited<ReturnType<typeof newUser>>;
