@@ -9,6 +9,11 @@ export interface TestClock extends Clock {
   advance(ms: number): void;
   /** Moves the clock to just past `at` (a date, ms or ISO), if it is not there yet. */
   passed(at: number | string): void;
+  /**
+   * Back to real time, between tests: a clock left an hour ahead would see a later test's
+   * expiries, set on real time by the database, as already past.
+   */
+  reset(): void;
 }
 
 export function testClock(): TestClock {
@@ -21,6 +26,9 @@ export function testClock(): TestClock {
     passed(at) {
       const ahead = (typeof at === 'string' ? Date.parse(at) : at) - clock.now() + 1;
       if (ahead > 0) moved += ahead;
+    },
+    reset() {
+      moved = 0;
     },
   };
   return clock;
