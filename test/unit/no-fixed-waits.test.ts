@@ -20,7 +20,6 @@ const ALLOWED: Record<string, string> = {
   'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
   'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
   'faults.test.ts': 'TODO issue 46: wait for a condition instead',
-  'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
   'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
   'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
   'operations.test.ts': 'TODO issue 46: wait for a condition instead',
