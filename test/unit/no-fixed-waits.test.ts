@@ -13,7 +13,6 @@ const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ALLOWED: Record<string, string> = {
   'adapters.contract.test.ts': "the stores' own expiry (a Redis TTL, SQL expires_at against now()) on real time, proven once per store",
   'admin-review.test.ts': 'TODO issue 46: wait for a condition instead',
-  'channel-stalls.test.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
   'connections.test.ts': 'TODO issue 46: wait for a condition instead',
