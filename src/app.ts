@@ -25,6 +25,7 @@ import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
+import type { Clock } from './clock.ts';
 import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
@@ -79,6 +80,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
   refreshGraceSeconds: number;
+  /** The time the grace window ends by (src/clock.ts). */
+  clock: Clock;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
@@ -182,7 +185,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     provider,
     secrets,
     limits: rateLimits.token,
-    grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds),
+    grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds, deps.clock),
     rotation: deps.artifacts.refreshRotation,
     together: deps.artifacts.together,
     accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,

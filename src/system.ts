@@ -38,6 +38,7 @@ import type { Resolver } from './webhooks/address-policy.ts';
 import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts';
 import { cimdFacts } from './cimd/clients.ts';
 import { isUrlClientId } from './cimd/client-id.ts';
+import { systemClock, type Clock } from './clock.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -79,6 +80,8 @@ export interface System {
 }
 
 export interface SystemOverrides {
+  /** What our rules of time decide by (src/clock.ts); tests hand one they move. */
+  clock?: Clock;
   db?: Db;
   redis?: RedisClient;
   redisPrefix?: string;
@@ -100,6 +103,7 @@ const STORE_RECORD_INTERVAL_MS = 10 * 60_000;
 const REGISTRATION_SWEEP_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
+  const clock = overrides.clock ?? systemClock;
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
@@ -107,7 +111,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const migrationsApplied = await migrateLatest(db);
   const cipher = createDataCipher(config.dataEncryptionKeys);
   const metrics = createMetrics();
-  const channel = (name: string) => ({ heartbeat: overrides.heartbeat, onHeartbeatMissed: () => metrics.heartbeatsMissed.inc({ channel: name }) });
+  const channel = (name: string) => ({ clock, heartbeat: overrides.heartbeat, onHeartbeatMissed: () => metrics.heartbeatsMissed.inc({ channel: name }) });
   // Client and user records are cached in memory while this feed tells us of every change.
   const records = await startRecordCache(db, config.databaseUrl, (message) => log.warn({ message }, 'change feed'), channel('record_changes'));
   // Access token lookups are served from memory while this process hears of every revocation.
@@ -136,13 +140,13 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const signInLimits = createSignInLimits(config.rateLimits, { redis, prefix: overrides.redisPrefix, secret: config.cookieKeys[0]!, iterations: overrides.challengeIterations });
   // One secret check for the provider's client authentication and the hot paths alike.
   // "Last used" of secrets and grants, written in batches (src/storage/last-use.ts).
-  const secretUses = secretUseRecorder(db);
-  const grantUses = grantUseRecorder(db);
-  const secrets = clientSecrets(db, artifacts, secretUses);
+  const secretUses = secretUseRecorder(db, clock);
+  const grantUses = grantUseRecorder(db, clock);
+  const secrets = clientSecrets(db, artifacts, secretUses, clock);
   const bindings = grantBindings(db);
   const cimdBudget = config.cimd.fetchLimits && fetchBudget(config.cimd.fetchLimits, limiterFactory(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX));
-  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log, failedAnswerMs: overrides.cimdFailedAnswerMs });
-  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token });
+  const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log, failedAnswerMs: overrides.cimdFailedAnswerMs, clock });
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token, clock });
   // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -180,12 +184,13 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     records,
     refreshGraceSeconds: config.refreshGraceSeconds,
+    clock,
     fastPaths,
     leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX),
   });
 
   // Secrets expiring or expired: the app is told, once (src/clients/secret-expiry.ts).
-  const sweepExpiry = () => sweepSecretExpiry({ db, outbox }, config.secretExpiryNoticeSeconds);
+  const sweepExpiry = () => sweepSecretExpiry({ db, outbox, clock }, config.secretExpiryNoticeSeconds);
   const expirySweep = setInterval(() => sweepExpiry().catch((err) => log.warn({ message: (err as Error).message }, 'secret expiry sweep failed')), SECRET_EXPIRY_SWEEP_MS);
   expirySweep.unref();
 

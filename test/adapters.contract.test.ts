@@ -48,13 +48,24 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
     expect(await a.find(jti)).toMatchObject({ accountId: '2' });
   });
 
-  it('honours expiresIn', async () => {
+  // The store's own expiry (a Redis TTL; SQL's expires_at against now()), on real time: proven
+  // here once per store, for the artifacts and for the single flights (the refresh grace window's
+  // store side; its rule is proven with a moved clock in test/refresh-grace.test.ts).
+  it('honours expiresIn, and a single flight ends with its seconds', async () => {
     const a = make('AuthorizationCode');
     const jti = id();
     await a.upsert(jti, { jti, kind: 'AuthorizationCode' }, 1);
+    const { flights } = storage();
+    const flight = id();
+    expect(await flights.claim(flight, 1)).toBe(true);
+    await flights.settle(flight, 'answer', 1);
     expect(await a.find(jti)).toBeDefined();
+    expect(await flights.read(flight)).toBe('answer');
+    expect(await flights.claim(flight, 1)).toBe(false);
     await sleep(2100);
     expect(await a.find(jti)).toBeUndefined();
+    expect(await flights.read(flight)).toBeUndefined();
+    expect(await flights.claim(flight, 1)).toBe(true);
   });
 
   it('consume marks the artifact consumed, once', async () => {

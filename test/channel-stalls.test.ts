@@ -3,6 +3,8 @@
 // TCP relay that is paused — sockets open, nothing passing — while the rest of the instance
 // reaches its stores directly. Within the heartbeat's deadline the instance stops serving from
 // memory, says so in /ready and the metrics, and serves from memory again once the channel is back.
+// The deadline is the instance's clock's (a test clock, test/support/clock.ts), which the tests move
+// past it while the beats themselves go on real time; on real time alone it is never reached here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis, type RedisOptions } from 'ioredis';
 import { connectDb, type Db } from '../src/storage/db.ts';
@@ -17,21 +19,25 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { startInstance, type AppInstance, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { tokenRequest } from './support/oauth.ts';
+import { testClock } from './support/clock.ts';
+import { eventually } from './support/eventually.ts';
 
-const HEARTBEAT = { intervalMs: 100, deadlineMs: 600 };
-/** Past the deadline, with room for a loaded machine. */
-const PAST_DEADLINE_MS = 1500;
+const HEARTBEAT = { intervalMs: 100, deadlineMs: 60_000 };
+const clock = testClock();
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => Promise<boolean>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await sleep(100);
-  }
-  throw new Error('not in time');
-}
+/**
+ * Runs `check` until it passes while time goes by on the instance's clock, a third of the deadline
+ * at a time: a channel that delivers hears a beat (every 100 ms of real time) between two steps and
+ * never misses its deadline, one that stalls misses it after three.
+ */
+const whileTimePasses = <T>(check: () => Promise<T>) =>
+  eventually(
+    async () => {
+      clock.advance(HEARTBEAT.deadlineMs / 3);
+      return check();
+    },
+    { interval: 150 },
+  );
 
 let pg: TestDatabase;
 let redis: TestRedis;
@@ -57,7 +63,7 @@ beforeAll(async () => {
       return new Redis({ ...this.options, ...override, port: relayPort });
     }
   })(redis.url, { maxRetriesPerRequest: 0 });
-  app = await startInstance({ DATABASE_URL: feedUrl.toString(), REDIS_URL: redis.url }, { db, redis: appRedis, redisPrefix: redis.prefix, heartbeat: HEARTBEAT });
+  app = await startInstance({ DATABASE_URL: feedUrl.toString(), REDIS_URL: redis.url }, { db, redis: appRedis, redisPrefix: redis.prefix, heartbeat: HEARTBEAT, clock });
   server = { ...app, pg, redis };
   ops = { db: pg.db, artifacts: clientArtifacts(pg.db, redis.redis, redis.prefix), outbox: webhookOutbox(pg.db), records: uncachedRecords(), by: { actor: 'operator:test' } };
 });
@@ -99,17 +105,17 @@ describe('a silently stalled change channel', () => {
     pgRelay.pause();
     // The operator suspends the client: the notification goes out, but this instance's feed hears nothing.
     await clientsSetStatus(ops, client.client_id, 'suspended');
-    await sleep(PAST_DEADLINE_MS);
-    expect(await authenticate(client)).toBe(401);
+    expect(await authenticate(client)).toBe(400); // from memory, stale: the feed stalls
+    await whileTimePasses(async () => expect(await authenticate(client)).toBe(401));
     expect(await ready()).toMatchObject({ status: 200, body: { memory: { records: 'bypassed', tokens: 'serving' } } });
     expect(await metric('oauth_memory_cache_serving{cache="records"}')).toMatch(/ 0$/);
     expect(await metric('oauth_channel_heartbeats_missed_total{channel="record_changes"}')).toMatch(/ [1-9]\d*$/);
 
     pgRelay.resume();
-    await until(async () => (await ready()).body.memory?.records === 'serving');
+    await eventually(async () => expect((await ready()).body.memory?.records).toBe('serving'));
     expect(await metric('oauth_memory_cache_serving{cache="records"}')).toMatch(/ 1$/);
     await clientsSetStatus(ops, client.client_id, 'approved');
-    await until(async () => (await authenticate(client)) === 400, 2000); // the approval is heard
+    await eventually(async () => expect(await authenticate(client)).toBe(400), { timeout: 2000 }); // the approval is heard
   });
 
   it("the change feed lost: what the token cache kept of a token's client goes with the record cache", async () => {
@@ -120,12 +126,13 @@ describe('a silently stalled change channel', () => {
     try {
       // Suspended by hand in SQL: no announcement, no sweep; only the feed's loss can make it seen.
       await pg.db('oauth_clients').where('id', other.client_id).update({ status: 'suspended' });
-      await until(async () => (await ready()).body.memory?.records === 'bypassed');
+      expect(await check(access_token)).toBe(200); // from memory, stale: the feed stalls
+      await whileTimePasses(async () => expect((await ready()).body.memory?.records).toBe('bypassed'));
       expect(await check(access_token)).toBe(401); // from the first request once the feed is lost
     } finally {
       pgRelay.resume();
     }
-    await until(async () => (await ready()).body.memory?.records === 'serving');
+    await eventually(async () => expect((await ready()).body.memory?.records).toBe('serving'));
   });
 
   it('the revocation channel: a revoked token is refused past the deadline, and tokens are cached again once it is back', async () => {
@@ -135,14 +142,14 @@ describe('a silently stalled change channel', () => {
     // Another instance revokes it: the key deleted, the revocation announced; this subscriber hears nothing.
     await redis.redis.del(`${redis.prefix}AccessToken:${artifactKey(access_token)}`);
     await announceRevocation(redis.redis, redis.prefix, { token: artifactKey(access_token) });
-    await sleep(PAST_DEADLINE_MS);
-    expect(await check(access_token)).toBe(401);
+    expect(await check(access_token)).toBe(200); // from memory, stale: the revocation is not heard
+    await whileTimePasses(async () => expect(await check(access_token)).toBe(401));
     expect(await ready()).toMatchObject({ status: 200, body: { memory: { records: 'serving', tokens: 'bypassed' } } });
     expect(await metric('oauth_memory_cache_serving{cache="tokens"}')).toMatch(/ 0$/);
     expect(await metric('oauth_channel_heartbeats_missed_total{channel="revocations"}')).toMatch(/ [1-9]\d*$/);
 
     redisRelay.resume();
-    await until(async () => (await ready()).body.memory?.tokens === 'serving');
+    await eventually(async () => expect((await ready()).body.memory?.tokens).toBe('serving'));
     // Served from memory again: a token deleted behind its back (no announcement) is still accepted.
     const next = await tokensFor(server, client, user, 'PROFILE_READ');
     expect(await check(next.access_token)).toBe(200);

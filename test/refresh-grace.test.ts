@@ -1,23 +1,28 @@
-// A refresh retried or raced within seconds gets the same answer (a grace window of 2 s here):
+// A refresh retried or raced within seconds gets the same answer (a grace window of 5 s here):
 // one token family, never two live refresh tokens; outside the window, after the new token was
-// used, or from another client: reuse detection revokes the grant; nothing usable at rest.
+// used, or from another client: reuse detection revokes the grant; nothing usable at rest. The
+// servers run on a test clock (test/support/clock.ts), moved past the window instead of waiting;
+// the store's own expiry of the window (its single flight) is proven on real time in
+// test/adapters.contract.test.ts.
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { authorize, getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
+import { testClock, type TestClock } from './support/clock.ts';
 import { clientsCreate, clientsSetRefreshGrace, clientsSetStatus } from '../src/admin/commands.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const WINDOW_S = 2;
+// Long enough that real time between two requests never ends it; the clock is moved instead.
+const WINDOW_S = 5;
 
 describe.each<Storage>(['redis', 'sql'])('refresh grace window (%s storage)', (storage) => {
   let server: TestServer;
   let client: TestClient;
   let user: Awaited<ReturnType<typeof newUser>>;
+  const clock: TestClock = testClock();
   beforeAll(async () => {
-    server = await startTestServer(storage, { REFRESH_GRACE_SECONDS: String(WINDOW_S) });
+    server = await startTestServer(storage, { REFRESH_GRACE_SECONDS: String(WINDOW_S) }, { clock });
     client = await approvedClient(server, ['PROFILE_READ']);
     user = await newUser(server);
   });
@@ -40,12 +45,12 @@ describe.each<Storage>(['redis', 'sql'])('refresh grace window (%s storage)', (s
   it('answers a retry within the window with the same body; after the window, reuse revokes the grant', async () => {
     const t0 = await tokensFor(server, client, user, 'PROFILE_READ');
     const first = await refresh(t0.refresh_token);
-    await sleep(1000);
+    clock.advance(2000);
     const retry = await refresh(t0.refresh_token);
     expect(retry.status).toBe(200);
     expect(retry.body).toEqual(first.body);
 
-    await sleep(WINDOW_S * 1000 + 500);
+    clock.advance(WINDOW_S * 1000 - 2000 + 500);
     const late = await refresh(t0.refresh_token);
     expect(late.body.error).toBe('invalid_grant');
     expect(await alive(first.body)).toBe(false);
@@ -115,8 +120,9 @@ describe('refresh grace window per client (redis storage)', () => {
   const storage: Storage = 'redis';
   let server: TestServer;
   let user: Awaited<ReturnType<typeof newUser>>;
+  const clock: TestClock = testClock();
   beforeAll(async () => {
-    server = await startTestServer(storage);
+    server = await startTestServer(storage, {}, { clock });
     user = await newUser(server);
   });
   afterAll(() => server?.close());
@@ -149,7 +155,7 @@ describe('refresh grace window per client (redis storage)', () => {
     expect(first.status).toBe(200);
     const retry = await refresh({ refresh_token: t0.refresh_token, client_id: clientId });
     expect(retry).toEqual(first);
-    await sleep(2500);
+    clock.advance(2500);
     const late = await refresh({ refresh_token: t0.refresh_token, client_id: clientId });
     expect(late.body.error).toBe('invalid_grant');
     expect((await getMe(server.url, first.body.access_token as string)).status).toBe(401);
@@ -167,7 +173,7 @@ describe('refresh grace window per client (redis storage)', () => {
     await clientsSetRefreshGrace(operator(server), clientId, '5');
     const t1 = await publicTokens(clientId);
     const first = await refresh({ refresh_token: t1.refresh_token, client_id: clientId });
-    await sleep(2500);
+    clock.advance(2500);
     expect(await refresh({ refresh_token: t1.refresh_token, client_id: clientId })).toEqual(first);
   });
 

@@ -10,6 +10,7 @@ import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetRefreshGrace, clientsSetStatus } from '../src/admin/commands.ts';
 import { refreshGrant } from '../src/fast/refresh.ts';
 import { refreshGraceWindows } from '../src/oauth/refresh-grace.ts';
+import { systemClock } from '../src/clock.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 import { createLogger } from '../src/log.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
@@ -49,7 +50,7 @@ describe('refresh on the hot path', () => {
       provider: server.system.provider,
       secrets: server.system.secrets,
       limits: limitsOff,
-      grace: refreshGraceWindows(server.system.artifacts.flights, 10),
+      grace: refreshGraceWindows(server.system.artifacts.flights, 10, systemClock),
       rotation: server.system.artifacts.refreshRotation,
       together: server.system.artifacts.together,
       accountExists: async () => true,

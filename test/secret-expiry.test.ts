@@ -2,37 +2,41 @@
 // generation, rotation with overlap, an expired secret refused like a revoked one on the fast path
 // and through the provider, the app told ahead and at the expiry (signed webhooks, verified with
 // the `standardwebhooks` package), and a recently used secret revoked only when confirmed. Real
-// HTTP, PostgreSQL and Redis, on both token stores.
+// HTTP, PostgreSQL and Redis, on both token stores. The servers run on a test clock
+// (test/support/clock.ts) moved past an expiry instead of waiting for it; lifetimes are an hour,
+// so real time never ends one mid-test. The operator's listing and rotation read expiry with the
+// database's own now(): there a secret's row is made expired (expiredInDatabase).
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import type { CliResult } from './support/processes.ts';
 import { receiver, until } from './support/webhook-receiver.ts';
+import { testClock } from './support/clock.ts';
+import { WEBHOOK_QUEUE } from '../src/webhooks/queue.ts';
 import { clientsSetWebhook, secretsGenerate, secretsList, secretsRevoke, secretsRotate, type AdminContext } from '../src/admin/commands.ts';
 
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', REFRESH_GRACE_SECONDS: '0', WEBHOOK_ALLOW_LOOPBACK: 'true' };
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
 
-/** Until `at` (a date) has passed, by the clock the server reads too. */
-const passed = async (at: string) => {
-  const wait = Date.parse(at) - Date.now() + 50;
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-};
-
-
+const HOUR_MS = 3_600_000;
 
 describe('secrets that expire (redis)', () => {
   const storage: Storage = 'redis';
   let server: TestServer;
   let ops: AdminContext;
+  const clock = testClock();
   beforeAll(async () => {
-    server = await startTestServer(storage, ENV);
+    server = await startTestServer(storage, ENV, { clock });
     ops = { ...operator(server), cipher: server.system.cipher, allowLoopback: true };
   });
   afterAll(() => server?.close());
+  afterEach(() => clock.reset());
+
+  /** The database's own time past the secret's expiry, as after waiting for it: its row's expires_at made past. */
+  const expiredInDatabase = (id: number) => server.pg.db('oauth_client_secrets').where({ id }).update({ expires_at: server.pg.db.raw(`now() - interval '1 millisecond'`) });
 
   /** What the token endpoints answer this secret: introspection and a refresh, on the fast path, and through the provider (a query string hands a request over). */
   async function answers(client: TestClient, secret: string, refreshToken: string, accessToken: string) {
@@ -48,9 +52,9 @@ describe('secrets that expire (redis)', () => {
   it('a secret given a lifetime works until it expires, then is refused like a revoked one, on the fast path and through the provider', async () => {
     const client = await approvedClient(server, ['PROFILE_READ']);
     const user = await newUser(server);
-    const made = await secretsGenerate(ops, client.client_id, { expiresIn: '2s' });
-    expect(Date.parse(made.expires_at!) - Date.now()).toBeGreaterThan(1000);
-    expect(Date.parse(made.expires_at!) - Date.now()).toBeLessThanOrEqual(2100);
+    const made = await secretsGenerate(ops, client.client_id, { expiresIn: '1h' });
+    expect(Date.parse(made.expires_at!) - Date.now()).toBeGreaterThan(HOUR_MS - 60_000);
+    expect(Date.parse(made.expires_at!) - Date.now()).toBeLessThanOrEqual(HOUR_MS + 100);
     expect((await secretsList(ops, client.client_id)).secrets).toEqual([
       expect.objectContaining({ expires_at: null }),
       expect.objectContaining({ id: made.secret_id, expires_at: made.expires_at }),
@@ -61,19 +65,20 @@ describe('secrets that expire (redis)', () => {
     expect(before).toMatchObject({ fastIntrospect: 200, providerIntrospect: 200, refresh: 200 });
     tokens = before.refreshBody as typeof tokens;
 
-    await passed(made.expires_at!);
+    clock.passed(made.expires_at!);
     const after = await answers(client, made.client_secret, tokens.refresh_token, tokens.access_token);
     expect(after).toMatchObject({ fastIntrospect: 401, providerIntrospect: 401, refresh: 401, refreshBody: { error: 'invalid_client' } });
     // The client's other secret is untouched, and the expired one is no longer listed.
     const other = await answers(client, client.client_secret, tokens.refresh_token, tokens.access_token);
     expect(other).toMatchObject({ fastIntrospect: 200, providerIntrospect: 200, refresh: 200 });
+    await expiredInDatabase(made.secret_id);
     expect((await secretsList(ops, client.client_id)).secrets.map((s: { id: number }) => s.id)).not.toContain(made.secret_id);
   });
 
   it('rotates with overlap: both secrets work during the overlap, then the old one expires by itself', async () => {
     const client = await approvedClient(server, ['PROFILE_READ']);
     const user = await newUser(server);
-    const rotated = await secretsRotate(ops, client.client_id, { overlap: '2s' });
+    const rotated = await secretsRotate(ops, client.client_id, { overlap: '1h' });
     expect(rotated.expires_at).toBeNull();
     const listed = (await secretsList(ops, client.client_id)).secrets;
     expect(listed).toEqual([
@@ -90,10 +95,11 @@ describe('secrets that expire (redis)', () => {
     // Two are active now: another rotation is refused until one is gone.
     await expect(secretsRotate(ops, client.client_id, { overlap: '1h' })).rejects.toThrow(/already has 2 active secrets/);
 
-    await passed(rotated.previous_secret.expires_at);
+    clock.passed(rotated.previous_secret.expires_at);
     expect(await answers(client, client.client_secret, tokens.refresh_token, tokens.access_token)).toMatchObject({ fastIntrospect: 401, providerIntrospect: 401, refresh: 401 });
     expect(await answers(client, rotated.client_secret, tokens.refresh_token, tokens.access_token)).toMatchObject({ fastIntrospect: 200, refresh: 200 });
     // The expired one does not count against the two: rotating again works.
+    await expiredInDatabase(rotated.previous_secret.secret_id);
     expect((await secretsRotate(ops, client.client_id, { overlap: '1h' })).previous_secret.secret_id).toBe(rotated.secret_id);
   });
 
@@ -128,16 +134,18 @@ describe('secrets that expire (redis)', () => {
     try {
       const client = await approvedClient(server, ['PROFILE_READ']);
       const signingSecret = (await clientsSetWebhook(ops, client.client_id, app.url)).signing_secret!;
-      const made = await secretsGenerate(ops, client.client_id, { expiresIn: '2s' });
+      const made = await secretsGenerate(ops, client.client_id, { expiresIn: '1h' });
       const sweep = () => server.system.sweepSecretExpiry();
       expect((await sweep()).expiring).toBeGreaterThanOrEqual(1);
-      await passed(made.expires_at!);
+      clock.passed(made.expires_at!);
       expect((await sweep()).expired).toBeGreaterThanOrEqual(1);
       expect(await sweep()).toEqual({ expiring: 0, expired: 0 });
 
       const mine = () => app.received.map((r) => ({ ...r, event: JSON.parse(r.body) as { type: string; data: Record<string, unknown> } })).filter((r) => r.event.data.secret_id === made.secret_id);
       const got = await until('secret.expiring and secret.expired', mine, (list) => list.filter((r) => r.event.type !== 'secret.generated').length >= 2);
-      await new Promise((r) => setTimeout(r, 300)); // a duplicate would arrive within the same queue pass
+      // Every delivery job of the client done: nothing more can arrive, a duplicate would be here.
+      const jobs = () => server.pg.db('pgboss.job').where('name', WEBHOOK_QUEUE).whereRaw(`data->>'clientId' = ?`, [client.client_id]).pluck('state');
+      await until('every delivery job of the client completed', jobs, (states) => states.length > 0 && states.every((state) => state === 'completed'));
       expect(mine().map((r) => r.event.type)).toEqual(['secret.generated', 'secret.expiring', 'secret.expired']);
       expect(got.find((r) => r.event.type === 'secret.expiring')!.event.data).toEqual({ client_id: client.client_id, secret_id: made.secret_id, expires_at: made.expires_at });
       expect(got.find((r) => r.event.type === 'secret.expired')!.event.data).toEqual({ client_id: client.client_id, secret_id: made.secret_id, expired_at: made.expires_at });

@@ -20,6 +20,7 @@ import { DocumentError, FETCH_TIMEOUT_MS, fetchDocument, ruledFetch } from './fe
 import { UNLIMITED_FETCHES, type FetchBudget } from './fetch-limits.ts';
 import { hostnameOf, siteOf } from './host-blocks.ts';
 import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
+import type { Clock } from '../clock.ts';
 
 /** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
 export const UNREVIEWED_REFRESH_TTL = 7 * 86_400;
@@ -100,6 +101,8 @@ export interface CimdDeps {
   log?: Logger | undefined;
   /** How long after a failed fetch began it is answered (FAILED_FETCH_ANSWER_MS; tests shorten it). */
   failedAnswerMs?: number | undefined;
+  /** What the documents' cache times and the refusal memory (REFUSAL_KEPT_MS) end by. */
+  clock: Clock;
 }
 
 export interface CimdClients {
@@ -118,7 +121,7 @@ export interface CimdClients {
 }
 
 export function cimdClients(deps: CimdDeps): CimdClients {
-  const { config } = deps;
+  const { config, clock } = deps;
   const policy = { production: deps.production, allowLoopback: config.allowLoopback, ...(deps.resolve ? { resolve: deps.resolve } : {}) };
   const kept = new Map<string, { doc: CimdDocument; until: number }>();
   const refused = new Map<string, { error: DocumentError; until: number }>();
@@ -138,6 +141,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
   const unusable = new DocumentError(UNUSABLE_DOCUMENT);
 
   async function fetchAndCheck(clientId: string, url: URL, requester: string | undefined, known: boolean): Promise<CimdDocument> {
+    // The failed answer's delay is a wait on real time (the answer is not a probe), not a rule of ours.
     const started = Date.now();
     let doc: CimdDocument;
     let maxAgeSeconds: number;
@@ -151,7 +155,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
     } catch (err) {
       if (!(err instanceof DocumentError)) throw err;
       // A limit is the requester's, not the URL's: another requester may still have it fetched.
-      if (!(err instanceof NotFetched)) keep(refused, clientId, { error: unusable, until: Date.now() + REFUSAL_KEPT_MS });
+      if (!(err instanceof NotFetched)) keep(refused, clientId, { error: unusable, until: clock.now() + REFUSAL_KEPT_MS });
       // The URL is public (anyone may name it); the address is the requester's, as the request log has it.
       deps.log?.info({ clientId, ip: requester, reason: err.message }, 'client_id metadata document refused');
       await new Promise((resolve) => setTimeout(resolve, started + failedAnswerMs - Date.now()));
@@ -159,16 +163,16 @@ export function cimdClients(deps: CimdDeps): CimdClients {
     }
     refused.delete(clientId);
     await recordSighting(deps.db, deps.records, doc);
-    keep(kept, clientId, { doc, until: Date.now() + maxAgeSeconds * 1000 });
+    keep(kept, clientId, { doc, until: clock.now() + maxAgeSeconds * 1000 });
     return doc;
   }
 
   /** The document as last fetched while its cache time lasts; else fetched once for all who ask now. */
   async function documentOf(clientId: string, url: URL, requester: string | undefined, known: boolean): Promise<CimdDocument> {
     const hit = kept.get(clientId);
-    if (hit && hit.until > Date.now()) return hit.doc;
+    if (hit && hit.until > clock.now()) return hit.doc;
     const failed = refused.get(clientId);
-    if (failed && failed.until > Date.now()) throw failed.error;
+    if (failed && failed.until > clock.now()) throw failed.error;
     let pending = fetching.get(clientId);
     if (!pending) {
       pending = fetchAndCheck(clientId, url, requester, known).finally(() => fetching.delete(clientId));

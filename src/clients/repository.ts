@@ -399,34 +399,34 @@ export interface ExpiryNotice {
   expires_at: Date;
 }
 
-/** The clients with a secret whose expiry notice (within `noticeSeconds`) or expiry is due and not yet told. */
-export async function clientsWithExpiryDue(db: Db, noticeSeconds: number): Promise<string[]> {
+/** The clients with a secret whose expiry notice (within `noticeSeconds`) or expiry is due at `now` and not yet told. */
+export async function clientsWithExpiryDue(db: Db, noticeSeconds: number, now: Knex.Raw): Promise<string[]> {
   return db('oauth_client_secrets')
     .whereNull('revoked_at')
     .whereNotNull('expires_at')
     .where((q) =>
       q
-        .where((n) => n.whereNull('expiring_notified_at').where('expires_at', '<=', db.raw(`now() + make_interval(secs => ?)`, [noticeSeconds])))
-        .orWhere((e) => e.whereNull('expired_notified_at').where('expires_at', '<=', db.raw('now()'))),
+        .where((n) => n.whereNull('expiring_notified_at').where('expires_at', '<=', db.raw(`? + make_interval(secs => ?)`, [now, noticeSeconds])))
+        .orWhere((e) => e.whereNull('expired_notified_at').where('expires_at', '<=', now)),
     )
     .distinct('client_id')
     .pluck('client_id');
 }
 
 /**
- * Claims the due notices, each once whichever instance sweeps (the update locks the rows; a second
- * sweep finds them told): secrets expiring within `noticeSeconds`, and secrets that expired.
+ * Claims the notices due at `now`, each once whichever instance sweeps (the update locks the rows; a
+ * second sweep finds them told): secrets expiring within `noticeSeconds`, and secrets that expired.
  */
-export async function claimExpiryNotices(trx: Knex.Transaction, noticeSeconds: number): Promise<{ expiring: ExpiryNotice[]; expired: ExpiryNotice[] }> {
+export async function claimExpiryNotices(trx: Knex.Transaction, noticeSeconds: number, now: Knex.Raw): Promise<{ expiring: ExpiryNotice[]; expired: ExpiryNotice[] }> {
   const due = () => trx('oauth_client_secrets').whereNull('revoked_at').whereNotNull('expires_at');
   const expired: ExpiryNotice[] = await due()
     .whereNull('expired_notified_at')
-    .where('expires_at', '<=', trx.raw('now()'))
+    .where('expires_at', '<=', now)
     .update({ expired_notified_at: trx.fn.now(), expiring_notified_at: trx.raw('coalesce(expiring_notified_at, now())') })
     .returning(['id', 'client_id', 'expires_at']);
   const expiring: ExpiryNotice[] = await due()
     .whereNull('expiring_notified_at')
-    .where('expires_at', '<=', trx.raw(`now() + make_interval(secs => ?)`, [noticeSeconds]))
+    .where('expires_at', '<=', trx.raw(`? + make_interval(secs => ?)`, [now, noticeSeconds]))
     .update({ expiring_notified_at: trx.fn.now() })
     .returning(['id', 'client_id', 'expires_at']);
   return { expiring, expired };

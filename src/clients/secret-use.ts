@@ -4,8 +4,9 @@
 import type { Db } from '../storage/db.ts';
 import { lastUseRecorder, type LastUse } from '../storage/last-use.ts';
 import { markSecretsUsed } from './repository.ts';
+import type { Clock } from '../clock.ts';
 
 export type SecretUses = LastUse<number>;
 
 /** The recorder of one database's secret uses (built in system.ts): record(String(id), id). */
-export const secretUseRecorder = (db: Db): SecretUses => lastUseRecorder<number>(db, (q, uses) => markSecretsUsed(q, [...uses.values()]));
+export const secretUseRecorder = (db: Db, clock: Clock): SecretUses => lastUseRecorder<number>(db, (q, uses) => markSecretsUsed(q, [...uses.values()]), clock);

@@ -9,6 +9,7 @@ import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { activeSecretReader } from '../clients/service.ts';
 import type { SecretUses } from '../clients/secret-use.ts';
 import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
+import type { Clock } from '../clock.ts';
 
 export interface ClientSecrets {
   /** The id of the client's secret that this one matches (constant time, hashes only), or undefined. */
@@ -19,12 +20,13 @@ export interface ClientSecrets {
   used(secretId: number): void;
 }
 
-export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>, uses: SecretUses): ClientSecrets {
+/** `clock`: what a secret's lifetime (its expiry in the client's record) is compared with. */
+export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMarkedRevoked'>, uses: SecretUses, clock: Clock): ClientSecrets {
   const marked = artifacts.secretMarkedRevoked;
   return {
     // A malformed secret of ours matches no stored hash (each is the hash of a whole one), so its
     // status is never read (docs/credentials.md); checking its form first would only cost the time.
-    match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? []),
+    match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? [], clock.now()),
     isActive: marked ? async (secretId) => !(await marked(secretId)) : activeSecretReader(db),
     // A failed write is the database's outage, which the next request meets and reports.
     used: (secretId) => void uses.record(String(secretId), secretId).catch(() => {}),

@@ -3,6 +3,7 @@
 // endpoint records; presenting a token (/v2/me, /v2/auth/check) never does.
 import type { Db } from '../storage/db.ts';
 import { lastUseRecorder, type LastUse } from '../storage/last-use.ts';
+import type { Clock } from '../clock.ts';
 
 interface Use {
   accountId: string;
@@ -27,8 +28,8 @@ const writeGrantUses = async (db: Db, uses: Map<string, Use>) => {
   );
 };
 
-export function grantUseRecorder(db: Db): GrantUses {
-  const uses: LastUse<Use> = lastUseRecorder(db, writeGrantUses);
+export function grantUseRecorder(db: Db, clock: Clock): GrantUses {
+  const uses: LastUse<Use> = lastUseRecorder(db, writeGrantUses, clock);
   return {
     record: (grant) => (grant.accountId && grant.clientId ? uses.record(grant.jti, { accountId: grant.accountId, clientId: grant.clientId }) : Promise.resolve()),
     flush: () => uses.flush(),

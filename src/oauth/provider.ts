@@ -16,6 +16,7 @@ import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
+import type { Clock } from '../clock.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
 import { revokeGrant } from './grants.ts';
@@ -52,6 +53,8 @@ export interface ProviderDeps {
   bindings: Pick<GrantBindings, 'forGrant'>;
   /** Client ID metadata document clients (src/cimd/clients.ts): URL client_ids. */
   cimd: CimdClients;
+  /** The time the refresh grace window ends by (src/clock.ts). */
+  clock: Clock;
 }
 
 function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) {
@@ -272,7 +275,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepBuiltClients(provider, (clientId) => clientView(cached, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds), deps.tokenLimits));
+  provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds, deps.clock), deps.tokenLimits));
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));

@@ -8,7 +8,8 @@
 //
 // Nothing usable at rest: the remembered answer is stored only encrypted (AES-256-GCM) under a
 // key derived from the presented refresh token, whose value the server never stores, and it
-// expires with the window.
+// expires with the window. The window ends by the system's clock too (the answer carries its
+// end): on real time the two agree, and a test that moves the clock ends the window without waiting.
 //
 // The window is the client's (clients set-refresh-grace; 0: off), else REFRESH_GRACE_SECONDS for
 // confidential clients and at most PUBLIC_CLIENT_GRACE_SECONDS for public ones: a public client
@@ -26,6 +27,7 @@ import { NO_STORE } from '../http/envelope.ts';
 import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
 import { bodyReadByApp } from '../fast/library.ts';
 import { refusedAs } from '../credentials/format.ts';
+import type { Clock } from '../clock.ts';
 
 type Next = () => Promise<void>;
 
@@ -58,6 +60,8 @@ export interface Remembered {
   body: Record<string, unknown>;
   /** The first presentation's DPoP key (dpop-key.ts): absent or '' when it sent no proof. */
   jkt?: string;
+  /** When the window ends (ms, by the system's clock); absent in answers sealed before it was kept. */
+  until?: number;
 }
 
 const idOf = (token: string) => createHmac('sha256', 'refresh-grace:id').update(token).digest('base64url');
@@ -128,11 +132,12 @@ export interface RefreshFlights {
   read(token: string): Promise<string | undefined>;
 }
 
-export function refreshFlights(flights: SingleFlights): RefreshFlights {
+export function refreshFlights(flights: SingleFlights, clock: Clock): RefreshFlights {
+  const sealed = (token: string, answered: Remembered, seconds: number) => seal(token, { ...answered, until: clock.now() + seconds * 1000 });
   return {
     claim: (token, seconds) => flights.claim(flightOf(token), seconds),
-    settle: (token, answered, seconds) => flights.settle(flightOf(token), answered ? seal(token, answered) : FAILED, seconds),
-    settled: (token, answered, seconds) => ({ key: flightOf(token), value: seal(token, answered), seconds }),
+    settle: (token, answered, seconds) => flights.settle(flightOf(token), answered ? sealed(token, answered, seconds) : FAILED, seconds),
+    settled: (token, answered, seconds) => ({ key: flightOf(token), value: sealed(token, answered, seconds), seconds }),
     read: (token) => flights.read(flightOf(token)),
   };
 }
@@ -141,16 +146,18 @@ export function refreshFlights(flights: SingleFlights): RefreshFlights {
 export interface RefreshGrace {
   flights: RefreshFlights;
   secondsFor(client: GraceClient): number;
+  /** What a remembered answer's end (Remembered.until) is compared with. */
+  clock: Clock;
 }
 
-export function refreshGraceWindows(flights: SingleFlights, serverDefault: number): RefreshGrace {
-  return { flights: refreshFlights(flights), secondsFor: (client) => graceSecondsOf(client, serverDefault) };
+export function refreshGraceWindows(flights: SingleFlights, serverDefault: number, clock: Clock): RefreshGrace {
+  return { flights: refreshFlights(flights, clock), secondsFor: (client) => graceSecondsOf(client, serverDefault), clock };
 }
 
 // A first presentation whose proof could not be read: no retry's key is ever this.
 const UNREADABLE_KEY = '!';
 
-export function refreshGrace(provider: Provider, { flights: grace, secondsFor }: RefreshGrace, limits: Pick<TokenEndpointLimits, 'spend'>) {
+export function refreshGrace(provider: Provider, { flights: grace, secondsFor, clock }: RefreshGrace, limits: Pick<TokenEndpointLimits, 'spend'>) {
   /** The window of the client a request names (0 when it names none): before the provider authenticates it. */
   async function windowOf(ctx: KoaContextWithOIDC, params: URLSearchParams): Promise<number> {
     const { clientId } = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
@@ -169,16 +176,21 @@ export function refreshGrace(provider: Provider, { flights: grace, secondsFor }:
   }
 
   /**
-   * The first presentation's answer, waited for while it is on its way. A first presentation
-   * that failed (a wrong secret, say) leaves a mark that ends the wait at once.
+   * The first presentation's answer, waited for while it is on its way, while its window lasts. A
+   * first presentation that failed (a wrong secret, say) leaves a mark that ends the wait at once.
    */
   async function rememberedAnswer(token: string): Promise<Remembered | undefined> {
+    // The wait is for another request, on real time; the window is the clock's.
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
       const stored = await grace.read(token);
       if (stored === undefined || stored === FAILED || Date.now() > deadline) return undefined;
-      if (stored !== '') return open(token, stored);
-      await sleep(POLL_MS);
+      if (stored === '') {
+        await sleep(POLL_MS);
+        continue;
+      }
+      const remembered = open(token, stored);
+      return remembered && (remembered.until === undefined || clock.now() < remembered.until) ? remembered : undefined;
     }
   }
 

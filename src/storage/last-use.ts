@@ -4,6 +4,7 @@
 // FLUSH_MS (the statement also skips rows another instance wrote within the minute). Nobody waits
 // for the write. A crash loses at most those few hundred milliseconds of "last used".
 import type { Db } from './db.ts';
+import type { Clock } from '../clock.ts';
 
 const INTERVAL_MS = 60_000;
 const FLUSH_MS = 250;
@@ -21,9 +22,10 @@ export interface LastUse<T> {
 
 /**
  * A recorder for one database (system.ts builds one per kind of use). `write` stores one batch:
- * the uses by key, each the first of its key in its minute here.
+ * the uses by key, each the first of its key in its minute here; `clock` tells the minute. The
+ * batch's short wait stays on real time: it only gathers the uses of the same moment.
  */
-export function lastUseRecorder<T>(db: Db, write: (db: Db, uses: Map<string, T>) => Promise<void>): LastUse<T> {
+export function lastUseRecorder<T>(db: Db, write: (db: Db, uses: Map<string, T>) => Promise<void>, clock: Clock): LastUse<T> {
   const lastWritten = new Map<string, number>();
   let batch: { uses: Map<string, T>; written: Promise<void> } | undefined;
 
@@ -37,7 +39,7 @@ export function lastUseRecorder<T>(db: Db, write: (db: Db, uses: Map<string, T>)
 
   return {
     record(key, use) {
-      const now = Date.now();
+      const now = clock.now();
       if (now - (lastWritten.get(key) ?? 0) < INTERVAL_MS) return Promise.resolve();
       lastWritten.delete(key);
       if (lastWritten.size >= MAX_REMEMBERED) forgetOld(now);

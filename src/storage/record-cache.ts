@@ -132,13 +132,16 @@ export async function startRecordCache(
   db: Db,
   databaseUrl: string | undefined,
   onProblem: (message: string) => void = () => {},
-  { heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions = {},
+  channel?: ChannelOptions,
 ): Promise<RecordCache> {
   const feed = new Feed();
   if (!databaseUrl) {
     feed.live = true;
     return handle(feed, async () => {});
   }
+  // Only a feed over PostgreSQL keeps a heartbeat, by the clock it is handed.
+  if (!channel) throw new Error('a change feed over PostgreSQL needs its channel options (the clock)');
+  const { clock, heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} } = channel;
 
   let client: pg.Client | undefined;
   let closed = false;
@@ -146,6 +149,7 @@ export async function startRecordCache(
   // Sent through the pool, heard on the feed's own connection: proves that connection delivers.
   const beat = watchHeartbeat(
     heartbeat,
+    clock,
     () => db.raw('select pg_notify(?, ?)', [CHANNEL, HEARTBEAT_MESSAGE]),
     () => {
       if (closed || !feed.live) return;

@@ -162,7 +162,7 @@ export async function startTokenCache(
   redis: RedisClient,
   prefix: string,
   onProblem: (message: string) => void = () => {},
-  { heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions = {},
+  { clock, heartbeat = HEARTBEAT, onHeartbeatMissed = () => {} }: ChannelOptions,
 ): Promise<TokenCacheHandle | undefined> {
   if (redis.isCluster) return undefined;
   const cache = new TokenCache();
@@ -173,6 +173,7 @@ export async function startTokenCache(
   let closed = false;
   const beat = watchHeartbeat(
     heartbeat,
+    clock,
     () => redis.publish(channel, HEARTBEAT_MESSAGE),
     () => {
       if (closed || !cache.serving) return;

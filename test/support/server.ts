@@ -74,8 +74,11 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   };
 }
 
-/** An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis', a per-file Redis key prefix. */
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs' | 'challengeIterations'> = {}): Promise<TestServer> {
+/**
+ * An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis',
+ * a per-file Redis key prefix. `options.clock`: a clock the test moves (test/support/clock.ts).
+ */
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs' | 'challengeIterations' | 'clock'> = {}): Promise<TestServer> {
   // A server with DATA_ENCRYPTION_KEYS of its own makes its signing key under them (the keyed template's is sealed under the development key).
   const [pg, redis] = await Promise.all([createTestDatabase({ migrate: env.DATA_ENCRYPTION_KEYS ? 'bare' : true }), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(

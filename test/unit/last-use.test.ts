@@ -3,12 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { lastUseRecorder } from '../../src/storage/last-use.ts';
 import type { Db } from '../../src/storage/db.ts';
+import { systemClock } from '../../src/clock.ts';
 
 describe('last use', () => {
   it('writes each key once a minute, in batches, with 20,000 distinct keys', async () => {
     const written: string[] = [];
     const db = {} as Db; // handed to the write function below, which never touches it
-    const recorder = lastUseRecorder<number>(db, async (_db, uses) => void written.push(...uses.keys()));
+    const recorder = lastUseRecorder<number>(db, async (_db, uses) => void written.push(...uses.keys()), systemClock);
     const keys = Array.from({ length: 20_000 }, (_, i) => `grant-${i}`);
     for (const key of keys) void recorder.record(key, 1);
     await recorder.flush();

@@ -11,16 +11,14 @@ const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Files that may wait a fixed time, each with its reason. */
 const ALLOWED: Record<string, string> = {
-  'adapters.contract.test.ts': 'TODO issue 46: wait for a condition instead',
+  'adapters.contract.test.ts': "the stores' own expiry (a Redis TTL, SQL expires_at against now()) on real time, proven once per store",
   'admin-review.test.ts': 'TODO issue 46: wait for a condition instead',
-  'channel-stalls.test.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
   'connections.test.ts': 'TODO issue 46: wait for a condition instead',
   'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
   'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
   'faults.test.ts': 'TODO issue 46: wait for a condition instead',
-  'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
   'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
   'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
   'operations.test.ts': 'TODO issue 46: wait for a condition instead',
@@ -28,9 +26,7 @@ const ALLOWED: Record<string, string> = {
   'org-consent.test.ts': 'TODO issue 46: wait for a condition instead',
   'org-installs.test.ts': 'TODO issue 46: wait for a condition instead',
   'record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
-  'refresh-grace.test.ts': 'TODO issue 46: wait for a condition instead',
   'refresh.test.ts': 'TODO issue 46: wait for a condition instead',
-  'secret-expiry.test.ts': 'TODO issue 46: wait for a condition instead',
   'sign-in-capacity.test.ts': 'TODO issue 46: wait for a condition instead',
   'startup.test.ts': 'TODO issue 46: wait for a condition instead',
   'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
