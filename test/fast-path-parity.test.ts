@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { eventually } from './support/eventually.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { authorize, authorizeUrl, tokenRequest } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
@@ -206,6 +207,8 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
       expect(issued.access_token).toMatch(CREDENTIAL_PATTERNS.access_token);
       expect(issued.refresh_token).toMatch(CREDENTIAL_PATTERNS.refresh_token);
       expect([credentialKind(issued.access_token!), credentialKind(issued.refresh_token!)]).toEqual(['access_token', 'refresh_token']);
+      // Its last use recorded before the next test clears them (the fast path records after answering).
+      await eventually(async () => expect((await traces(s)).grantUsed).toBe(true));
     }
     // The first was the fast path's refresh.
     expect(await servedBefore()).toBe(before + 1);
