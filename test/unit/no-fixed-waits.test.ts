@@ -22,7 +22,6 @@ const ALLOWED: Record<string, string> = {
   'faults.test.ts': 'TODO issue 46: wait for a condition instead',
   'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
   'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
-  'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
   'operations.test.ts': 'TODO issue 46: wait for a condition instead',
   'operator-stores.test.ts': 'TODO issue 46: wait for a condition instead',
   'org-consent.test.ts': 'TODO issue 46: wait for a condition instead',
