@@ -18,7 +18,6 @@ const ALLOWED: Record<string, string> = {
   'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
   'connections.test.ts': 'TODO issue 46: wait for a condition instead',
   'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
-  'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
   'faults.test.ts': 'TODO issue 46: wait for a condition instead',
   'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
   'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
