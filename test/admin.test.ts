@@ -1,6 +1,6 @@
 // The operator scripts as an operator runs them, against PostgreSQL.
 import { describe, expect, it } from 'vitest';
-import { admin as runText, spawnAdmin } from './support/processes.ts';
+import { ADMIN, admin as runText, spawnAdmin } from './support/processes.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 
 const cli = useAdminCli();
@@ -110,7 +110,8 @@ describe('operator scripts', () => {
   });
 
   it('runs as its own process: readable text without --json, a one-line refusal with exit 1, help', async () => {
-    const res = await spawnAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], cli.env);
+    // The command as people type it, once (the others run the same code bundled: test/support/processes.ts).
+    const res = await spawnAdmin(['users', 'create', '--email', 'text@example.com', '--password', 'long-enough'], cli.env, '', undefined, ADMIN.npm);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/^id: \d+$/m);
     expect(res.stdout).toMatch(/^email: text@example.com$/m);

@@ -1,5 +1,7 @@
 // `npm start` with nothing configured: PGlite in an empty DATA_DIR, migrations, a demo user and
-// client printed once, and the whole flow served.
+// client printed once, and the whole flow served; the data directory's files the owner's only.
+// (The server and the scripts run bundled, test/support/processes.ts; `npm start` itself is run by
+// test/config.test.ts.)
 import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,13 +9,16 @@ import path from 'node:path';
 import { runServerToExit, startServerProcess, spawnAdmin, type CliResult, type RunningServer } from './support/processes.ts';
 import { Browser } from './support/browser.ts';
 import { authorize, getMe, tokenRequest } from './support/oauth.ts';
+import { eventually } from './support/eventually.ts';
+import { copyMigratedDataDir } from './support/embedded-template.ts';
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-'));
+const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-'));
+const dataDir = path.join(parent, 'data'); // created by the server
 let server: RunningServer | undefined;
 
 afterAll(async () => {
   await server?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(parent, { recursive: true, force: true });
 });
 
 function demoFrom(output: string) {
@@ -39,10 +44,15 @@ function expectOneLine(result: CliResult, reason: RegExp) {
 
 describe('the embedded default', () => {
   it('starts from an empty DATA_DIR, prints a demo, and serves the whole flow', async () => {
-    server = await startServerProcess({ DATA_DIR: dataDir });
+    // Under a permissive umask (000), as some operators' sessions have: the files PGlite's first
+    // start creates, the lock and the admin socket are the owner's only all the same.
+    server = await startServerProcess({ DATA_DIR: dataDir }, 60_000, '000');
     const demo = demoFrom(server.output());
     expect(demo.clientSecret, server.output()).toBeTruthy();
     expect((await fetch(`${server.url}/ready`)).status).toBe(200);
+    expect(fs.lstatSync(path.join(dataDir, 'admin.sock')).isSocket()).toBe(true);
+    expect(fs.existsSync(path.join(dataDir, 'server.pid'))).toBe(true);
+    expect(looseModes(dataDir)).toEqual([]);
 
     // The printed URL names APP_URL (localhost); drive the same request against the listening address.
     const printed = new URL(demo.authorizeUrl);
@@ -68,29 +78,28 @@ describe('the embedded default', () => {
     expect(me.status).toBe(200);
     expect(me.body.data.email).toBe('demo@example.com');
 
-    // Read-only scripts work while the server holds the data directory (through its channel).
-    const shownWhileRunning = await spawnAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir });
+    // While it runs (these processes, independent of each other, at once): read-only scripts work
+    // through the server's channel; a change is refused at once, in one line that says what to do,
+    // and changes nothing; a second npm start on the same data directory says, in one line, what to
+    // do, and so does one on another data directory and the same port (naming PORT=).
+    const port = new URL(server.url).port;
+    const otherDir = path.join(parent, 'other');
+    const [shownWhileRunning, listed, orgs, refused, second, samePort] = await Promise.all([
+      spawnAdmin(['--json', 'clients', 'show', demo.clientId], { DATA_DIR: dataDir }),
+      spawnAdmin(['clients', 'list'], { DATA_DIR: dataDir }),
+      spawnAdmin(['--json', 'orgs', 'show', '1'], { DATA_DIR: dataDir }),
+      spawnAdmin(['users', 'set-password', demo.email, '--password', 'another-password-1'], { DATA_DIR: dataDir }),
+      runServerToExit({ DATA_DIR: dataDir }),
+      runServerToExit({ DATA_DIR: otherDir, PORT: port }),
+    ]);
     expect(shownWhileRunning.code, shownWhileRunning.stderr).toBe(0);
     expect(JSON.parse(shownWhileRunning.stdout)).toMatchObject({ client_id: demo.clientId, status: 'approved' });
-    const listed = await spawnAdmin(['clients', 'list'], { DATA_DIR: dataDir });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(new RegExp(`^${demo.clientId} +approved +confidential`, 'm'));
-    const orgs = await spawnAdmin(['--json', 'orgs', 'show', '1'], { DATA_DIR: dataDir });
     expect(JSON.parse(orgs.stdout)).toMatchObject({ name: 'Demo Organization', members: [{ email: 'demo@example.com', role: 'owner' }] });
-    // Changes refuse at once, in one line that says what to do, and change nothing.
-    const refused = await spawnAdmin(['users', 'set-password', demo.email, '--password', 'another-password-1'], { DATA_DIR: dataDir });
     expectOneLine(refused, /the server \(pid \d+\) is using the embedded database .*stop it \(Ctrl-C\) to make changes, or run both on PostgreSQL \(DATABASE_URL\)/);
-
-    // A second npm start on the same data directory: one line, what to do, no stack trace.
-    expectOneLine(await runServerToExit({ DATA_DIR: dataDir }), /in use by process \d+.*stop that process/);
-    // A port in use (another data directory, the same port): one line naming PORT=.
-    const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-port-'));
-    try {
-      const port = new URL(server.url).port;
-      expectOneLine(await runServerToExit({ DATA_DIR: otherDir, PORT: port }), new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use.*PORT=${Number(port) + 1} npm start`));
-    } finally {
-      fs.rmSync(otherDir, { recursive: true, force: true });
-    }
+    expectOneLine(second, /in use by process \d+.*stop that process/);
+    expectOneLine(samePort, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use.*PORT=${Number(port) + 1} npm start`));
 
     // A graceful stop: now changes work; a lost demo password is reset.
     expect(await server.stop()).toBe(0);
@@ -113,11 +122,10 @@ describe('the embedded default', () => {
     const again = await authorize(new Browser(), server.url, params, { email: demo.email, password: 'a-new-demo-password' });
     expect(again.searchParams.get('code')).toBeTruthy();
     await fetch(`${server.url}/health`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await eventually(() => expect(server!.output()).toMatch(/^\[\d\d:\d\d:\d\d\] DEBUG: request .*"path":"\/health"/m));
     expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: using the embedded PostgreSQL \(PGlite\)/m);
-    expect(server.output()).toMatch(/^\[\d\d:\d\d:\d\d\] DEBUG: request .*"path":"\/health"/m);
     expect(server.output()).not.toMatch(/^\{"level"/m);
-  }, 90_000);
+  }, 150_000);
 });
 
 /** Entries under `dir` (and `dir`) that are not the owner's only: directories 0700, files and sockets 0600. */
@@ -137,8 +145,20 @@ describe("the embedded database's files, under a permissive umask (000)", () => 
   const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-embedded-modes-'));
   afterAll(() => fs.rmSync(parent, { recursive: true, force: true }));
 
-  it('are the owner\'s only while the server runs, after it stops and after a script\'s change', async () => {
-    const dir = path.join(parent, 'fresh'); // created by the server
+  // An empty DATA_DIR's first start under umask 000 is the test above; here a data directory that
+  // exists already (a copy of a migrated one), left open to everyone, as an earlier version, or
+  // PGlite's own first files (0666), left it.
+  it("an existing data directory open to everyone is made the owner's only on start, and stays so while the server runs, after it stops and after a script's change", async () => {
+    const dir = path.join(parent, 'loose');
+    await copyMigratedDataDir(dir);
+    const open = (entry: string) => {
+      const isDir = fs.statSync(entry).isDirectory();
+      fs.chmodSync(entry, isDir ? 0o777 : 0o666);
+      if (isDir) for (const name of fs.readdirSync(entry)) open(path.join(entry, name));
+    };
+    open(dir);
+    expect(looseModes(dir)).not.toEqual([]); // what the start has to tighten
+
     const running = await startServerProcess({ DATA_DIR: dir }, 60_000, '000');
     try {
       // A read-only script through the admin socket, which is there now.
@@ -154,24 +174,5 @@ describe("the embedded database's files, under a permissive umask (000)", () => 
     const created = await spawnAdmin(['users', 'create', '--email', 'modes@example.com', '--password-stdin'], { DATA_DIR: dir }, 'a-password-for-modes\n', '000');
     expect(created.code, created.stderr).toBe(0);
     expect(looseModes(dir)).toEqual([]);
-  }, 120_000);
-
-  it('an existing data directory open to everyone is made the owner\'s only on start', async () => {
-    const dir = path.join(parent, 'loose');
-    const migrated = await spawnAdmin(['migrate'], { DATA_DIR: dir }, '', '000');
-    expect(migrated.code, migrated.stderr).toBe(0);
-    // As an earlier version left it: world-readable and world-writable.
-    const open = (entry: string) => {
-      const isDir = fs.statSync(entry).isDirectory();
-      fs.chmodSync(entry, isDir ? 0o777 : 0o666);
-      if (isDir) for (const name of fs.readdirSync(entry)) open(path.join(entry, name));
-    };
-    open(dir);
-    const running = await startServerProcess({ DATA_DIR: dir }, 60_000, '000');
-    try {
-      expect(looseModes(dir)).toEqual([]);
-    } finally {
-      await running.stop();
-    }
   }, 120_000);
 });

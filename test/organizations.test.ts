@@ -12,6 +12,7 @@ import { updateClient } from '../src/clients/repository.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { loadConfig } from '../src/config.ts';
 import { seedDemo } from '../src/demo.ts';
+import { copyMigratedDataDir } from './support/embedded-template.ts';
 
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
@@ -316,11 +317,19 @@ describe('organization store', () => {
 
 describe('organization scripts on the embedded database (PGlite)', () => {
   let dataDir: string;
+  let umask: number;
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orgs-pglite-'));
-    expect((await runAdmin(['migrate'], { DATA_DIR: dataDir })).code).toBe(0);
+    // The scripts tighten this process's umask for the data directory (src/storage/data-dir.ts): put back after.
+    umask = process.umask(0o022);
+    process.umask(umask);
+    dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'orgs-pglite-')), 'data');
+    await copyMigratedDataDir(dataDir); // migrated, as `migrate` leaves it
+    expect(JSON.parse((await runAdmin(['--json', 'migrate'], { DATA_DIR: dataDir })).stdout)).toEqual({ applied: [] });
   });
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(() => {
+    process.umask(umask);
+    fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  });
   const admin = (...args: string[]) => runAdmin(['--json', ...args], { DATA_DIR: dataDir });
 
   it('creates an organization, teams and memberships; refuses a team member outside the organization', async () => {

@@ -4,11 +4,11 @@
 // connections.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import net from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
-import { freePort, ROOT } from './support/processes.ts';
+import { freePort, ROOT, SERVER } from './support/processes.ts';
+import { eventually } from './support/eventually.ts';
 import { answerStarting } from '../src/http/starting.ts';
 
 let pg: TestDatabase;
@@ -29,20 +29,19 @@ afterAll(async () => {
   await pg?.drop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-
 /** Resolves once the port accepts connections. */
 async function listening(port: number): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => resolve(true)).on('error', () => resolve(false));
-      socket.once('connect', () => socket.destroy());
-    });
-    if (open) return;
-    await sleep(50);
-  }
-  throw new Error(`port ${port} never opened`);
+  await eventually(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.destroy();
+          resolve();
+        });
+        socket.on('error', () => reject(new Error(`port ${port} never opened`)));
+      }),
+    { timeout: 30_000, interval: 50 },
+  );
 }
 
 /** An answer within 1 s, with how long it took (the old server left such requests hanging). */
@@ -58,8 +57,7 @@ describe('startup', () => {
     const port = await freePort();
     const dbUrl = new URL(pg.url);
     dbUrl.port = String(proxy.port);
-    const tsx = path.join(ROOT, 'node_modules/.bin/tsx');
-    child = spawn(tsx, ['src/main.ts'], {
+    child = spawn(SERVER.bundled.file, SERVER.bundled.args, {
       cwd: ROOT,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: dbUrl.toString() },
     });
@@ -85,12 +83,10 @@ describe('startup', () => {
     expect(output).not.toMatch(/Listening on/); // still starting: the 503s were not luck of timing
 
     proxy.release();
-    const deadline = Date.now() + 30_000;
-    while (!/Listening on/.test(output) && Date.now() < deadline) await sleep(100);
-    expect(output).toMatch(/Listening on/);
+    await eventually(() => expect(output).toMatch(/Listening on/), { timeout: 30_000, interval: 50 });
     expect((await fetch(`${base}/health`)).status).toBe(200);
     expect((await fetch(`${base}/v2/me`)).status).toBe(401);
-  });
+  }, 60_000);
 
   it("answers the envelope's shapes on the OAuth endpoints and the API", () => {
     const answer = (url: string) => {

@@ -1,21 +1,66 @@
-// The real commands, as an operator runs them: `npm start` (src/main.ts) and the admin CLI.
+// The real commands, as an operator runs them: the server (src/main.ts) and the operator CLI
+// (src/admin/cli.ts), as separate processes. Tests run them bundled, with plain node
+// (test/support/process-bundle.ts): the same code without tsx's compile at every start. The
+// commands people type, `npm start` and `npm run admin`, are run as typed by one test each
+// (test/config.test.ts, test/admin.test.ts).
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runAdmin } from '../../src/admin/program.ts';
+import { BUNDLED_ADMIN, BUNDLED_SERVER } from './process-bundle.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+
+/** A program and its arguments; `group`: it starts processes of its own, which signals must reach too. */
+export interface Command {
+  file: string;
+  args: string[];
+  group: boolean;
+}
+
+/** The server: bundled, with the node running the tests (what tests use), or `npm start` as people type it. */
+export const SERVER = {
+  bundled: { file: process.execPath, args: [BUNDLED_SERVER], group: false },
+  npm: { file: 'npm', args: ['start'], group: true },
+} satisfies Record<string, Command>;
+
+/** The operator CLI: bundled, or `npm run --silent admin --` as people type it. */
+export const ADMIN = {
+  bundled: { file: process.execPath, args: [BUNDLED_ADMIN], group: false },
+  npm: { file: 'npm', args: ['run', '--silent', 'admin', '--'], group: true },
+} satisfies Record<string, Command>;
 
 /** A clean environment: only what the command should see (no test-runner variables). */
 function envWith(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...extra };
 }
 
-/** `tsx args`, under `umask` when given (set by a shell, as in an operator's session). */
-function tsx(args: string[], umask?: string): [string, string[]] {
-  return umask === undefined ? [TSX, args] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', TSX, ...args]];
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  /** Sends `name` to the command, and to every process it started. */
+  signal(name: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `command` with `args` in the repository, under `umask` when given (set by a shell that then
+ * becomes the program, as in an operator's session). A command with processes of its own (npm, and
+ * under it sh, tsx and node) gets a process group, so that a signal reaches all of them.
+ */
+function start(command: Command, args: string[], env: NodeJS.ProcessEnv, umask?: string): Started {
+  const argv = [...command.args, ...args];
+  const [file, fileArgs] = umask === undefined ? [command.file, argv] : ['sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', command.file, ...argv]];
+  const child = spawn(file, fileArgs, { cwd: ROOT, env, detached: command.group });
+  const signal = (name: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      if (command.group) process.kill(-child.pid!, name);
+      else child.kill(name);
+    } catch {
+      // gone meanwhile
+    }
+  };
+  return { child, signal };
 }
 
 export interface CliResult {
@@ -24,10 +69,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The operator scripts as a separate process, exactly as `npm run --silent admin --` runs them. */
-export function spawnAdmin(args: string[], env: Record<string, string>, stdin = '', umask?: string): Promise<CliResult> {
+/** The operator scripts as a separate process, as `npm run --silent admin --` runs them (bundled unless `command` says otherwise). */
+export function spawnAdmin(args: string[], env: Record<string, string>, stdin = '', umask?: string, command: Command = ADMIN.bundled): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(...tsx(['src/admin/cli.ts', ...args], umask), { cwd: ROOT, env: envWith(env) });
+    const { child } = start(command, args, envWith(env), umask);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -50,16 +95,21 @@ export interface RunningServer {
   child: ChildProcessWithoutNullStreams;
   url: string;
   output(): string;
+  /** SIGTERM, then the exit code once every process of the command has gone. */
   stop(): Promise<number | null>;
 }
 
-/** Starts the server as `npm start` does (under `umask` when given) and waits for the address it prints. */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000, umask?: string): Promise<RunningServer> {
-  const child = spawn(...tsx(['src/main.ts'], umask), { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
+/**
+ * Starts the server (bundled unless `command` says otherwise; under `umask` when given) and waits
+ * for the address it prints. If it does not print one in time, the whole command is killed.
+ */
+export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000, umask?: string, command: Command = SERVER.bundled): Promise<RunningServer> {
+  const { child, signal } = start(command, [], envWith({ PORT: '0', ...env }), umask);
   let output = '';
+  const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
+      signal('SIGKILL');
       reject(new Error(`server did not start in time:\n${output}`));
     }, timeoutMs);
     const onData = (d: Buffer) => {
@@ -71,17 +121,16 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 30_0
           child,
           url: match[1]!,
           output: () => output,
-          stop: () =>
-            new Promise((done) => {
-              if (child.exitCode !== null) return done(child.exitCode);
-              child.once('exit', (code) => done(code));
-              child.kill('SIGTERM');
-            }),
+          stop: () => {
+            signal('SIGTERM');
+            return closed;
+          },
         });
       }
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', (d) => (output += d));
+    child.on('error', reject);
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${output}`));
@@ -89,14 +138,14 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 30_0
   });
 }
 
-/** `npm start` that is expected to stop by itself (a start-up refusal): its exit code and output. */
+/** The server expected to stop by itself (a start-up refusal): its exit code and output. */
 export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/main.ts'], { cwd: ROOT, env: envWith({ PORT: '0', ...env }) });
+    const { child, signal } = start(SERVER.bundled, [], envWith({ PORT: '0', ...env }));
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
+      signal('SIGKILL');
       reject(new Error(`server did not exit in time:\n${stdout}${stderr}`));
     }, timeoutMs);
     child.stdout.on('data', (d) => (stdout += d));
