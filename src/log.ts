@@ -7,7 +7,7 @@ import pretty from 'pino-pretty';
 export type Logger = pino.Logger;
 
 // A line per request must not cost a write(2) per request on the hot path: lines are gathered
-// here into chunks of about 16 KB, each handed to sonic-boom whole (one write), and flushed at least
+// here into chunks of about 16 KB, each handed to sonic-boom whole (one synchronous write), and flushed at least
 // every second (and at exit), so a quiet server's lines still show up promptly. Gathered here
 // rather than in sonic-boom: it measures the byte length of its whole pending chunk on every line
 // written, which with 16 KB chunks cost about as much as the gateway check's own decision, and
@@ -59,7 +59,10 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   if (level === 'silent') return pino({ level });
   if (destination) return pino({ level, ...OPTIONS }, destination);
   if (format === 'pretty') return pino({ level, ...OPTIONS }, prettyStream());
-  const stdout = pino.destination({ dest: 1, minLength: 0, sync: false });
+  // Each gathered chunk is written synchronously: one write(2) per ~16 KB, and nothing in flight
+  // that an exit could lose (an asynchronous write still under way at exit was dropped with its
+  // chunk, test/log-stdout.test.ts).
+  const stdout = pino.destination({ dest: 1, minLength: 0, sync: true });
   const lines = gatheredLines(stdout);
   setInterval(() => {
     try {
