@@ -6,7 +6,7 @@
 // recognises, tells the app (signed webhooks, verified with `standardwebhooks`) and the user
 // (Apps with access), and answers alike whatever it found. Real HTTP, PostgreSQL and Redis, on both
 // token stores.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -15,6 +15,7 @@ import { startTestServer, type Storage, type TestServer } from './support/server
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { receiver, until } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 import { clientsSetWebhook, secretsGenerate, type AdminContext } from '../src/admin/commands.ts';
 import { CREDENTIAL_PATTERNS, credentialKind, generateCredential, type CredentialKind } from '../src/credentials/format.ts';
 import { hashClientSecret } from '../src/clients/secrets.ts';
@@ -33,6 +34,8 @@ const newAddress = () => `203.0.113.${(addresses += 1)}`;
 /** One character of the checksum changed. */
 const flipped = (value: string) => value.slice(0, -1) + (value.endsWith('A') ? 'B' : 'A');
 
+const MARKER = 'test-marker:';
+
 const isOfKind = (value: unknown, kind: CredentialKind) => typeof value === 'string' && CREDENTIAL_PATTERNS[kind].test(value) && credentialKind(value) === kind;
 
 describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) => {
@@ -43,6 +46,8 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
   let restoreDriver = () => {};
   /** Token-store and secret-status reads seen (SQL queries, Redis commands), by what they touched. */
   const reads: string[] = [];
+  /** Markers MONITOR has reported (see reported()). */
+  const markers = new Set<string>();
 
   beforeAll(async () => {
     server = await startTestServer(storage, ENV);
@@ -62,23 +67,37 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
       monitorOwner = new Redis(server.redis.url);
       monitor = await monitorOwner.monitor();
       monitor.on('monitor', (_time: string, args: string[]) => {
-        if (args.some((arg) => watched.test(arg))) reads.push(`redis: ${args.slice(0, 3).join(' ')}`);
+        if (args[0]?.toLowerCase() === 'echo' && args[1]?.startsWith(MARKER)) markers.add(args[1]);
+        else if (args.some((arg) => watched.test(arg))) reads.push(`redis: ${args.slice(0, 3).join(' ')}`);
       });
     }
   });
   afterAll(async () => {
+    // Lines of commands still running arrive as it closes: ioredis reports them as errors, unread.
+    monitor?.on('error', () => {});
     monitor?.disconnect();
     monitorOwner?.disconnect();
     restoreDriver();
     await server?.close();
   });
 
-  /** The store reads a step makes (MONITOR reports a moment later). */
+  /**
+   * Until MONITOR has reported every Redis command run so far: it reports them in the order Redis
+   * ran them, a moment later, so a marker sent now arrives after them. (SQL queries are seen as sent.)
+   */
+  async function reported(): Promise<void> {
+    if (!monitorOwner) return;
+    const marker = `${MARKER}${randomUUID()}`;
+    await monitorOwner.echo(marker);
+    await eventually(() => expect(markers.has(marker), 'MONITOR reports the marker').toBe(true), { interval: 5 });
+  }
+
+  /** The store reads a step makes. */
   async function readsOf(step: () => Promise<unknown>): Promise<string[]> {
-    await new Promise((r) => setTimeout(r, 150));
+    await reported();
     reads.length = 0;
     await step();
-    await new Promise((r) => setTimeout(r, 150));
+    await reported();
     return [...reads];
   }
 

@@ -12,16 +12,11 @@ const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Files that may wait a fixed time, each with its reason. */
 const ALLOWED: Record<string, string> = {
   'adapters.contract.test.ts': 'TODO issue 46: wait for a condition instead',
-  'admin-review.test.ts': 'TODO issue 46: wait for a condition instead',
   'channel-stalls.test.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
   'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
-  'connections.test.ts': 'TODO issue 46: wait for a condition instead',
-  'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
   'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
-  'faults.test.ts': 'TODO issue 46: wait for a condition instead',
   'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
-  'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
   'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
   'operations.test.ts': 'TODO issue 46: wait for a condition instead',
   'operator-stores.test.ts': 'TODO issue 46: wait for a condition instead',
@@ -37,7 +32,6 @@ const ALLOWED: Record<string, string> = {
   'support/redis-server.ts': 'TODO issue 46: wait for a condition instead',
   'unit/record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
   'webhook-fairness.test.ts': 'TODO issue 46: wait for a condition instead',
-  'webhooks.test.ts': 'TODO issue 46: wait for a condition instead',
 };
 
 /** Each way of waiting a fixed time, with a line that must be caught (so that no rule is vacuous). */
