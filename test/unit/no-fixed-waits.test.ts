@@ -26,7 +26,6 @@ const ALLOWED: Record<string, string> = {
   'refresh-grace.test.ts': 'TODO issue 46: wait for a condition instead',
   'refresh.test.ts': 'TODO issue 46: wait for a condition instead',
   'secret-expiry.test.ts': 'TODO issue 46: wait for a condition instead',
-  'sign-in-capacity.test.ts': 'TODO issue 46: wait for a condition instead',
   'startup.test.ts': 'TODO issue 46: wait for a condition instead',
   'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
   'support/redis-server.ts': 'TODO issue 46: wait for a condition instead',
