@@ -516,7 +516,9 @@ describe('a restart between the change and the delivery', () => {
 });
 
 describe('on the embedded PGlite', () => {
-  it('queues and delivers in the one process', async () => {
+  // Starting the embedded database (WASM) and migrating it is CPU work: 9 s alone on the 2-core
+  // machine, past the default 30 s with three other files beside it.
+  it('queues and delivers in the one process', { timeout: 90_000 }, async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-pglite-'));
     const app = await receiver();
     const instance = await startInstance({ ...ENV, DATA_DIR: dataDir });
