@@ -21,7 +21,6 @@ const ALLOWED: Record<string, string> = {
   'org-consent.test.ts': 'concurrent install and uninstall: the uninstall polls for the installation at 0-3 ms apart, a different spacing each round, to vary the interleavings (a stagger, not a wait for a condition; setImmediate turns would not span a database round trip)',
   'org-installs.test.ts': 'concurrent install, authorization and uninstall: each starts 0-3 ms late, a different offset each round, to vary the interleavings (a stagger, not a wait for a condition; setImmediate turns would not span a database round trip)',
   'refresh-grace.test.ts': 'TODO issue 46: wait for a condition instead',
-  'refresh.test.ts': 'TODO issue 46: wait for a condition instead',
   'secret-expiry.test.ts': 'TODO issue 46: wait for a condition instead',
   'startup.test.ts': 'TODO issue 46: wait for a condition instead',
   'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
