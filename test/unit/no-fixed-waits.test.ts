@@ -13,8 +13,6 @@ const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ALLOWED: Record<string, string> = {
   'adapters.contract.test.ts': 'TODO issue 46: wait for a condition instead',
   'channel-stalls.test.ts': 'TODO issue 46: wait for a condition instead',
-  'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
-  'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
   'embedded.test.ts': 'TODO issue 46: wait for a condition instead',
   'housekeeping.test.ts': 'TODO issue 46: wait for a condition instead',
   'log-stdout.test.ts': 'TODO issue 46: wait for a condition instead',
@@ -23,8 +21,6 @@ const ALLOWED: Record<string, string> = {
   'refresh-grace.test.ts': 'TODO issue 46: wait for a condition instead',
   'secret-expiry.test.ts': 'TODO issue 46: wait for a condition instead',
   'startup.test.ts': 'TODO issue 46: wait for a condition instead',
-  'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
-  'support/redis-server.ts': 'TODO issue 46: wait for a condition instead',
   'webhook-fairness.test.ts': "its subject is a delay: while tarpits hold attempts for the 5-s timeout, the worker slots poll for 1.5 s so that a broken per-owner limit would have let the tarpits take them (no event says a slot polled and left a job)",
 };
 
