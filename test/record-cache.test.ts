@@ -46,7 +46,7 @@ beforeAll(async () => {
 async function bothHear(what: string, change: () => Promise<unknown>): Promise<void> {
   const from = heard.map((events) => events.length);
   await change();
-  await eventually(() => heard.forEach((events, i) => expect(events.slice(from[i]), `${i ? 'b' : 'a'} hears ${what}`).toContain(what)));
+  await eventually(() => heard.forEach((events, i) => expect(events.slice(from[i]), `${i ? 'b' : 'a'} hears ${what}`).toContain(what)), { interval: 5 });
 }
 
 /**
@@ -62,9 +62,13 @@ afterAll(async () => {
   await Promise.all([pg?.drop(), redis?.cleanup()]);
 });
 
+/**
+ * An approved client, whose approval both instances have heard: a notification arriving after a
+ * test read the client would drop it from their caches.
+ */
 async function newClient(name: string) {
   const created = await clientsCreate(ops, { name, redirectUri: [REDIRECT], scope: ['PROFILE_READ', 'PROFILE_WRITE'] });
-  await clientsSetStatus(ops, created.client_id, 'approved');
+  await bothHear(`client:${created.client_id}`, () => clientsSetStatus(ops, created.client_id, 'approved'));
   return { client_id: created.client_id, client_secret: created.client_secret! };
 }
 
