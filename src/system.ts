@@ -94,6 +94,8 @@ export interface SystemOverrides {
   cimdFailedAnswerMs?: number;
   /** PBKDF2 iterations per counter value of a sign-in challenge (default 1000); tests make solving cheap, the work asked unchanged. */
   challengeIterations?: number;
+  /** How often an idle webhook worker polls its queue (default 1 s); tests shorten it to pg-boss's floor, 0.5 s. */
+  webhookPollingSeconds?: number;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -153,7 +155,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
   // Where client changes write the events they cause, in their own transaction.
   const outbox = webhookOutbox(db, async () => webhookQueue);
-  await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log });
+  await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log, pollingSeconds: overrides.webhookPollingSeconds });
   watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
   // The fast path (src/fast/) answers only while its assumptions about the provider hold.
   const fastPaths = await fastPathOn(provider, config.fastPaths, log);

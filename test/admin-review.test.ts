@@ -11,6 +11,7 @@ import { clientsSetStatus, usersSetAdmin } from '../src/admin/commands.ts';
 import { addRedirectUri, createClient, findClient } from '../src/clients/service.ts';
 import { editClient } from '../src/clients/changes.ts';
 import { formatDate } from '../src/dates.ts';
+import { eventually } from './support/eventually.ts';
 
 let server: TestServer;
 let admin: TestUser & { id: number };
@@ -282,7 +283,11 @@ describe('apps with access', () => {
     expect(res.status).toBe(200);
     tokens = res.body as typeof tokens;
     for (let i = 0; i < 3; i++) expect((await getMe(server.url, tokens.access_token)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Nothing written, seen once a use recorded after them is: another user's first use of the app
+    // goes in the same batch as a write they caused, or a later one.
+    const marker = await newUser(server, 'Marker');
+    await tokensFor(server, client, marker, 'PROFILE_READ');
+    await eventually(async () => expect((await server.pg.db('user_grants').where({ account_id: String(marker.id), client_id: client.client_id }).first()).last_used_at).not.toBeNull());
     expect(await lastUsed()).toEqual(long);
     expect(await shown()).toBe('Last used 2 Jan 2020, 03:04 UTC');
 

@@ -43,10 +43,14 @@ describe('document fetches per requesting address (redis)', () => {
     await Promise.all([server?.close(), docs?.close()]);
   });
 
-  it('one address gets at most its budget of fetches of unknown documents; another address is still served; known documents are not limited', async () => {
+  // The tests of a server run at once: each has its own addresses and documents, and a refused
+  // fetch is answered 3 s after it began (FAILED_FETCH_ANSWER_MS), a wait they need not take in turn.
+  it.concurrent('one address gets at most its budget of fetches of unknown documents; another address is still served; known documents are not limited', async ({ expect }) => {
     const paths = ['/a1.json', '/a2.json', '/a3.json', '/a4.json', '/a5.json'];
     const answers = [];
-    for (const path of paths) answers.push(await tokenAnswer(server, docs.agent(path), '203.0.113.1'));
+    for (const path of paths.slice(0, 3)) answers.push(await tokenAnswer(server, docs.agent(path), '203.0.113.1'));
+    // The budget spent: the two over it, at once.
+    answers.push(...(await Promise.all(paths.slice(3).map((path) => tokenAnswer(server, docs.agent(path), '203.0.113.1')))));
     expect(answers.map(isFound)).toEqual([true, true, true, false, false]);
     expect(answers.slice(3).every(isUnusable)).toBe(true);
     // The document server received exactly the budget's fetches: nothing was sent for the rest.
@@ -63,7 +67,7 @@ describe('document fetches per requesting address (redis)', () => {
     expect(logged.lines).toContainEqual(expect.objectContaining({ msg: 'client_id metadata document refused', clientId: `${docs.url}/a5.json`, ip: '203.0.113.1', reason: expect.stringMatching(/203\.0\.113\.1 is over its budget of 3 document fetches a minute/) }));
   });
 
-  it('an address written by the client in X-Forwarded-For, left of what the trusted proxy added, does not make a new budget', async () => {
+  it.concurrent('an address written by the client in X-Forwarded-For, left of what the trusted proxy added, does not make a new budget', async ({ expect }) => {
     const paths = ['/x1.json', '/x2.json', '/x3.json', '/x4.json'];
     const answers = [];
     for (const [i, path] of paths.entries()) answers.push(await tokenAnswer(server, docs.agent(path), `10.9.9.${i}, 203.0.113.77`));
@@ -71,7 +75,7 @@ describe('document fetches per requesting address (redis)', () => {
     expect(docs.hits.get('/x4.json')).toBeUndefined();
   });
 
-  it('every failed fetch is answered alike — not found, nobody listening, not JSON, too large, over the limit — and none sooner than the others', async () => {
+  it.concurrent('every failed fetch is answered alike — not found, nobody listening, not JSON, too large, over the limit — and none sooner than the others', async ({ expect }) => {
     const cases: Array<[string, string]> = [
       ['not found', `${docs.url}/missing.json`],
       ['nobody listening', 'http://127.0.0.1:9/nobody.json'],
@@ -79,13 +83,13 @@ describe('document fetches per requesting address (redis)', () => {
       ['too large', docs.agent('/too-large.json', { padding: 'y'.repeat(6000) })],
       ['a status 500', docs.serve('/fails.json', { status: 500 })],
     ];
-    // Each from an address of its own (within its budget), then one over the limit.
-    const answers = await Promise.all(cases.map(([, clientId], i) => tokenAnswer(server, clientId, `198.51.100.${i + 1}`)));
+    // Each from an address of its own (within its budget), and meanwhile one over the limit.
+    const failing = Promise.all(cases.map(([, clientId], i) => tokenAnswer(server, clientId, `198.51.100.${i + 1}`)));
     const spender = '198.51.100.99';
     for (const path of ['/s1.json', '/s2.json', '/s3.json']) expect(isFound(await tokenAnswer(server, docs.agent(path), spender))).toBe(true);
     const limited = await tokenAnswer(server, docs.agent('/s4.json'), spender);
     expect(docs.hits.get('/s4.json')).toBeUndefined();
-    const all = [...answers, limited];
+    const all = [...(await failing), limited];
     for (const [i, answer] of all.entries()) {
       expect({ status: answer.status, body: answer.body }, cases[i]?.[0] ?? 'over the limit').toEqual({ status: 400, body: JSON.stringify({ error: 'invalid_client', error_description: UNUSABLE_DOCUMENT }) });
       expect(answer.ms, cases[i]?.[0] ?? 'over the limit').toBeGreaterThanOrEqual(FAILED_FETCH_ANSWER_MS - 50);
@@ -95,7 +99,7 @@ describe('document fetches per requesting address (redis)', () => {
     for (const reason of [/status 404/, /the connection failed/, /is not JSON/, /larger than 5120 bytes/, /status 500/]) expect(reasons.some((r) => reason.test(r)), String(reason)).toBe(true);
   });
 
-  it('the authorization endpoint says the same on its error page, whatever the failure', async () => {
+  it.concurrent('the authorization endpoint says the same on its error page, whatever the failure', async ({ expect }) => {
     const { challenge } = pkcePair();
     const page = async (clientId: string, address: string) => {
       const browser = new Browser();

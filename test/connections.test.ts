@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { approvedClient, type TestClient } from './support/fixtures.ts';
 import { DRAIN_LIMIT } from '../src/http/unread-bodies.ts';
+import { eventually } from './support/eventually.ts';
 
 const run = promisify(execFile);
 let server: TestServer;
@@ -32,16 +33,22 @@ interface RawAnswer {
   body: string;
 }
 
-/** Sends requests one after another on one TCP connection; the answers as read, and how the connection ended. */
-async function onOneConnection(requests: string[]): Promise<{ answers: RawAnswer[]; ended: 'end' | 'reset' | 'open' }> {
+/**
+ * Sends requests one after another on one TCP connection; the answers as read, and how the
+ * connection ended. `waitForClose`: after the answers, until the server has closed it (then
+ * whether by an end or a reset); otherwise as it is right after the last answer.
+ */
+async function onOneConnection(requests: string[], { waitForClose = false } = {}): Promise<{ answers: RawAnswer[]; ended: 'end' | 'reset' | 'open' }> {
   const { port } = new URL(server.url);
   const socket = net.connect(Number(port), '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   let buffer = Buffer.alloc(0);
   let ended: 'end' | 'reset' | 'open' = 'open';
+  let closed = false;
   socket.on('data', (chunk) => (buffer = Buffer.concat([buffer, chunk])));
   socket.on('end', () => (ended = 'end'));
   socket.on('error', () => (ended = 'reset'));
+  socket.on('close', () => (closed = true));
   const answers: RawAnswer[] = [];
   for (const request of requests) {
     socket.write(request);
@@ -49,13 +56,14 @@ async function onOneConnection(requests: string[]): Promise<{ answers: RawAnswer
     if (!answer) break;
     answers.push(answer);
   }
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // 'close' comes after the end or the error: how the connection ended is known by then.
+  if (waitForClose) await eventually(() => expect(closed, 'the server closes the connection').toBe(true), { timeout: 5000 });
   socket.destroy();
   return { answers, ended };
 
+  /** The next whole answer, or undefined when the connection ended first or none came within 3 s. */
   async function nextAnswer(): Promise<RawAnswer | undefined> {
-    const deadline = Date.now() + 3000;
-    while (Date.now() < deadline) {
+    const read = (): RawAnswer | 'ended' => {
       const text = buffer.toString('latin1');
       const split = text.indexOf('\r\n\r\n');
       if (split >= 0) {
@@ -66,10 +74,11 @@ async function onOneConnection(requests: string[]): Promise<{ answers: RawAnswer
           return { head, body: text.slice(split + 4, split + 4 + length) };
         }
       }
-      if (ended !== 'open') return undefined;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    return undefined;
+      if (ended !== 'open') return 'ended';
+      throw new Error('no whole answer yet');
+    };
+    const answer = await eventually(read, { timeout: 3000, interval: 10 }).catch(() => 'ended' as const);
+    return answer === 'ended' ? undefined : answer;
   }
 }
 
@@ -114,7 +123,7 @@ describe('an answer before the body is read', () => {
   });
 
   it('closes gently after refusing a large body: Connection: close, the whole answer, then the end of the connection (no reset)', async () => {
-    const { answers, ended } = await onOneConnection([post('/v2/auth/oauth2/token', 'application/json', hugeJson()), get('/health')]);
+    const { answers, ended } = await onOneConnection([post('/v2/auth/oauth2/token', 'application/json', hugeJson()), get('/health')], { waitForClose: true });
     expect(answers).toHaveLength(1);
     expect(answers[0]!.head).toMatch(/^HTTP\/1\.1 413 /);
     expect(answers[0]!.head.toLowerCase()).toContain('connection: close');

@@ -15,6 +15,7 @@ import { createClient } from '../src/clients/service.ts';
 import { clientsSetWebhook } from '../src/admin/commands.ts';
 import { sendTestEvent } from '../src/webhooks/settings.ts';
 import { createDataCipher } from '../src/storage/data-encryption.ts';
+import { until } from './support/eventually.ts';
 
 const OLD_KEY = `old-data-key-${randomBytes(16).toString('hex')}`;
 const NEW_KEY = `new-data-key-${randomBytes(16).toString('hex')}`;
@@ -66,8 +67,7 @@ describe('secrets at rest', () => {
   async function delivers(server: AppInstance, clientId: string, secret: string) {
     const before = received.length;
     await sendTestEvent(server.system, clientId, { actor: 'test' });
-    const end = Date.now() + 15_000;
-    while (received.length === before && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    await until('the delivery', () => received.length, (n) => n > before);
     const delivery = received.at(-1)!;
     expect(received.length).toBeGreaterThan(before);
     expect(() => new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)).not.toThrow();

@@ -9,16 +9,21 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { getMe, tokenRequest } from './support/oauth.ts';
 import { codeFor, newUser, REDIRECT, tokensFor, approvedClient, type TestClient } from './support/fixtures.ts';
 import { startInstance, type TestServer } from './support/server.ts';
+import { eventually } from './support/eventually.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Until `check` holds (an error counts as not yet): the service is back, or gone. */
+const until = (check: () => Promise<boolean>, timeout = 15_000) =>
+  eventually(async () => expect(await check().catch(() => false), 'the service did not recover in time').toBe(true), { timeout, interval: 200 });
 
-async function until(check: () => Promise<boolean>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error('the service did not recover in time');
+/** `promise`'s value, or undefined when it has not settled within `ms`: a deadline, ended by the answer. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(undefined);
+    }, ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 let pg: TestDatabase;
@@ -119,16 +124,25 @@ describe('dependency failures', () => {
     await redisProxy.cut();
     await until(async () => (await ready()).body.redis === 'unavailable');
 
-    // Across several reconnection attempts (their delays grow to 2 s), each request on its own.
+    // Across several reconnection attempts (their delays grow to 2 s), each request on its own:
+    // a round, then the client's next attempt, then the next round.
+    let attempts = 0;
+    const attempted = () => attempts++;
+    server.system.redis!.on('reconnecting', attempted);
     const answers: string[] = [];
-    for (let round = 0; round < 3; round += 1) {
-      for (const [name, send] of Object.entries(requests)) {
-        const started = Date.now();
-        const res = await Promise.race([send(), sleep(3000).then(() => undefined)]);
-        const ms = Date.now() - started;
-        answers.push(res ? `${name} ${res.status} ${res.headers.get('retry-after')} ${ms < 1000 ? 'prompt' : `after ${ms} ms`}` : `${name}: no answer within 3 s`);
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        for (const [name, send] of Object.entries(requests)) {
+          const started = Date.now();
+          const res = await within(send(), 3000);
+          const ms = Date.now() - started;
+          answers.push(res ? `${name} ${res.status} ${res.headers.get('retry-after')} ${ms < 1000 ? 'prompt' : `after ${ms} ms`}` : `${name}: no answer within 3 s`);
+        }
+        const seen = attempts;
+        await eventually(() => expect(attempts, 'another reconnection attempt').toBeGreaterThan(seen), { timeout: 10_000 });
       }
-      await sleep(1500);
+    } finally {
+      server.system.redis!.off('reconnecting', attempted);
     }
     expect(answers).toEqual([0, 1, 2].flatMap(() => Object.keys(requests).map((name) => `${name} 503 5 prompt`)));
 

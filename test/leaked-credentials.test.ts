@@ -6,7 +6,9 @@
 // recognises, tells the app (signed webhooks, verified with `standardwebhooks`) and the user
 // (Apps with access), and answers alike whatever it found. Real HTTP, PostgreSQL and Redis, on both
 // token stores.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -15,6 +17,7 @@ import { startTestServer, type Storage, type TestServer } from './support/server
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { receiver, until } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 import { clientsSetWebhook, secretsGenerate, type AdminContext } from '../src/admin/commands.ts';
 import { CREDENTIAL_PATTERNS, credentialKind, generateCredential, type CredentialKind } from '../src/credentials/format.ts';
 import { hashClientSecret } from '../src/clients/secrets.ts';
@@ -33,16 +36,45 @@ const newAddress = () => `203.0.113.${(addresses += 1)}`;
 /** One character of the checksum changed. */
 const flipped = (value: string) => value.slice(0, -1) + (value.endsWith('A') ? 'B' : 'A');
 
+const MARKER = 'test-marker:';
+
+/**
+ * Redis's MONITOR on a socket of its own: each command's arguments to `onCommand`, in the order
+ * Redis ran them. Not ioredis's monitor(): a command line that arrives with MONITOR's OK, likely
+ * while other files use the same Redis, fails it ("Command queue state error").
+ */
+async function monitorCommands(url: string, onCommand: (args: string[]) => void): Promise<net.Socket> {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port || 6379), hostname);
+  await once(socket, 'connect');
+  socket.setEncoding('utf8'); // MONITOR escapes what is not printable
+  let pending = '';
+  socket.on('data', (chunk: string) => {
+    pending += chunk;
+    for (let end = pending.indexOf('\r\n'); end >= 0; end = pending.indexOf('\r\n')) {
+      const line = pending.slice(0, end);
+      pending = pending.slice(end + 2);
+      // +<time> [<db> <client>] "command" "argument" …
+      if (line.startsWith('+') && line !== '+OK') onCommand([...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!));
+    }
+  });
+  socket.write('MONITOR\r\n');
+  return socket;
+}
+
 const isOfKind = (value: unknown, kind: CredentialKind) => typeof value === 'string' && CREDENTIAL_PATTERNS[kind].test(value) && credentialKind(value) === kind;
 
 describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) => {
   let server: TestServer;
   let ops: AdminContext;
-  let monitor: Redis | undefined;
-  let monitorOwner: Redis | undefined;
+  let monitor: net.Socket | undefined;
+  /** Sends the markers (see reported()). */
+  let markerClient: Redis | undefined;
   let restoreDriver = () => {};
   /** Token-store and secret-status reads seen (SQL queries, Redis commands), by what they touched. */
   const reads: string[] = [];
+  /** Markers MONITOR has reported (see reported()). */
+  const markers = new Set<string>();
 
   beforeAll(async () => {
     server = await startTestServer(storage, ENV);
@@ -59,26 +91,37 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
     if (server.redis) {
       const prefix = server.redis.prefix;
       const watched = new RegExp(`^${prefix}(AccessToken|RefreshToken|AuthorizationCode|Grant|flight|secret-revoked)`);
-      monitorOwner = new Redis(server.redis.url);
-      monitor = await monitorOwner.monitor();
-      monitor.on('monitor', (_time: string, args: string[]) => {
-        if (args.some((arg) => watched.test(arg))) reads.push(`redis: ${args.slice(0, 3).join(' ')}`);
+      markerClient = new Redis(server.redis.url);
+      monitor = await monitorCommands(server.redis.url, (args) => {
+        if (args[0]?.toLowerCase() === 'echo' && args[1]?.startsWith(MARKER)) markers.add(args[1]);
+        else if (args.some((arg) => watched.test(arg))) reads.push(`redis: ${args.slice(0, 3).join(' ')}`);
       });
     }
   });
   afterAll(async () => {
-    monitor?.disconnect();
-    monitorOwner?.disconnect();
+    monitor?.destroy();
+    markerClient?.disconnect();
     restoreDriver();
     await server?.close();
   });
 
-  /** The store reads a step makes (MONITOR reports a moment later). */
+  /**
+   * Until MONITOR has reported every Redis command run so far: it reports them in the order Redis
+   * ran them, a moment later, so a marker sent now arrives after them. (SQL queries are seen as sent.)
+   */
+  async function reported(): Promise<void> {
+    if (!markerClient) return;
+    const marker = `${MARKER}${randomUUID()}`;
+    await markerClient.echo(marker);
+    await eventually(() => expect(markers.has(marker), 'MONITOR reports the marker').toBe(true), { interval: 5 });
+  }
+
+  /** The store reads a step makes. */
   async function readsOf(step: () => Promise<unknown>): Promise<string[]> {
-    await new Promise((r) => setTimeout(r, 150));
+    await reported();
     reads.length = 0;
     await step();
-    await new Promise((r) => setTimeout(r, 150));
+    await reported();
     return [...reads];
   }
 

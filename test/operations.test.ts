@@ -9,6 +9,7 @@ import { Browser } from './support/browser.ts';
 import { authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
 import { codeFor, newUser, operator, REDIRECT, tokensFor, approvedClient } from './support/fixtures.ts';
 import { clientsShow, secretsGenerate } from '../src/admin/commands.ts';
+import { eventually } from './support/eventually.ts';
 
 describe.each<Storage>(['redis', 'sql'])('secrets at rest and in logs (%s storage)', (storage) => {
   let server: TestServer;
@@ -121,10 +122,12 @@ describe('metrics and audit trail', () => {
     expect(text).toContain('process_resident_memory_bytes');
     expect(text).not.toContain(client.client_id); // no high-cardinality labels
 
-    await new Promise((r) => setTimeout(r, 100)); // audit writes from provider events are asynchronous
-    const actions = await server.pg.db('audit_events').where('client_id', client.client_id).orderBy('id').pluck('action');
-    expect(actions.slice(0, 3)).toEqual(['client.created', 'client.approved', 'consent.given']);
-    expect(actions.slice(3).sort()).toEqual(['grant.revoked', 'refresh_token.reuse_detected']);
+    // Audit writes from provider events are asynchronous.
+    await eventually(async () => {
+      const actions = await server.pg.db('audit_events').where('client_id', client.client_id).orderBy('id').pluck('action');
+      expect(actions.slice(0, 3)).toEqual(['client.created', 'client.approved', 'consent.given']);
+      expect(actions.slice(3).sort()).toEqual(['grant.revoked', 'refresh_token.reuse_detected']);
+    });
     expect((await clientsShow(operator(server), client.client_id)).status).toBe('approved');
   });
 });

@@ -7,6 +7,7 @@ import { startInstance, startTestServer, type AppInstance, type TestServer } fro
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 import { startOwnRedis, type OwnRedis } from './support/redis-server.ts';
 import { admin } from './support/processes.ts';
+import { eventually } from './support/eventually.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { approvedClient, newUser, tokensFor, type TestClient } from './support/fixtures.ts';
 import { getMe, tokenRequest, type TestUser } from './support/oauth.ts';
@@ -187,15 +188,13 @@ describe('operator scripts after the servers\' Redis lost its data', () => {
     return JSON.parse(created.stdout).client_id as string;
   }
 
-  /** Tries `clients approve` until it succeeds or the deadline passes; the last attempt's result. */
-  async function approveWithin(id: string, ms: number) {
-    const deadline = Date.now() + ms;
-    for (;;) {
+  /** Tries `clients approve` until it succeeds (its result) or the deadline passes (the last attempt's error). */
+  const approveWithin = (id: string, ms: number) =>
+    eventually(async () => {
       const result = await admin(['--json', 'clients', 'approve', id], env);
-      if (result.code === 0 || Date.now() > deadline) return result;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+      expect(result.code, result.stderr).toBe(0);
+      return result;
+    }, { timeout: ms, interval: 200 });
 
   it('a restarted, empty Redis: the server puts its mark back on reconnecting, and a change succeeds within seconds', async () => {
     const id = await pendingClient();

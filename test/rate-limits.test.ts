@@ -312,15 +312,21 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       const ip = '198.51.100.20';
       const prober = new Browser();
       const works: number[] = [];
-      for (let i = 0; i < 200; i++) {
-        const { res, work } = await signIn(prober, await pagesSignIn(prober), ip, randomEmail(), 'guess');
-        expect(res.status).toBe(401); // every probe was checked (and counted): it did the work asked
-        works.push(work);
-      }
+      const probe = async (browser: Browser, i: number) => {
+        const { res, work } = await signIn(browser, await pagesSignIn(browser), ip, randomEmail(), 'guess');
+        expect(res.status, `probe ${i + 1}`).toBe(401); // every probe was checked (and counted): it did the work asked
+        works[i] = work;
+      };
+      for (let i = 0; i < 25; i++) await probe(prober, i);
+      // At the ceiling the order no longer matters: the other 175 from five browsers at once, all from the address.
+      await Promise.all(Array.from({ length: 5 }, async (_, lane) => {
+        const browser = new Browser();
+        for (let i = 25 + lane; i < 200; i += 5) await probe(browser, i);
+      }));
       // 20 free failures from the address, then 2, 4, 8, 16 and 16 … (the ceiling) for each further one.
       expect(works.slice(0, 20)).toEqual(Array(20).fill(0));
       expect(works.slice(20, 25)).toEqual([2, 4, 8, 16, 16]);
-      expect(works[199]).toBe(16);
+      expect(works.slice(25)).toEqual(Array(175).fill(16));
 
       const other = await newUser(server);
       const fresh = new Browser();
@@ -341,12 +347,17 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
         fromOne.push(work);
       }
       const spread: number[] = [];
-      for (let i = 0; i < 50; i++) {
+      const guess = async (i: number) => {
         const jar = new Browser();
         const { res, work } = await signIn(jar, await authorizationSignIn(jar), `203.0.113.${100 + i}`, u2.email, `guess-${i}`);
-        expect(res.status).toBe(401);
-        spread.push(work);
-      }
+        expect(res.status, `guess ${i + 1}`).toBe(401);
+        spread[i] = work;
+      };
+      for (let i = 0; i < 6; i++) await guess(i);
+      // At the ceiling (the 6th) the order no longer matters: the other 44 browsers at once, five at a time.
+      await Promise.all(Array.from({ length: 5 }, async (_, lane) => {
+        for (let i = 6 + lane; i < 50; i += 5) await guess(i);
+      }));
       expect(spread).toEqual(fromOne);
       expect(fromOne.slice(0, 6)).toEqual([0, 0, 2, 4, 8, 16]);
       expect(fromOne.filter((w) => w === 16)).toHaveLength(45);

@@ -14,6 +14,7 @@ import { systemClock } from '../src/clock.ts';
 import type { TokenEndpointLimits } from '../src/oauth/rate-limits.ts';
 import { createLogger } from '../src/log.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
+import { eventually } from './support/eventually.ts';
 
 const PATH = '/v2/auth/oauth2/token';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -167,8 +168,7 @@ describe('refresh on the hot path', () => {
   });
 
   it("keeps to the client's own grace window as the provider does (0: off; 1 s), whichever path answers first", async () => {
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    for (const [seconds, wait] of [['0', 0], ['1', 1500]] as const) {
+    for (const seconds of ['0', '1'] as const) {
       const own = await approvedClient(server, ['PROFILE_READ'], `Grace ${seconds} App`);
       await clientsSetRefreshGrace(operator(server), own.client_id, seconds);
       // The first presentation on the hot path (origin-form) or the provider's (absolute-form); the retry alike.
@@ -176,9 +176,11 @@ describe('refresh on the hot path', () => {
         const token = await family(own, 'PROFILE_READ');
         const first = await raw(server.url, 'POST', target, { ...FORM, ...basic(own) }, refreshBody(token));
         expect(first.status).toBe(200);
-        await sleep(wait);
-        const retry = await raw(server.url, 'POST', target, { ...FORM, ...basic(own) }, refreshBody(token));
-        expect(json(retry).error, `${seconds} s, ${target}`).toBe('invalid_grant');
+        const retry = async () => json(await raw(server.url, 'POST', target, { ...FORM, ...basic(own) }, refreshBody(token))).error;
+        if (seconds === '0') expect(await retry(), `0 s, ${target}`).toBe('invalid_grant');
+        // 1 s: retried (the same answer, within the window) until refused as reuse, well before
+        // the server's own window (10 s) would end. The window is the store's own expiry.
+        else await eventually(async () => expect(await retry(), `1 s, ${target}`).toBe('invalid_grant'), { timeout: 8000, interval: 250 });
         expect((await getMe(server.url, String(json(first).access_token))).status).toBe(401);
       }
     }

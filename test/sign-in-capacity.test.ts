@@ -10,6 +10,8 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { newUser } from './support/fixtures.ts';
+import { LOAD_HELD_SECONDS } from '../src/web/sign-in-limits.ts';
+import { eventually } from './support/eventually.ts';
 
 /** A stored hash that takes a while to check (N=2^16): what keeps the queue busy in a test. */
 function slowHash(): string {
@@ -175,13 +177,18 @@ describe('sign-in capacity and challenges (redis storage)', () => {
           }
         }),
       );
-      // Until the proven places have been full once (the ceiling asked) or 20 s went by.
-      for (const until = Date.now() + 20_000; !worksAsked.includes(16) && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
-      const t0 = performance.now();
-      const fromKnown = await signIn(known, '198.51.100.15', owner.email, owner.password);
-      const ms = Math.round(performance.now() - t0);
-      done = true;
-      await flood;
+      let fromKnown: Awaited<ReturnType<typeof signIn>>;
+      let ms: number;
+      try {
+        // Until the proven places have been full once: the ceiling asked.
+        await eventually(() => expect(worksAsked).toContain(16), { timeout: 20_000 });
+        const t0 = performance.now();
+        fromKnown = await signIn(known, '198.51.100.15', owner.email, owner.password);
+        ms = Math.round(performance.now() - t0);
+      } finally {
+        done = true;
+        await flood;
+      }
       console.log(`[${storage}] solving flood: ${statuses.length} attempts, works asked ${JSON.stringify([...new Set(worksAsked)].sort((a, b) => a - b))}, known browser signed in in ${ms} ms (${fromKnown.statuses.join(' → ')})`);
       expect(worksAsked).toContain(16); // the ceiling, asked once the proven places filled
       expect(statuses).not.toContain(503);
@@ -265,6 +272,28 @@ describe('sign-in capacity and challenges (redis storage)', () => {
     expect(Object.keys(challengeOf(late)!.parameters.data ?? {})).toEqual(['terms']);
     expect(challengeOf(late)!.parameters.data!.terms).not.toContain(a.email);
     expect(workAsked(late)).toBe(2); // sealed: only the server reads it
+  });
+
+  it('holds a solution shown within 30 s to the load it was issued under, an older one to the load now, and every one to the failures counted now', async () => {
+    const limits = server.system.signInLimits;
+    const [email, ip] = [madeUp(), '198.51.100.30'];
+    const solvedAt = async (work: number) => {
+      const challenge = await limits.challenge(work, email, ip);
+      return Buffer.from(JSON.stringify({ challenge, solution: await solveChallenge({ challenge, deriveKey }) })).toString('base64');
+    };
+    // Issued while the load asked 3, shown when it asks 6: taken (the flood test's fresh browser, asked once).
+    expect(await limits.solved(await solvedAt(3), { counted: 0, load: 6 }, email, ip)).toBe(true);
+    // Failures counted meanwhile are asked in full.
+    expect(await limits.solved(await solvedAt(3), { counted: 4, load: 0 }, email, ip)).toBe(false);
+    const [cheap, dear] = [await solvedAt(3), await solvedAt(6)];
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + (LOAD_HELD_SECONDS + 1) * 1000 });
+    try {
+      // Older: stockpiled before the load rose, refused; worth the load now, taken.
+      expect(await limits.solved(cheap, { counted: 0, load: 6 }, email, ip)).toBe(false);
+      expect(await limits.solved(dear, { counted: 0, load: 6 }, email, ip)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('hides the counter anywhere in [0, 2·work]: no floor a solver could start from', async () => {

@@ -16,6 +16,7 @@ import { sendTestEvent, TEST_EVENTS_PER_HOUR } from '../src/webhooks/settings.ts
 import { ATTEMPT_TIMEOUT_MS } from '../src/webhooks/delivery.ts';
 import { MAX_CLIENTS_PER_OWNER } from '../src/web/developer.ts';
 import { LimitError } from '../src/errors.ts';
+import { eventually } from './support/eventually.ts';
 
 const BASE = '/settings/developer/oauth-clients';
 const ENV = { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WEBHOOK_RETRY_BASE_SECONDS: '1', WEBHOOK_ALLOW_LOOPBACK: 'true' };
@@ -69,15 +70,14 @@ describe('fair delivery', () => {
       const victimOwner = await newUser(server, 'Victim Owner');
       const victim = await newClient(victimOwner.id, 'Victim App');
       await clientsSetWebhook(ops(), victim, `http://127.0.0.1:${(app.address() as AddressInfo).port}/hooks`);
-      // Let every worker slot poll (each polls every second) while the tarpit holds attempts open.
-      const end = Date.now() + 5000;
-      while (open === 0 && Date.now() < end) await sleep(50);
-      expect(open).toBeGreaterThan(0);
+      // A tarpit holds an attempt open; then every worker slot polls a few times (each polls twice a
+      // second in tests): a broken per-owner limit would have given the tarpits more slots by then.
+      await eventually(() => expect(open).toBeGreaterThan(0), { timeout: 5000 });
       await sleep(1500);
 
       const sent = Date.now();
       await sendTestEvent(server.system, victim, { actor: 'test' });
-      while (arrivals.length === 0 && Date.now() - sent < 2 * ATTEMPT_TIMEOUT_MS) await sleep(50);
+      await eventually(() => expect(arrivals.length).toBeGreaterThan(0), { timeout: 2 * ATTEMPT_TIMEOUT_MS }).catch(() => {}); // judged below
       const waited = arrivals.length ? arrivals[0]! - sent : Infinity;
       // Its own attempt (answered at once) plus a worker's poll, not a tarpit's 5 s.
       expect(waited).toBeLessThan(2500);

@@ -20,7 +20,11 @@
 // and the address group (src/http/client-address.ts), sealed (AES-256-GCM) inside its signed
 // data with the work asked, so the solver learns neither the work nor any floor; the secret
 // counter is uniform in [0, 2·work], so the expected cost is the work and nothing can be skipped.
-// It is good for CHALLENGE_SECONDS and once.
+// It is good for CHALLENGE_SECONDS and once. It must be worth the work the failure counts ask
+// now; for the load, the work asked when it was issued, if shown within LOAD_HELD_SECONDS: the
+// load moves by a check at a time while a person solves, and a solution worth a moment ago's load
+// is not asked again (a fresh browser signs in after solving one). An older one, stockpiled
+// before an attack, must be worth the load now.
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import { createChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
@@ -36,6 +40,8 @@ const ACCOUNT_WINDOW_SECONDS = 24 * 3600;
 const IP_WINDOW_SECONDS = 3600;
 /** A challenge is good for this long after it was shown, and once: too short to stockpile ahead of an attack. */
 const CHALLENGE_SECONDS = 2 * 60;
+/** A solution shown this soon after its challenge was issued is held to the load of that moment (see the top). */
+export const LOAD_HELD_SECONDS = 30;
 const ALGORITHM = 'PBKDF2/SHA-256';
 /** PBKDF2 iterations per counter value the solver tries: the work is about this × the counter. */
 export const CHALLENGE_ITERATIONS = 1000;
@@ -45,6 +51,14 @@ export interface ChallengeTerms {
   work: number;
   account: string;
   group: string;
+  /** When it was issued (ms since the epoch). */
+  issuedAt?: number;
+}
+
+/** The work a sign-in asks now: of its failure counts, and of the hashing load. */
+export interface WorkAsked {
+  counted: number;
+  load: number;
 }
 
 export interface SignInLimits {
@@ -59,10 +73,11 @@ export interface SignInLimits {
   /** A signed, expiring challenge whose solution proves `work`, for this sign-in (`email` undefined: the empty form). */
   challenge(work: number, email: string | undefined, ip: string): Promise<Challenge>;
   /**
-   * True for a valid solution of our challenge worth at least `work`, issued for this account (or
-   * the empty form) and this address group, the first time it is shown.
+   * True for a valid solution of our challenge worth the work asked (the load's as it was issued,
+   * within LOAD_HELD_SECONDS), issued for this account (or the empty form) and this address group,
+   * the first time it is shown.
    */
-  solved(payload: string, work: number, email: string, ip: string): Promise<boolean>;
+  solved(payload: string, asked: WorkAsked, email: string, ip: string): Promise<boolean>;
   /** What a challenge of ours was issued for; undefined for anything else (tests, diagnostics). */
   terms(challenge: Challenge): ChallengeTerms | undefined;
   /** Counts a failure (or a check refused for capacity: then without `knownDevice`). */
@@ -163,15 +178,18 @@ export function createSignInLimits(
         hmacKeySignatureSecret,
         expiresAt: Math.floor(Date.now() / 1000) + CHALLENGE_SECONDS,
         // Signed, and sealed: the solver sees neither the work nor whom it is for.
-        data: { terms: seal({ work, account: email === undefined ? '' : account(email), group: ipKey(ip) }) },
+        data: { terms: seal({ work, account: email === undefined ? '' : account(email), group: ipKey(ip), issuedAt: Date.now() }) },
       });
     },
 
-    async solved(payload, work, email, ip) {
+    async solved(payload, { counted, load }, email, ip) {
       if (typeof payload !== 'string' || payload.length > 8192) return false;
       const terms = payloadTerms(payload);
-      // For this sign-in: its account (or the empty form shown to this address) and its address group; worth the work asked now.
-      if (!terms || terms.work < work || terms.group !== ipKey(ip) || (terms.account !== '' && terms.account !== account(email))) return false;
+      // For this sign-in: its account (or the empty form shown to this address) and its address group;
+      // worth the failures' work now and the load's (as it was issued, if shown soon after).
+      if (!terms || terms.group !== ipKey(ip) || (terms.account !== '' && terms.account !== account(email))) return false;
+      const heldToIssue = terms.issuedAt !== undefined && Date.now() - terms.issuedAt <= LOAD_HELD_SECONDS * 1000;
+      if (terms.work < counted || (terms.work < load && !heldToIssue)) return false;
       // Single use: a solution's nonce is recorded once it verified; a second showing fails.
       const store = { get: () => false, set: () => {}, setIfAbsent: async (id: string) => (await consume(usedChallenges, digest(id))).consumedPoints === 1 };
       const result = await verify(payload, deriveKey, hmacSignatureSecret, hmacKeySignatureSecret, store).catch(() => undefined);

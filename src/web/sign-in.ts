@@ -47,7 +47,7 @@ export async function checkSignIn(ctx: Context, { db, passwords, limits, metrics
   const asked = async () => {
     const counted = await limits.workFor(email, ctx.ip, device);
     const load = device ? 0 : limits.loadWork(passwords.strain());
-    return { work: Math.max(counted, load), message: counted >= load ? FAILURES_MESSAGE : LOAD_MESSAGE };
+    return { work: Math.max(counted, load), counted, load, message: counted >= load ? FAILURES_MESSAGE : LOAD_MESSAGE };
   };
   const ask = async (status: number, { work, message }: { work: number; message: string }): Promise<Refusal> => {
     ctx.status = status;
@@ -57,7 +57,7 @@ export async function checkSignIn(ctx: Context, { db, passwords, limits, metrics
   const now = await asked();
   const solution = field(ctx, SOLUTION_FIELD);
   // A solution shown is checked even when nothing is asked now: it earns the places of proven checks.
-  const proven = solution !== '' && (await limits.solved(solution, now.work, email, ctx.ip));
+  const proven = solution !== '' && (await limits.solved(solution, now, email, ctx.ip));
   // Past the limits the password is not even looked at without the work: no free guesses.
   if (now.work && !proven) return ask(429, now);
 

@@ -113,6 +113,8 @@ export interface WorkerDeps {
   policy: AddressPolicy;
   metrics: Metrics;
   log: Logger;
+  /** How often an idle worker asks the queue for a job (default 1 s, pg-boss's floor 0.5 s); tests shorten it. */
+  pollingSeconds?: number;
 }
 
 /** Handles one job: one attempt. Throws to have pg-boss retry it later. */
@@ -154,7 +156,7 @@ export async function startWebhookWorker(deps: WorkerDeps): Promise<void> {
   // pg-boss's database-wide groupConcurrency is not used: slots fetching at the same moment all
   // passed its count (three attempts of one owner at once, in test/webhook-fairness.test.ts).
   const perOwner = { localGroupConcurrency: OWNER_CONCURRENCY };
-  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: WORKER_SLOTS, ...perOwner }, async (jobs: Job<DeliveryJob>[]) => {
+  await deps.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: deps.pollingSeconds ?? 1, batchSize: 1, localConcurrency: WORKER_SLOTS, ...perOwner }, async (jobs: Job<DeliveryJob>[]) => {
     for (const job of jobs) await deliverJob(deps, job.data, job.retryCount + 1);
   });
 }

@@ -8,9 +8,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { eventually } from '../support/eventually.ts';
 
 const run = promisify(execFile);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function isFree(port: number): Promise<boolean> {
   const server = net.createServer();
@@ -60,11 +60,9 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 }
 
 async function waitForPing(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if ((await cli(port, 'ping').catch(() => '')).trim() === 'PONG') return;
-    await sleep(100);
-  }
-  throw new Error(`redis-server on ${port} did not start`);
+  await eventually(async () => {
+    if ((await cli(port, 'ping').catch(() => '')).trim() !== 'PONG') throw new Error(`redis-server on ${port} did not start`);
+  }, { timeout: 10_000, interval: 100 });
 }
 
 export async function startRedisCluster(): Promise<TestRedisCluster> {
@@ -92,13 +90,10 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
       await waitForPing(node.port);
     },
     async waitUntilHealthy(timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (Date.now() < deadline) {
+      await eventually(async () => {
         const infos = await Promise.all(nodes.map((n) => cli(n.port, 'cluster', 'info').catch(() => '')));
-        if (infos.every((info) => info.includes('cluster_state:ok'))) return;
-        await sleep(200);
-      }
-      throw new Error('the Redis cluster did not become healthy');
+        if (!infos.every((info) => info.includes('cluster_state:ok'))) throw new Error('the Redis cluster did not become healthy');
+      }, { timeout: timeoutMs, interval: 200 });
     },
     async nodeFor(key) {
       const slot = Number((await cli(nodes[0]!.port, 'cluster', 'keyslot', key)).trim());

@@ -15,6 +15,7 @@ import { authorizeUrl, getMe, tokenRequest } from '../support/oauth.ts';
 import { REDIRECT } from '../support/fixtures.ts';
 import { startInstance, type AppInstance } from '../support/server.ts';
 import { startRedisCluster, type TestRedisCluster } from './redis-cluster.ts';
+import { eventually } from '../support/eventually.ts';
 
 let pg: TestDatabase;
 let cluster: TestRedisCluster;
@@ -24,7 +25,6 @@ let opsRedis: RedisClient;
 const user = { email: 'scale@example.com', password: 'scale-out-password' };
 let client: { client_id: string; client_secret: string };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An instance with its own PostgreSQL pool and Redis Cluster connection. */
 function startClusterInstance(publicUrl?: string): Promise<AppInstance> {
@@ -170,8 +170,7 @@ describe('a Redis master killed mid-run', () => {
     const victim = cluster.nodes[0]!;
     await cluster.kill(victim);
     const ready = async (i: number) => (await fetch(`${instances[i]!.url}/ready`)).status;
-    for (let t = 0; t < 100 && (await ready(0)) !== 503; t++) await sleep(100);
-    expect(await ready(0)).toBe(503);
+    await eventually(async () => expect(await ready(0)).toBe(503), { timeout: 10_000, interval: 100 });
 
     const during = await exchange(1, pendingCode);
     expect(during.status).toBe(503);
@@ -182,10 +181,7 @@ describe('a Redis master killed mid-run', () => {
 
     await cluster.restart(victim);
     await cluster.waitUntilHealthy();
-    for (const i of [0, 1, 2]) {
-      for (let t = 0; t < 100 && (await ready(i)) !== 200; t++) await sleep(100);
-      expect(await ready(i)).toBe(200);
-    }
+    for (const i of [0, 1, 2]) await eventually(async () => expect(await ready(i), `instance ${i}`).toBe(200), { timeout: 10_000, interval: 100 });
     // The code was not spent by the failed attempt: it redeems exactly once.
     const results = await Promise.all([0, 1, 2].map((i) => exchange(i, pendingCode)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
@@ -199,9 +195,7 @@ describe('the operator scripts\' mark in a Redis Cluster', () => {
     expect(row).toMatchObject({ kind: 'redis', redis_mode: 'cluster', redis_mark: expect.any(String) });
     expect(await opsRedis.get('oauth:store-mark')).toBe(row.redis_mark);
     await opsRedis.del('oauth:store-mark'); // as a master's data lost
-    const deadline = Date.now() + 15_000;
-    while ((await opsRedis.get('oauth:store-mark')) === null && Date.now() < deadline) await sleep(200);
-    expect(await opsRedis.get('oauth:store-mark')).toBe((await pg.db('artifact_store').first()).redis_mark);
+    await eventually(async () => expect(await opsRedis.get('oauth:store-mark')).toBe((await pg.db('artifact_store').first()).redis_mark), { timeout: 15_000, interval: 200 });
   });
 });
 

@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, ROOT } from './processes.ts';
+import { eventually } from './eventually.ts';
 
 export { freePort };
 
@@ -60,20 +61,20 @@ function mainConf(dir: string, gateway: string): string {
 }
 
 async function waitForPort(port: number, child: ChildProcess, output: () => string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}:\n${output()}`);
-    const open = await new Promise<boolean>((resolve) => {
+  const listening = () =>
+    new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
         socket.end();
         resolve(true);
       });
       socket.once('error', () => resolve(false));
     });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`nginx did not listen on ${port} in time:\n${output()}`);
+  let exited: Error | undefined;
+  await eventually(async () => {
+    if (child.exitCode !== null) exited ??= new Error(`nginx exited with ${child.exitCode}:\n${output()}`);
+    if (!exited && !(await listening())) throw new Error(`nginx did not listen on ${port} in time:\n${output()}`);
+  }, { timeout: timeoutMs, interval: 50 });
+  if (exited) throw exited;
 }
 
 /** nginx with the shipped gateway template in front of `oauthServer` and `schedulingApi` (host:port). */

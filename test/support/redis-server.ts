@@ -3,8 +3,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { freePort } from './processes.ts';
+import { eventually } from './eventually.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface OwnRedis {
   url: string;
@@ -32,11 +32,9 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    while (!(await answersPing(url))) {
-      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
-      await sleep(50);
-    }
+    await eventually(async () => {
+      if (!(await answersPing(url))) throw new Error(`redis-server on ${port} did not start`);
+    }, { timeout: 10_000, interval: 50 });
   };
   const stop = async () => {
     const running = child;

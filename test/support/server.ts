@@ -52,7 +52,9 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   // A failed metadata-document fetch is answered no sooner than the fetch timeout (3 s) after it
   // began; tests that meet many such refusals get theirs at once, except where a test asks for the
   // real wait (test/cimd-fetch-limits.test.ts).
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, challengeIterations: CHEAP_CHALLENGES, ...overrides }).catch((err: Error) => {
+  // An idle webhook worker polls its queue twice a second (pg-boss's floor) rather than once: one
+  // client's events go one at a time, each found by a poll.
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, challengeIterations: CHEAP_CHALLENGES, webhookPollingSeconds: 0.5, ...overrides }).catch((err: Error) => {
     if (env.DATA_ENCRYPTION_KEYS && /encrypted under key/.test(err.message)) {
       err.message += " (test: a database of createTestDatabase() holds a signing key sealed under the development key; start a server with DATA_ENCRYPTION_KEYS of its own on createTestDatabase({ migrate: 'bare' }))";
     }

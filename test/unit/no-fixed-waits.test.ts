@@ -12,25 +12,9 @@ const TEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Files that may wait a fixed time, each with its reason. */
 const ALLOWED: Record<string, string> = {
   'adapters.contract.test.ts': "the stores' own expiry (a Redis TTL, SQL expires_at against now()) on real time, proven once per store",
-  'admin-review.test.ts': 'TODO issue 46: wait for a condition instead',
-  'cluster/redis-cluster.ts': 'TODO issue 46: wait for a condition instead',
-  'cluster/scale-out.test.ts': 'TODO issue 46: wait for a condition instead',
-  'connections.test.ts': 'TODO issue 46: wait for a condition instead',
-  'data-encryption.test.ts': 'TODO issue 46: wait for a condition instead',
-  'faults.test.ts': 'TODO issue 46: wait for a condition instead',
-  'leaked-credentials.test.ts': 'TODO issue 46: wait for a condition instead',
-  'operations.test.ts': 'TODO issue 46: wait for a condition instead',
-  'operator-stores.test.ts': 'TODO issue 46: wait for a condition instead',
-  'org-consent.test.ts': 'TODO issue 46: wait for a condition instead',
-  'org-installs.test.ts': 'TODO issue 46: wait for a condition instead',
-  'record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
-  'refresh.test.ts': 'TODO issue 46: wait for a condition instead',
-  'sign-in-capacity.test.ts': 'TODO issue 46: wait for a condition instead',
-  'support/nginx.ts': 'TODO issue 46: wait for a condition instead',
-  'support/redis-server.ts': 'TODO issue 46: wait for a condition instead',
-  'unit/record-cache.test.ts': 'TODO issue 46: wait for a condition instead',
-  'webhook-fairness.test.ts': 'TODO issue 46: wait for a condition instead',
-  'webhooks.test.ts': 'TODO issue 46: wait for a condition instead',
+  'org-consent.test.ts': 'concurrent install and uninstall: the uninstall polls for the installation at 0-3 ms apart, a different spacing each round, to vary the interleavings (a stagger, not a wait for a condition; setImmediate turns would not span a database round trip)',
+  'org-installs.test.ts': 'concurrent install, authorization and uninstall: each starts 0-3 ms late, a different offset each round, to vary the interleavings (a stagger, not a wait for a condition; setImmediate turns would not span a database round trip)',
+  'webhook-fairness.test.ts': "its subject is a delay: while tarpits hold attempts for the 5-s timeout, the worker slots poll for 1.5 s so that a broken per-owner limit would have let the tarpits take them (no event says a slot polled and left a job)",
 };
 
 /** Each way of waiting a fixed time, with a line that must be caught (so that no rule is vacuous). */

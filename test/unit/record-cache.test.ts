@@ -8,6 +8,7 @@ import knex from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordCache, type RecordCache } from '../../src/storage/record-cache.ts';
 import type { Db } from '../../src/storage/db.ts';
+import { eventually } from '../support/eventually.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -32,11 +33,13 @@ async function readInRequest(id: string, record: object): Promise<{ request: Wea
   return { request: new WeakRef(request), read };
 }
 
-async function collected(ref: WeakRef<object>): Promise<boolean> {
-  await new Promise((resolve) => setTimeout(resolve, 10)); // past the job that made the reference
-  gc();
-  return ref.deref() === undefined;
-}
+/** Whether the referenced object is collected within a second (a WeakRef holds it to the end of the job that made it). */
+const collected = (ref: WeakRef<object>): Promise<boolean> =>
+  eventually(() => {
+    gc();
+    // Not expect(ref.deref()): a failed check's error would hold the object.
+    if (ref.deref() !== undefined) throw new Error('not collected yet');
+  }, { timeout: 1000 }).then(() => true, () => false);
 
 describe('the record cache', () => {
   it('keeps the record, not the request that read it', async () => {
@@ -50,12 +53,16 @@ describe('the record cache', () => {
 
   it('shares a read on its way with the callers that come meanwhile, then serves the record', async () => {
     let reads = 0;
+    let finishRead = () => {};
+    const onItsWay = new Promise<void>((resolve) => (finishRead = resolve));
     const load = async () => {
       reads += 1;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await onItsWay;
       return { clientId: 'c2' };
     };
-    const [first, second] = await Promise.all([records.read('client', 'c2', load), records.read('client', 'c2', load)]);
+    const both = Promise.all([records.read('client', 'c2', load), records.read('client', 'c2', load)]);
+    finishRead();
+    const [first, second] = await both;
     expect(second).toBe(first);
     expect(await records.read('client', 'c2', load)).toBe(first);
     expect(reads).toBe(1);
