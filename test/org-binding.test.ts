@@ -9,6 +9,7 @@ import { approvedClient, newUser, type TestClient } from './support/fixtures.ts'
 import { getMe } from './support/oauth.ts';
 import { comparable, raw } from './support/raw-http.ts';
 import { boundTokensFor, grantFor } from './support/bindings.ts';
+import { feedCaughtUp } from './support/record-feed.ts';
 import { createBoundGrant, grantBindings, isBoundGrantId } from '../src/orgs/bindings.ts';
 import { ConflictError } from '../src/errors.ts';
 import { createOrg, createTeam } from '../src/orgs/store.ts';
@@ -126,6 +127,8 @@ describe('tokens bound to an organization and teams (redis storage)', () => {
     const org = await createOrg(db, { name: 'Closed Co' });
     const team = await createTeam(db, { name: 'Closed Team', orgId: org.id });
     await setAppPolicy({ db, outbox, artifacts, bindings, records }, org.id, 'approval', null);
+    // The change's echo from PostgreSQL drops the set once more: it must have arrived before counting.
+    await feedCaughtUp(db, records);
     const closed = [`/v2/organizations/${org.id}/event-types`, `/v2/teams/${team.id}/bookings`, `/v2/organizations/11/teams/${team.id}/bookings`];
     const open = ['/v2/organizations/11/event-types', '/v2/teams/2/bookings', '/v2/me'];
     // The first check after the change reads the closed organizations once.
