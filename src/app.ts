@@ -51,6 +51,7 @@ import type { WebhookPageDeps } from './web/index.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
 import { closedOrgs } from './orgs/closed-orgs.ts';
+import { VERSION } from './version.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { leakReportRoutes } from './credentials/revoke-endpoint.ts';
 
@@ -127,7 +128,7 @@ const memoryState = (serving: boolean) => (serving ? 'serving' : 'bypassed');
 function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router {
   const router = newRouter();
   router.get('/health', (ctx) => {
-    ctx.body = { status: 'ok' };
+    ctx.body = { status: 'ok', version: VERSION };
   });
   router.get('/ready', async (ctx) => {
     const checks = await Promise.allSettled([within(pingDb(db), READY_TIMEOUT_MS), redis ? within(pingRedis(redis), READY_TIMEOUT_MS) : Promise.resolve()]);

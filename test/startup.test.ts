@@ -10,6 +10,9 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { freePort, ROOT, SERVER } from './support/processes.ts';
 import { eventually } from './support/eventually.ts';
 import { answerStarting } from '../src/http/starting.ts';
+import pkg from '../package.json' with { type: 'json' };
+
+const PACKAGE_VERSION = pkg.version;
 
 let pg: TestDatabase;
 let proxy: TcpProxy;
@@ -84,7 +87,10 @@ describe('startup', () => {
 
     proxy.release();
     await eventually(() => expect(output).toMatch(/Listening on/), { timeout: 30_000, interval: 50 });
-    expect((await fetch(`${base}/health`)).status).toBe(200);
+    const served = await fetch(`${base}/health`);
+    expect(served.status).toBe(200);
+    // The version of the release, as package.json states it (CONTRACT 3), from the started process too.
+    expect(await served.json()).toEqual({ status: 'ok', version: PACKAGE_VERSION });
     expect((await fetch(`${base}/v2/me`)).status).toBe(401);
   }, 60_000);
 
