@@ -29,6 +29,16 @@ export class NotFoundError extends AppError {
   }
 }
 
+/** A method the path does not take (RFC 9110 15.5.6): the answer names the ones it does in `Allow`. */
+export class MethodNotAllowedError extends AppError {
+  override name = 'MethodNotAllowedError';
+  readonly allow: string;
+  constructor(message: string, allowed: readonly string[]) {
+    super(message, 405, 'invalid_request');
+    this.allow = allowed.join(', ');
+  }
+}
+
 /** Not for this user (an administrator's page, a form from another site, an unreviewed app). */
 export class ForbiddenError extends AppError {
   override name = 'ForbiddenError';

@@ -85,7 +85,7 @@ describe('OAuth error answers', () => {
       ['POST', '/v2/auth/oauth2/token', { ...FORM, ...basic(id, secret) }, 'grant_type=password'],
       ['POST', '/v2/auth/oauth2/token', { ...FORM, ...basic(id, secret) }, 'grant_type=refresh_token&refresh_token=a&refresh_token=b'],
       ['POST', '/v2/auth/oauth2/token', FORM, 'grant_type=refresh_token'],
-      // Not a method of these endpoints: our 404, not the provider's plain-text one.
+      // Not a method of these endpoints: our 405 with Allow, not the provider's plain-text 404.
       ['GET', '/v2/auth/oauth2/token', {}, undefined],
       ['PUT', '/v2/auth/oauth2/introspect', FORM, `token=${token}`],
       ['DELETE', '/v2/auth/oauth2/revoke', {}, undefined],
@@ -102,6 +102,18 @@ describe('OAuth error answers', () => {
       expectOAuthEnvelope(asSpelled, 'authorization' in headers, what);
       expect(comparable(asSpelled), what).toEqual(comparable(otherForm));
     }
+  });
+
+  it('answers a method the back channel does not take with 405 and `Allow: POST` (issue 50), either way in', async () => {
+    for (const [method, endpoint, name] of [['GET', 'token', 'token'], ['HEAD', 'token', 'token'], ['PUT', 'introspect', 'introspection'], ['DELETE', 'revoke', 'revocation'], ['OPTIONS', 'token', 'token'], ['PATCH', 'token', 'token']] as const) {
+      for (const answer of await bothWays(method, `/v2/auth/oauth2/${endpoint}`, {})) {
+        expect(answer.status, `${method} ${endpoint}`).toBe(405);
+        expect(answer.headers.allow, `${method} ${endpoint}`).toBe('POST');
+        if (method !== 'HEAD') expect(JSON.parse(answer.body), `${method} ${endpoint}`).toEqual({ error: 'invalid_request', error_description: `the ${name} endpoint takes POST requests only` });
+      }
+    }
+    // Other spellings are other paths: still the plain 404.
+    for (const target of ['/v2/auth/oauth2/token/', '/v2/auth/oauth2/Token']) expect((await raw(server.url, 'GET', target, {})).status, target).toBe(404);
   });
 
   it('holds back failures past the limit (429, the provider\'s step) in the same envelope, with no challenge', async () => {

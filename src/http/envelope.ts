@@ -57,6 +57,8 @@ export interface ErrorView {
   code: string;
   message: string;
   retryAfter?: number;
+  /** A 405's `Allow` header: the methods the path takes. */
+  allow?: string;
   /** The error's class name (oidc-provider's or ours): tells causes with one code apart on the page. */
   kind?: string;
 }
@@ -69,7 +71,7 @@ export const UNAVAILABLE: ErrorView = {
   retryAfter: RETRY_AFTER_SECONDS,
 };
 
-type ErrorLike = { name?: unknown; status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
+type ErrorLike = { allow?: unknown; name?: unknown; status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
 
 /** What to tell the client about an error, whoever raised it. */
 export function describeError(err: unknown): ErrorView {
@@ -80,12 +82,12 @@ export function describeError(err: unknown): ErrorView {
   // oidc-provider: `error` and `error_description`; ours: `code` and the message; Koa's HttpError: the message when exposed.
   const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' && /^[a-z_]+$/.test(e.code) ? e.code : 'invalid_request';
   const message = typeof e.error_description === 'string' ? e.error_description : e.expose !== false && typeof e.message === 'string' ? e.message : code;
-  return { status, code, message, ...(typeof e.name === 'string' ? { kind: e.name } : {}) };
+  return { status, code, message, ...(status === 405 && typeof e.allow === 'string' ? { allow: e.allow } : {}), ...(typeof e.name === 'string' ? { kind: e.name } : {}) };
 }
 
 /** The error in its route family's JSON shape; undefined where the answer is a page. */
 export function errorAnswerFor(path: string, view: ErrorView): Answer | undefined {
-  const headers: Record<string, string> = view.retryAfter ? { 'Retry-After': String(view.retryAfter) } : {};
+  const headers: Record<string, string> = { ...(view.retryAfter ? { 'Retry-After': String(view.retryAfter) } : {}), ...(view.allow ? { Allow: view.allow } : {}) };
   if (OAUTH_ENDPOINTS.has(path)) return oauthErrorAnswer(view.status, view.code, view.message, headers);
   if (path.startsWith('/v2/')) return apiErrorAnswer(view.status, view.code, view.message, headers);
   return undefined;
@@ -97,6 +99,7 @@ export async function respondWithError(ctx: Context, view: ErrorView): Promise<v
   if (answer) return reply(ctx, answer);
   ctx.status = view.status;
   if (view.retryAfter) ctx.set('Retry-After', String(view.retryAfter));
+  if (view.allow) ctx.set('Allow', view.allow);
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
   ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined });

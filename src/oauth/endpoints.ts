@@ -10,6 +10,7 @@ import { mountProvider } from './mount.ts';
 import { normaliseScopeParam, readTokenRequestBody } from './request-shims.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import { documentStillListsRedirect } from '../cimd/token-check.ts';
+import { MethodNotAllowedError } from '../errors.ts';
 
 type Step = (ctx: Context, next: Next) => Promise<unknown>;
 
@@ -48,6 +49,13 @@ export function providerEndpoints(provider: Provider, { registration = false } =
   ]);
 }
 
+const ENDPOINT_NAMES: Record<string, string> = { token: 'token', introspect: 'introspection', revoke: 'revocation' };
+
+async function postOnly(ctx: Context): Promise<never> {
+  const name = ENDPOINT_NAMES[ctx.path.slice(ctx.path.lastIndexOf('/') + 1)] ?? 'this';
+  throw new MethodNotAllowedError(`the ${name} endpoint takes POST requests only`, ['POST']);
+}
+
 /**
  * The token, revocation and introspection endpoints (the back channel's app, src/app.ts: the one
  * way into them): read the body once (form or JSON), then a client over its own budget waits; the
@@ -56,8 +64,9 @@ export function providerEndpoints(provider: Provider, { registration = false } =
 export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {
   return compose([
     only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [readTokenRequestBody, limits.clientBudget, documentStillListsRedirect(provider)]),
-    // POST, and a browser's CORS preflight; any other method is our 404 in the OAuth shape, not
-    // the provider's plain-text one.
+    // POST, and a browser's CORS preflight; any other method is our 405 in the OAuth shape, not
+    // the provider's plain-text 404.
     mountProvider(provider, PROVIDER_PATH, TOKEN_ROUTES, (ctx) => ctx.method === 'POST' || (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '')),
+    only((ctx) => OAUTH_ENDPOINTS.has(ctx.path), [postOnly]),
   ]);
 }
