@@ -1,6 +1,7 @@
 // Open dynamic client registration (RFC 7591; docs/agents.md): off unless DYNAMIC_REGISTRATION=open;
 // when open, registered clients are unreviewed like metadata-document clients (the limited tier),
 // keep no secret, and those with no token after an hour are removed by the sweep.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { newUser, operator } from './support/fixtures.ts';
@@ -9,6 +10,17 @@ import { Browser } from './support/browser.ts';
 import { authorizeUrl, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, pkcePair } from './support/cimd.ts';
 import { admin as runAdmin } from './support/processes.ts';
+
+/** The rows of docs/endpoints.md's "Deliberately not supported" table: the feature and the metadata that would advertise it. */
+function notSupportedRows(): Array<{ feature: string; advertisedBy: string[] }> {
+  const doc = readFileSync(new URL('../docs/endpoints.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('### Deliberately not supported'));
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && !line.startsWith('| not supported'))
+    .map((line) => line.split(' | ').map((cell) => cell.replace(/^\| | \|$/g, '')))
+    .map(([feature, , advertisedBy]) => ({ feature: feature!, advertisedBy: (advertisedBy ?? '').split(/, (?=`)/).filter(Boolean) }));
+}
 
 const register = (server: TestServer, body: unknown) =>
   fetch(`${server.url}/v2/auth/oauth2/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -46,6 +58,25 @@ describe('DYNAMIC_REGISTRATION=open (redis)', () => {
     expect(body).not.toHaveProperty('registration_access_token');
     return body.client_id as string;
   }
+
+  it("docs/endpoints.md's \"Deliberately not supported\" names nothing the metadata advertises, with every optional feature on", async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, unknown>;
+    const rows = notSupportedRows();
+    expect(rows.length).toBeGreaterThan(5);
+    for (const { feature, advertisedBy } of rows) {
+      expect(advertisedBy.length, feature).toBeGreaterThan(0);
+      for (const sign of advertisedBy) {
+        const inList = /^`([^`]+)` in `([a-z_]+)`$/.exec(sign);
+        const field = /^`([a-z_]+)`$/.exec(sign);
+        if (inList) expect(metadata[inList[2]!] ?? [], `${feature}: ${sign}`).not.toContain(inList[1]);
+        else if (field) expect(metadata[field[1]!], `${feature}: ${sign}`).toBeUndefined();
+        else throw new Error(`${feature}: cannot read "${sign}" (write \`field\` or \`value\` in \`field\`)`);
+      }
+    }
+    // What the server offers is in the "Supported" part, never the other: a sample that would drift.
+    const names = rows.map((r) => r.feature).join(' | ');
+    for (const offered of ['private_key_jwt', 'registration', 'resource indicators']) expect(names, offered).not.toContain(offered);
+  });
 
   it('the metadata names the endpoint; a registered client is unreviewed: the notice says it registered itself, user scopes only, and its first token recorded', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, unknown>;
