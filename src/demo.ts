@@ -87,7 +87,8 @@ export async function demoReminder(db: Db, config: Config): Promise<string | und
   if (!clientId) return undefined;
   return [
     `Demo: sign in as ${DEMO_EMAIL} at ${config.appUrl}${LOGIN_PATH}; its password and the client secret were printed once, by the first npm start on ${config.dataDir}.`,
-    `  Lost them? Stop the server (Ctrl-C), then: ${ADMIN_COMMAND} users set-password ${DEMO_EMAIL} --password NEW-PASSWORD`,
+    // --password-stdin: a password typed at the prompt stays out of shell history and `ps`.
+    `  Lost them? Stop the server (Ctrl-C), then: ${ADMIN_COMMAND} users set-password ${DEMO_EMAIL} --password-stdin (type the new password, then Enter)`,
     `  and for a new client secret (the old one stops at once): ${ADMIN_COMMAND} secrets rotate ${clientId} --overlap 0s`,
   ].join('\n');
 }

@@ -116,7 +116,9 @@ describe('the embedded default', () => {
     server = await startServerProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' });
     expect(server.output()).not.toContain('First start');
     expect(server.output()).toContain(`Demo: sign in as demo@example.com`);
-    expect(server.output()).toContain('npm run --silent admin -- users set-password demo@example.com --password NEW-PASSWORD');
+    // The form that keeps the password out of shell history and `ps` (the one used just above).
+    expect(server.output()).toContain('npm run --silent admin -- users set-password demo@example.com --password-stdin (type the new password, then Enter)');
+    expect(server.output()).not.toMatch(/--password (?!-)/);
     expect(server.output()).toContain(`npm run --silent admin -- secrets rotate ${demo.clientId} --overlap 0s`);
     expect((await getMe(server.url, tokens.body.access_token as string)).status).toBe(200);
     const again = await authorize(new Browser(), server.url, params, { email: demo.email, password: 'a-new-demo-password' });
