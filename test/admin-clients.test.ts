@@ -25,6 +25,21 @@ describe('client lifecycle scripts', () => {
     refused(bad, /--status must be one of/);
   });
 
+  it('creates a client for an owner (id or e-mail), who manages it in the developer settings; an unknown owner creates nothing', async () => {
+    const user = ok(await admin('users', 'create', '--email', 'Owner@Example.com', '--password', 'owner-password-1'));
+    expect(ok(await admin('clients', 'show', (await createClient()).client_id)).owner_user_id).toBeNull();
+    const byEmail = await createClient('--owner', 'owner@example.com');
+    const byId = await createClient('--owner', String(user.id));
+    for (const c of [byEmail, byId]) {
+      expect(c.owner_user_id).toBe(user.id);
+      expect((await row(c.client_id)).owner_user_id).toBe(user.id);
+    }
+    expect(ok(await admin('clients', 'show', byId.client_id)).owner_user_id).toBe(user.id);
+    const before = (await cli.pg.db('oauth_clients').count({ n: '*' }))[0]!.n;
+    for (const owner of ['nobody@example.com', '999999', 'not-a-user', '']) refused(await admin('clients', 'create', '--name', 'Orphan', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ', '--owner', owner), /no user/);
+    expect((await cli.pg.db('oauth_clients').count({ n: '*' }))[0]!.n).toBe(before);
+  });
+
   it('sets scopes; refuses unknown or no scopes, changing nothing', async () => {
     const c = await createClient();
     expect(ok(await admin('clients', 'set-scopes', c.client_id, 'PROFILE_READ,BOOKING_READ', 'SCHEDULE_READ')).scopes).toEqual(['PROFILE_READ', 'BOOKING_READ', 'SCHEDULE_READ']);

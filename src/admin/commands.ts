@@ -76,6 +76,8 @@ export function clientJson(client: ClientRecord) {
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
+    // The user who manages it in the developer settings; null: operators only.
+    owner_user_id: client.ownerUserId,
     // A resource server's resource (RFC 8707): its tokens' audience; null: the platform API.
     ...(client.kind === 'resource_server' ? { resource_uri: client.resourceUri } : {}),
     created_at: client.createdAt.toISOString(),
@@ -144,6 +146,8 @@ export interface ClientsCreateOptions {
   /** Links shown to users on the consent page (https, or http on localhost). */
   policyUri?: string;
   tosUri?: string;
+  /** A user (id or e-mail) who manages the app in the developer settings, as if they had registered it. */
+  owner?: string;
 }
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
@@ -154,6 +158,7 @@ function kindOf(options: ClientsCreateOptions): ClientKind {
 
 export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOptions) {
   const { by } = ctx;
+  const owner = options.owner === undefined ? undefined : await resolveUser(ctx.db, options.owner);
   const { client, secret } = await createClient(
     ctx,
     {
@@ -165,6 +170,7 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       policyUri: options.policyUri,
       tosUri: options.tosUri,
       resourceUri: options.resourceUri,
+      ownerUserId: owner?.id,
       allowLoopback: ctx.allowLoopback === true,
     },
     by,

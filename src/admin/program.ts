@@ -309,6 +309,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .option('--policy-uri <url>', "the app's privacy policy, linked on the consent page (https, or http on localhost)")
     .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
     .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
+    .option('--owner <user>', 'a user (id or e-mail) who manages the app in the developer settings, as if they had registered it')
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
   for (const [name, status, what, effect] of [
     ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document client (its URL), the full tier', 'users can now authorize it'],
