@@ -55,6 +55,12 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
     const a = make('AuthorizationCode');
     const jti = id();
     await a.upsert(jti, { jti, kind: 'AuthorizationCode' }, 1);
+    // Through the provider's storage a code outlives its expiry (KEPT_PAST_EXPIRY_SECONDS), so that
+    // a late exchange is told "expired"; an access token does not.
+    const [keptCode, token] = [storage().adapterFor('AuthorizationCode'), storage().adapterFor('AccessToken')];
+    const [late, gone] = [id(), id()];
+    await keptCode.upsert(late, { jti: late, kind: 'AuthorizationCode', exp: Math.floor(Date.now() / 1000) + 1 }, 1);
+    await token.upsert(gone, { jti: gone, kind: 'AccessToken' }, 1);
     const { flights } = storage();
     const flight = id();
     expect(await flights.claim(flight, 1)).toBe(true);
@@ -64,6 +70,8 @@ describe.each(backends)('%s adapter', (_name, make, storage) => {
     expect(await flights.claim(flight, 1)).toBe(false);
     await sleep(2100);
     expect(await a.find(jti)).toBeUndefined();
+    expect(await token.find(gone)).toBeUndefined();
+    expect(await keptCode.find(late)).toMatchObject({ jti: late });
     expect(await flights.read(flight)).toBeUndefined();
     expect(await flights.claim(flight, 1)).toBe(true);
   });

@@ -8,6 +8,8 @@ import { Browser } from './support/browser.ts';
 import { tokenRequest } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, REDIRECT, type TestClient } from './support/fixtures.ts';
 import type { TestUser } from './support/oauth.ts';
+import { artifactKeyOf } from '../src/storage/redis-keys.ts';
+import { codeRefusalText } from '../src/oauth/error-descriptions.ts';
 
 describe('token errors for codes, in words (redis storage)', () => {
   const storage: Storage = 'redis';
@@ -30,7 +32,7 @@ describe('token errors for codes, in words (redis storage)', () => {
     expect((await exchange(code)).status).toBe(200);
     const again = await exchange(code);
     expect(again.status).toBe(400);
-    expect(again.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/already used/) });
+    expect(again.body).toEqual({ error: 'invalid_grant', error_description: codeRefusalText('used') });
   });
 
   it('a late exchange (over 60 seconds): invalid_grant, "expired"', async () => {
@@ -38,9 +40,17 @@ describe('token errors for codes, in words (redis storage)', () => {
     // Only the clock moves (the provider reads Date.now()); timers and I/O run as usual.
     vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
     vi.setSystemTime(Date.now() + 61_000);
+    // The store's own clock moves as far: the code's key lives 61 s less (gone, if it were kept only until its expiry).
+    const { redis, prefix } = server.redis!;
+    const key = artifactKeyOf(prefix, 'AuthorizationCode', code);
+    const left = await redis.pttl(key);
+    if (left > 61_000) await redis.pexpire(key, left - 61_000);
+    else await redis.del(key);
     const late = await exchange(code);
     expect(late.status).toBe(400);
-    expect(late.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/expired.*60 seconds/) });
+    // Told apart from an unknown code, whose words also mention expiry.
+    expect(late.body).toEqual({ error: 'invalid_grant', error_description: codeRefusalText('expired') });
+    expect(codeRefusalText('expired')).toMatch(/^the authorization code expired \(codes are valid for 60 seconds\)/);
   });
 
   it("another client's code and a made-up code read alike: not valid, nothing more", async () => {

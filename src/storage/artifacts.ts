@@ -42,7 +42,7 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
   const scripts = redis && defineArtifactScripts(redis); // now, before any traffic (see defineArtifactScripts)
   return {
     // A malformed credential is not looked up (src/credentials/lookups.ts).
-    adapterFor: (model) => refusingMalformed(model, redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model)),
+    adapterFor: (model) => keptPastExpiry(model, refusingMalformed(model, redis ? new RedisAdapter(redis, model, prefix, tokenCache, scripts) : new SqlAdapter(db, model))),
     flights: redis ? redisFlights(redis, prefix) : sqlFlights(db),
     ...(scripts && !redis.isCluster ? { refreshRotation: redisRotation(scripts, prefix) } : {}),
     together: redis ? (issue) => inOneWrite(redis, issue) : (issue) => issue(),
@@ -50,6 +50,22 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
   };
 }
 
+
+/**
+ * Seconds a model's artifacts stay stored past their expiry. An authorization code is kept 10
+ * minutes longer, so that a late exchange is answered "expired" rather than "unknown"
+ * (src/oauth/error-descriptions.ts): the provider reads codes ignoring expiry and refuses an
+ * expired one itself, before anything is spent or revoked.
+ */
+export const KEPT_PAST_EXPIRY_SECONDS: Readonly<Record<string, number>> = { AuthorizationCode: 600 };
+
+function keptPastExpiry<A extends Adapter>(model: string, adapter: A): A {
+  const extra = KEPT_PAST_EXPIRY_SECONDS[model];
+  if (!extra) return adapter;
+  const upsert = adapter.upsert.bind(adapter);
+  adapter.upsert = (id, payload, expiresIn) => upsert(id, payload, expiresIn ? expiresIn + extra : expiresIn);
+  return adapter;
+}
 
 /**
  * A short-lived slot per key that exactly one caller claims, across every instance, until
