@@ -53,6 +53,8 @@ export interface Config {
   secretExpiryNoticeSeconds: number;
   /** WEBHOOK_ALLOW_LOOPBACK=true (development only): webhooks may also go to this machine's loopback addresses. */
   webhookAllowLoopback: boolean;
+  /** RESOURCE_URI_ALLOW_LOOPBACK=true (development only): a resource server's URI may be http on this machine's loopback (src/http/loopback.ts). */
+  resourceUriAllowLoopback: boolean;
   /** FAST_PATHS=off: every request through the Koa app and the provider, none answered on the fast path (src/fast/). */
   fastPaths: boolean;
   /** Client ID metadata documents (docs/agents.md): URL client_ids are fetched and used, in a limited tier until reviewed. */
@@ -383,6 +385,7 @@ export function loadConfig(env: Env = process.env): Config {
     platformName: readPlatformName(env.PLATFORM_NAME),
     webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
     webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
+    resourceUriAllowLoopback: readAllowLoopback(env.RESOURCE_URI_ALLOW_LOOPBACK, nodeEnv, 'RESOURCE_URI_ALLOW_LOOPBACK'),
     secretExpiryNoticeSeconds: readNoticeDays(env.SECRET_EXPIRY_NOTICE_DAYS),
     fastPaths: readFastPaths(env.FAST_PATHS),
     cimd: readCimd(env, nodeEnv),

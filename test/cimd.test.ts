@@ -3,7 +3,7 @@
 // The documents are served by a real HTTP server on 127.0.0.1 (CIMD_ALLOW_LOOPBACK=true).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
-import { newUser, operator } from './support/fixtures.ts';
+import { approvedClient, newUser, operator, REDIRECT } from './support/fixtures.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, agentTokens, logSink, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
@@ -27,7 +27,7 @@ const LOOPBACK = { CIMD_ALLOW_LOOPBACK: 'true', CIMD_MAX_USERS: '2', RATE_LIMIT_
 const OTHER_REDIRECT = 'https://agent.example.com/other-callback';
 
 /** The authorization request of a metadata-document client, as a browser sends it (no sign-in needed to be refused). */
-async function authorizationPage(server: TestServer, clientId: string, extra: Record<string, string> = {}): Promise<Page> {
+async function authorizationPage(server: TestServer, clientId: string, extra: Record<string, string | undefined> = {}): Promise<Page> {
   const { challenge } = pkcePair();
   return new Browser().get(authorizeUrl(server.url, { client_id: clientId, redirect_uri: AGENT_REDIRECT, scope: 'PROFILE_READ', state: 's', code_challenge: challenge, code_challenge_method: 'S256', ...extra }));
 }
@@ -112,6 +112,49 @@ describe('client ID metadata documents (redis)', () => {
       expect(back.searchParams.get('error')).toBe('invalid_scope');
       expect(back.searchParams.get('error_description')).toMatch(/not been reviewed.*TEAM_ or ORG_/);
     }
+  });
+
+  it('a request without scope asks for the scope the document declares (RFC 6749 3.3): the consent page, the grant, the token and its refresh say what an explicit request gets', async () => {
+    const clientId = docs.agent('/agent-default-scope.json', { scope: 'PROFILE_READ BOOKING_READ' });
+    const consentScopes = async (scope: string | undefined) => {
+      const { challenge } = pkcePair();
+      const page = await reachConsent(new Browser(), server.url, { client_id: clientId, redirect_uri: AGENT_REDIRECT, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256' }, await newUser(server));
+      expect(page.status, page.html.slice(0, 300)).toBe(200);
+      return page.$('.scopes li').map((_i, li) => page.$(li).text().trim()).get();
+    };
+    const explicitPage = await consentScopes('PROFILE_READ BOOKING_READ');
+    expect(explicitPage).toHaveLength(2);
+    expect(await consentScopes(undefined)).toEqual(explicitPage);
+
+    const omitted = await agentTokens(server.url, clientId, await newUser(server), undefined);
+    const explicit = await agentTokens(server.url, clientId, await newUser(server), 'PROFILE_READ BOOKING_READ');
+    expect(omitted.scope).toBe('PROFILE_READ BOOKING_READ');
+    expect(omitted.scope).toBe(explicit.scope);
+    expect((await getMe(server.url, omitted.access_token)).status).toBe(200);
+    const refreshed = await tokenRequest(server.url, { grant_type: 'refresh_token', refresh_token: omitted.refresh_token, client_id: clientId });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(refreshed.body.scope).toBe('PROFILE_READ BOOKING_READ');
+  });
+
+  it('a request without scope: an unreviewed agent whose document declares TEAM_/ORG_ scopes is refused as its explicit request is; none declared, or a registry client, is refused as before', async () => {
+    const refusal = async (page: Page) => {
+      expect(page.status, page.html.slice(0, 300)).toBe(303);
+      const back = new URL(page.location!);
+      const param = (name: string) => back.searchParams.get(name);
+      return { to: back.origin + back.pathname, error: param('error'), error_description: param('error_description'), scope: param('scope') };
+    };
+    const wide = docs.agent('/agent-default-wide.json', { scope: 'PROFILE_READ TEAM_BOOKING_READ' });
+    const omitted = await refusal(await authorizationPage(server, wide, { scope: undefined }));
+    expect(omitted).toEqual(await refusal(await authorizationPage(server, wide, { scope: 'PROFILE_READ TEAM_BOOKING_READ' })));
+    expect(omitted).toMatchObject({ to: AGENT_REDIRECT, error: 'invalid_scope', scope: 'TEAM_BOOKING_READ' });
+    expect(omitted.error_description).toMatch(/not been reviewed.*TEAM_ or ORG_/);
+
+    const undeclared = docs.agent('/agent-default-none.json');
+    expect(await refusal(await authorizationPage(server, undeclared, { scope: undefined }))).toMatchObject({ to: AGENT_REDIRECT, error: 'invalid_scope', error_description: 'the scope parameter is required' });
+
+    const registry = await approvedClient(server, ['PROFILE_READ']);
+    const page = await new Browser().get(authorizeUrl(server.url, { client_id: registry.client_id, redirect_uri: REDIRECT, state: 's' }));
+    expect(await refusal(page)).toMatchObject({ to: REDIRECT, error: 'invalid_scope', error_description: 'the scope parameter is required' });
   });
 
   it(`unreviewed: at most CIMD_MAX_USERS (2) users; the next one hears access_denied with a plain reason, those in keep access`, async () => {

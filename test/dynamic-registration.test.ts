@@ -141,6 +141,24 @@ describe('DYNAMIC_REGISTRATION=open (redis)', () => {
     await runAdmin(['--json', 'hosts', 'unblock', 'google.com'], env);
   });
 
+  it('a request without scope asks for the scope the registration declared (RFC 6749 3.3), as an explicit request; a registration declaring none is refused as before', async () => {
+    const declared = (await (await register(server, { ...AGENT, scope: 'PROFILE_READ BOOKING_READ' })).json()) as { client_id: string };
+    const tokens = async (scope: string | undefined) => {
+      const { code, verifier } = await agentCode(server.url, declared.client_id, await newUser(server), scope);
+      const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: declared.client_id, code_verifier: verifier });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body;
+    };
+    expect((await tokens(undefined)).scope).toBe('PROFILE_READ BOOKING_READ');
+    expect((await tokens('PROFILE_READ BOOKING_READ')).scope).toBe('PROFILE_READ BOOKING_READ');
+
+    const undeclared = await registered();
+    const { challenge } = pkcePair();
+    const page = await new Browser().get(authorizeUrl(server.url, { client_id: undeclared, redirect_uri: AGENT_REDIRECT, state: 's', code_challenge: challenge, code_challenge_method: 'S256' }));
+    const back = new URL(page.location!);
+    expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['invalid_scope', 'the scope parameter is required']);
+  });
+
   it('a registration with a shared secret, or without usable redirect URIs, is invalid_client_metadata, and nothing is stored', async () => {
     const before = (await server.system.db('cimd_clients')).length;
     for (const body of [{ ...AGENT, token_endpoint_auth_method: 'client_secret_basic' }, { ...AGENT, redirect_uris: ['http://agent.example.com/cb'] }, { ...AGENT, redirect_uris: [] }, { ...AGENT, client_name: 'Agent \u202Eevil' }]) {

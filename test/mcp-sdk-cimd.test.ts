@@ -59,7 +59,7 @@ describe('the MCP SDK’s client auth with a client ID metadata document (no reg
       APP_URL: base,
       BASE_URL: base,
       CIMD_ALLOW_LOOPBACK: 'true',
-      WEBHOOK_ALLOW_LOOPBACK: 'true',
+      RESOURCE_URI_ALLOW_LOOPBACK: 'true',
       NODE_EXTRA_CA_CERTS: tls.certPath,
     };
 

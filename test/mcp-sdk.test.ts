@@ -42,7 +42,7 @@ describe('the MCP SDK’s client auth against an MCP server that introspects our
     user = await newUser(server);
     mcp = await startMcpServer(`${server.url}/v2/auth/oauth2/introspect`, issuer(), () => rs);
     // The MCP server's resource server: its own URL is its resource (loopback allowed, as in development).
-    const created = await clientsCreate({ ...operator(server), allowLoopback: true }, { name: 'MCP server', resourceServer: true, resourceUri: mcp.url, scope: [MCP_SCOPE] });
+    const created = await clientsCreate({ ...operator(server), resourceUriAllowLoopback: true }, { name: 'MCP server', resourceServer: true, resourceUri: mcp.url, scope: [MCP_SCOPE] });
     await clientsSetStatus(operator(server), created.client_id, 'approved');
     rs = { client_id: created.client_id, client_secret: created.client_secret! };
   });

@@ -77,11 +77,25 @@ describe('resources and audiences (redis storage)', () => {
     await expect(create('/relative')).rejects.toThrow(/absolute URL/);
     await expect(create('https://api.example.com/x#frag')).rejects.toThrow(/fragment/);
     await expect(create('http://api.example.com/x')).rejects.toThrow(/https/);
-    await expect(create('http://127.0.0.1:9/mcp')).rejects.toThrow(/WEBHOOK_ALLOW_LOOPBACK/);
+    await expect(create('http://127.0.0.1:9/mcp')).rejects.toThrow(/RESOURCE_URI_ALLOW_LOOPBACK/);
     await expect(create('HTTPS://API.example.com/x')).rejects.toThrow(/write the resource URI as "https:\/\/api\.example\.com\/x"/);
     await expect(create(MCP)).rejects.toThrow(/already serves/);
     await expect(clientsCreate(operator(server), { name: 'App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'], resourceUri: 'https://x.example.com/' })).rejects.toThrow(/only a resource server/);
-    expect(await create('http://127.0.0.1:9/mcp', { allowLoopback: true })).toMatchObject({ resource_uri: 'http://127.0.0.1:9/mcp' });
+    // The webhooks' loopback setting is not this one (src/http/loopback.ts: one setting per concern).
+    await expect(create('http://127.0.0.1:9/mcp', { allowLoopback: true })).rejects.toThrow(/RESOURCE_URI_ALLOW_LOOPBACK/);
+    expect(await create('http://127.0.0.1:9/mcp', { resourceUriAllowLoopback: true })).toMatchObject({ resource_uri: 'http://127.0.0.1:9/mcp' });
+  });
+
+  it('a loopback resource URI follows RESOURCE_URI_ALLOW_LOOPBACK, its own setting, not WEBHOOK_ALLOW_LOOPBACK (the operator script)', async () => {
+    const create = (uri: string, loopback: Record<string, string>) =>
+      admin(['--json', 'clients', 'create', '--resource-server', '--name', 'Local MCP', '--scope', 'PROFILE_READ', '--resource-uri', uri], { DATABASE_URL: server.pg.url, ...loopback });
+    const byWebhooks = await create(`http://127.0.0.1:9/webhooks-${storage}`, { WEBHOOK_ALLOW_LOOPBACK: 'true' });
+    expect(byWebhooks.code, byWebhooks.stdout).not.toBe(0);
+    expect(byWebhooks.stderr).toMatch(/the resource URI must use https \(http on localhost only with RESOURCE_URI_ALLOW_LOOPBACK=true\)/);
+    const uri = `http://127.0.0.1:9/own-${storage}`;
+    const byOwn = await create(uri, { RESOURCE_URI_ALLOW_LOOPBACK: 'true' });
+    expect(byOwn.code, byOwn.stderr).toBe(0);
+    expect(JSON.parse(byOwn.stdout)).toMatchObject({ kind: 'resource_server', resource_uri: uri });
   });
 
   it('takes --resource-uri from the operator script, and refuses a bad one with one line, changing nothing', async () => {

@@ -54,6 +54,8 @@ export interface AdminContext extends ClientDeps {
   assertStoresReachable?(): Promise<void>;
   /** WEBHOOK_ALLOW_LOOPBACK=true (development): webhook URLs may point to this machine's loopback. */
   allowLoopback?: boolean;
+  /** RESOURCE_URI_ALLOW_LOOPBACK=true (development): a resource server's URI may be http on this machine's loopback. */
+  resourceUriAllowLoopback?: boolean;
   /** DATA_ENCRYPTION_KEYS: for the commands that write or re-encrypt stored secrets. */
   cipher?: DataCipher;
 }
@@ -171,7 +173,7 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       tosUri: options.tosUri,
       resourceUri: options.resourceUri,
       ownerUserId: owner?.id,
-      allowLoopback: ctx.allowLoopback === true,
+      allowLoopback: ctx.resourceUriAllowLoopback === true,
     },
     by,
   );

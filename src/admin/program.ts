@@ -126,6 +126,7 @@ async function open(env: AdminIo['env'], reason: string | undefined, mode: Admin
     by: { actor: `operator:${os.userInfo().username}`, reason },
     production: config.env === 'production',
     allowLoopback: config.webhookAllowLoopback,
+    resourceUriAllowLoopback: config.resourceUriAllowLoopback,
     cipher: createDataCipher(config.dataEncryptionKeys),
     async close() {
       outbox.close();

@@ -2,6 +2,7 @@
 // (docs/agents.md). Registered clients have ids of the registry's own form, never a URL, so the
 // first test is a cheap prefix check on every client lookup.
 import { DocumentError } from './fetch.ts';
+import { allowsLoopback, LOOPBACK_ADDRESS_ONLY } from '../http/loopback.ts';
 
 export const MAX_CLIENT_ID_URL = 2000;
 
@@ -27,8 +28,7 @@ export function documentUrl(id: string, rule: UrlRule): URL {
   if (/[\s\x00-\x1f\x7f\\]/.test(id)) refuse('it contains spaces, control characters or backslashes');
   if (id.includes('#')) refuse('it has a fragment');
   const url = URL.canParse(id) ? new URL(id) : refuse('not a URL');
-  const loopbackHttp = url.protocol === 'http:' && url.hostname === '127.0.0.1';
-  if (url.protocol !== 'https:' && !(loopbackHttp && rule.allowLoopback)) refuse('it must use https');
+  if (url.protocol !== 'https:' && !allowsLoopback(url, rule.allowLoopback, LOOPBACK_ADDRESS_ONLY)) refuse('it must use https');
   if (url.username || url.password) refuse('it must not carry a user name or password');
   if (url.search) refuse('it must not have a query');
   if (url.pathname === '/' || url.pathname === '') refuse('it must have a path');

@@ -50,6 +50,11 @@ export interface CimdFacts {
   cimd_status?: CimdStatus;
   /** A document client's host (its URL's, which served the document); null for a self-registered client, which has none. */
   cimd_host?: string | null;
+  /**
+   * The scope its metadata declared (a document's or a registration's `scope`), which a request
+   * without `scope` asks for (RFC 6749 3.3, a pre-defined default); null: it declared none.
+   */
+  default_scope?: string | null;
 }
 
 /** The tier of a client the provider found: undefined for a client of the registry. */
@@ -59,6 +64,12 @@ export function cimdFacts(client: object | undefined): { cimd_status: CimdStatus
 }
 
 export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
+
+/** What a request without `scope` asks for: the scope the client declared; none for a registry client (`scope` required). */
+export const defaultScopes = (client: object | undefined): string[] => (client as CimdFacts | undefined)?.default_scope?.split(' ').filter(Boolean) ?? [];
+
+/** The provider view's default_scope for declared scopes (known names only). */
+export const defaultScope = (declared: readonly string[]): string | null => (declared.length ? declared.join(' ') : null);
 
 
 /**
@@ -83,6 +94,7 @@ function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
     token_endpoint_auth_method: doc.authMethod,
     ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
     scope: clientScopes(doc.scopes).join(' '),
+    default_scope: defaultScope(doc.scopes),
     cimd_status: status,
     cimd_host: hostOf(doc.clientId),
   };

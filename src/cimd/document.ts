@@ -6,6 +6,7 @@ import { InputError } from '../errors.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
 import { DocumentError } from './fetch.ts';
+import { allowsLoopback, LOOPBACK_ADDRESS_ONLY } from '../http/loopback.ts';
 
 export type CimdAuthMethod = 'none' | 'private_key_jwt';
 
@@ -43,7 +44,7 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
   if (method === 'private_key_jwt') {
     const keys = typeof d.jwks_uri === 'string' && URL.canParse(d.jwks_uri) ? new URL(d.jwks_uri) : undefined;
     // Fetched under the document's rules (fetch.ts ruledFetch): https, or the loopback in development.
-    const usable = keys && (keys.protocol === 'https:' || (allowLoopback && keys.protocol === 'http:' && keys.hostname === '127.0.0.1'));
+    const usable = keys && (keys.protocol === 'https:' || allowsLoopback(keys, allowLoopback, LOOPBACK_ADDRESS_ONLY));
     if (!usable) return refuse('must give an https jwks_uri with private_key_jwt');
     jwksUri = d.jwks_uri as string;
   }

@@ -13,7 +13,7 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
-import { clientScopes } from './clients.ts';
+import { clientScopes, defaultScope } from './clients.ts';
 import { blockCovering, type CimdStatus } from './store.ts';
 import { hostnameOf } from './host-blocks.ts';
 
@@ -93,6 +93,7 @@ export async function registeredClient(deps: { db: Db; records: RecordCache }, c
     client_id: clientId,
     response_modes: ['query'],
     scope: clientScopes(row.scopes).join(' '),
+    default_scope: defaultScope(row.scopes),
     cimd_status: row.status,
     // None: see the top of this file.
     cimd_host: null,

@@ -53,7 +53,7 @@ export interface NewClient extends ClientLinks {
   ownerUserId?: number;
   /** A resource server's resource (RFC 8707): its tokens' audience. Absent: the platform API. */
   resourceUri?: string | undefined;
-  /** http on loopback allowed for the resource URI (WEBHOOK_ALLOW_LOOPBACK, development). */
+  /** http on loopback allowed for the resource URI (RESOURCE_URI_ALLOW_LOOPBACK, development). */
   allowLoopback?: boolean;
 }
 

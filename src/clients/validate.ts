@@ -2,15 +2,14 @@
 import { InputError } from '../errors.ts';
 import { isKnownScope, suggestScope } from '../scopes.ts';
 import { hasUnsafeText } from '../text.ts';
+import { allowsLoopback, REDIRECT_URI_LOOPBACK } from '../http/loopback.ts';
 
 import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 /** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
 export function isNativeRedirect(uri: string): boolean {
-  const { protocol, hostname } = new URL(uri);
-  return protocol === 'http:' ? LOOPBACK_HOSTS.has(hostname) : protocol !== 'https:';
+  const url = new URL(uri);
+  return url.protocol === 'http:' ? allowsLoopback(url, REDIRECT_URI_LOOPBACK) : url.protocol !== 'https:';
 }
 
 /** https anywhere; http only on loopback; a private-use scheme (RFC 8252 7.1) only for public clients. */
@@ -28,7 +27,7 @@ export function validateRedirectUri(uri: string, kind: ClientKind): string {
   if (url.username || url.password) throw new InputError(`redirect URI must not carry credentials: "${uri}"`);
   if (url.protocol === 'https:') return uri;
   if (url.protocol === 'http:') {
-    if (LOOPBACK_HOSTS.has(url.hostname)) return uri;
+    if (allowsLoopback(url, REDIRECT_URI_LOOPBACK)) return uri;
     throw new InputError(`redirect URI must use https (http only for localhost, 127.0.0.1 or [::1]): "${uri}"`);
   }
   // Private-use URI schemes are reverse domain names, e.g. com.example.app:/callback.
@@ -101,7 +100,7 @@ export function validateClientLink(value: string | undefined, what: string): str
     throw new InputError(`the ${what} link must be an absolute URL: "${uri}"`);
   }
   if (url.username || url.password) throw new InputError(`the ${what} link must not carry credentials: "${uri}"`);
-  if (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) return uri;
+  if (url.protocol === 'https:' || allowsLoopback(url, REDIRECT_URI_LOOPBACK)) return uri;
   throw new InputError(`the ${what} link must use https (http only for localhost, 127.0.0.1 or [::1]): "${uri}"`);
 }
 
@@ -116,7 +115,7 @@ export const MAX_RESOURCE_URI_LENGTH = 500;
 /**
  * A resource server's resource (RFC 8707 2): an absolute https URI without a fragment, compared
  * exactly as spelled (so it is kept as the URL parser writes it). http only on this machine's
- * loopback, and only where loopback webhooks are allowed (WEBHOOK_ALLOW_LOOPBACK: development, tests).
+ * loopback, and only with RESOURCE_URI_ALLOW_LOOPBACK (development, tests; src/http/loopback.ts).
  */
 export function validateResourceUri(value: string, allowLoopback: boolean): string {
   const uri = value.trim();
@@ -130,9 +129,8 @@ export function validateResourceUri(value: string, allowLoopback: boolean): stri
   }
   if (uri.includes('#')) throw new InputError(`the resource URI must not have a fragment (RFC 8707): "${uri}"`);
   if (url.username || url.password) throw new InputError(`the resource URI must not carry credentials: "${uri}"`);
-  const loopback = url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
-  if (url.protocol !== 'https:' && !(loopback && allowLoopback)) {
-    throw new InputError(`the resource URI must use https (http on localhost only with WEBHOOK_ALLOW_LOOPBACK=true): "${uri}"`);
+  if (url.protocol !== 'https:' && !allowsLoopback(url, allowLoopback)) {
+    throw new InputError(`the resource URI must use https (http on localhost only with RESOURCE_URI_ALLOW_LOOPBACK=true): "${uri}"`);
   }
   // Tokens name it as sent in `resource`; the parser's spelling is the one clients see everywhere.
   if (url.href !== uri) throw new InputError(`write the resource URI as "${url.href}" (it is compared exactly)`);

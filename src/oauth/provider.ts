@@ -27,7 +27,7 @@ import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
-import { isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { defaultScopes, isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
 import { registeredClientId } from '../cimd/registration.ts';
 
 
@@ -190,15 +190,19 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     // Strict scopes (docs/scopes.md): unknown names and names outside the client's set are refused,
-    // not silently dropped as the provider would; non-legacy clients must send `scope`. A legacy
-    // client that sends none gets the full-access marker (docs/legacy-migration.md), and its requests are counted
-    // for the migration guard.
+    // not silently dropped as the provider would; registry clients must send `scope` (docs/scopes.md).
+    // An agent that sends none asks for the scope its metadata declared (RFC 6749 3.3; docs/agents.md),
+    // judged exactly as if it had sent it. A legacy client that sends none gets the full-access
+    // marker (docs/legacy-migration.md), and its requests are counted for the migration guard.
     extraParams: {
       // Bounded lengths first (authorization-params.ts): nothing oversized is kept with the request.
       ...boundedParams,
       async scope(ctx, value, client) {
         checkLength(ctx, 'scope', value);
-        const scopes = requestedScopes(ctx) ?? [];
+        const sent = requestedScopes(ctx) ?? [];
+        const scopes = sent.length ? sent : defaultScopes(client);
+        // What the consent page, the grant and the token read from here on.
+        if (!sent.length && scopes.length) ctx.oidc.params!.scope = scopes.join(' ');
         const unmigratedLegacy = (client as unknown as { legacy?: boolean }).legacy === true;
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
@@ -219,7 +223,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host', 'default_scope'],
       validator() {},
     },
 

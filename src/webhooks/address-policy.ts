@@ -9,6 +9,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { InputError } from '../errors.ts';
+import { allowsLoopback, isLoopbackName } from '../http/loopback.ts';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2000;
 
@@ -25,7 +26,7 @@ export const systemResolver: Resolver = (hostname) => dns.promises.lookup(hostna
 export interface AddressPolicy {
   /** NODE_ENV=production: https only. */
   production: boolean;
-  /** WEBHOOK_ALLOW_LOOPBACK=true (development): 127.0.0.0/8, ::1 and localhost are allowed too. */
+  /** The concern's loopback setting (src/http/loopback.ts): WEBHOOK_ALLOW_LOOPBACK for webhooks, CIMD_ALLOW_LOOPBACK for documents. 127.0.0.0/8, ::1 and localhost then. */
   allowLoopback?: boolean;
   resolve?: Resolver;
 }
@@ -60,16 +61,12 @@ export function isPublicAddress(address: string): boolean {
   return false;
 }
 
-const LOOPBACK_V4 = new net.BlockList();
-LOOPBACK_V4.addSubnet('127.0.0.0', 8, 'ipv4');
-/** 127.0.0.0/8 and ::1 only (not ::ffff:127.0.0.1, which the public rule refuses as a smuggled IPv4). */
-export const isLoopbackAddress = (address: string) => (net.isIP(address) === 4 ? LOOPBACK_V4.check(address, 'ipv4') : address === '::1');
-
-/** Whether a webhook may connect to the address under the policy. */
-const allowedAddress = (address: string, policy: AddressPolicy) => isPublicAddress(address) || (Boolean(policy.allowLoopback) && isLoopbackAddress(address));
+/** Whether a webhook may connect to the address under the policy (loopback: src/http/loopback.ts). */
+const allowedAddress = (address: string, policy: AddressPolicy) => isPublicAddress(address) || allowsLoopback(address, Boolean(policy.allowLoopback));
+/** A local name (localhost…), refused unless the policy allows the loopback. */
+const refusedName = (host: string, policy: AddressPolicy) => isLoopbackName(host) && !allowsLoopback(host, Boolean(policy.allowLoopback));
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
-const isLocalName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
 
 const NOT_PUBLIC = 'the webhook URL must point to a public address, not a local or private one';
 
@@ -98,7 +95,7 @@ export function parseWebhookUrl(value: string, policy: AddressPolicy): URL {
   if (url.username || url.password) throw new InputError('the webhook URL must not contain a user name or password');
   if (!url.hostname) throw new InputError('the webhook URL must name a host');
   const host = hostOf(url);
-  if (isLocalName(host) && !policy.allowLoopback) throw new InputError(NOT_PUBLIC);
+  if (refusedName(host, policy)) throw new InputError(NOT_PUBLIC);
   if (net.isIP(host) && !allowedAddress(host, policy)) throw new InputError(NOT_PUBLIC);
   return url;
 }
@@ -108,7 +105,7 @@ export async function allowedAddresses(hostname: string, policy: AddressPolicy):
   const { resolve = systemResolver } = policy;
   const host = hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = net.isIP(host);
-  if (isLocalName(host) && !policy.allowLoopback) throw new InputError(`${host} is a local name: webhooks go to public addresses only`);
+  if (refusedName(host, policy)) throw new InputError(`${host} is a local name: webhooks go to public addresses only`);
   let addresses: ResolvedAddress[];
   if (literal) addresses = [{ address: host, family: literal }];
   else {

@@ -81,8 +81,8 @@ export function pkcePair() {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }
 
-/** Sign-in and Allow for a metadata-document client; returns the code and its verifier. */
-export async function agentCode(base: string, clientId: string, user: TestUser, scope: string, browser = new Browser(), redirectUri = AGENT_REDIRECT) {
+/** Sign-in and Allow for a metadata-document client; returns the code and its verifier. `scope` undefined: none sent. */
+export async function agentCode(base: string, clientId: string, user: TestUser, scope: string | undefined, browser = new Browser(), redirectUri = AGENT_REDIRECT) {
   const { verifier, challenge } = pkcePair();
   const back = await authorize(browser, base, { client_id: clientId, redirect_uri: redirectUri, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256' }, user);
   const code = back.searchParams.get('code');
@@ -91,7 +91,7 @@ export async function agentCode(base: string, clientId: string, user: TestUser, 
 }
 
 /** The whole flow: tokens for a metadata-document client. */
-export async function agentTokens(base: string, clientId: string, user: TestUser, scope: string) {
+export async function agentTokens(base: string, clientId: string, user: TestUser, scope: string | undefined) {
   const { code, verifier } = await agentCode(base, clientId, user, scope);
   const res = await tokenRequest(base, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: clientId, code_verifier: verifier });
   expect(res.status, JSON.stringify(res.body)).toBe(200);

@@ -49,6 +49,12 @@ describe('configuration', () => {
     expect(loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true' }).webhookAllowLoopback).toBe(true);
     expect(() => loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'yes' })).toThrow(/WEBHOOK_ALLOW_LOOPBACK must be true or false/);
     expect(() => loadConfig({ ...{ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: 'd'.repeat(32) }, WEBHOOK_ALLOW_LOOPBACK: 'true' })).toThrow(/development only/);
+    // Resource URIs on this machine: a setting of their own (src/http/loopback.ts), not the webhooks'.
+    expect(loadConfig({}).resourceUriAllowLoopback).toBe(false);
+    expect(loadConfig({ WEBHOOK_ALLOW_LOOPBACK: 'true' }).resourceUriAllowLoopback).toBe(false);
+    expect(loadConfig({ RESOURCE_URI_ALLOW_LOOPBACK: 'true' }).resourceUriAllowLoopback).toBe(true);
+    expect(() => loadConfig({ RESOURCE_URI_ALLOW_LOOPBACK: 'yes' })).toThrow(/RESOURCE_URI_ALLOW_LOOPBACK must be true or false/);
+    expect(() => loadConfig({ ...{ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: 'd'.repeat(32) }, RESOURCE_URI_ALLOW_LOOPBACK: 'true' })).toThrow(/RESOURCE_URI_ALLOW_LOOPBACK=true is for development only/);
   });
 
 
