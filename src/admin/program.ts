@@ -327,6 +327,15 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
         ),
       );
   }
+  for (const [name, approve, what] of [
+    ['approve-change', true, "approve a client's pending change: what an approved metadata-document or registered client (its URL or id) asks for beyond its approval, or a registry client's owner's widening edit"],
+    ['reject-change', false, "reject a client's pending change: the client keeps what was approved (a metadata document asking for the same again is not shown again)"],
+  ] as const) {
+    clients
+      .command(`${name} <id>`)
+      .description(what)
+      .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdDecideChange(ctx, id, approve) : commands.clientsDecideChange(ctx, id, approve)), printText));
+  }
   clients
     .command('delete <id>')
     .description('delete a client for good: the client, its secrets, its users\' grants and every token it holds (asks for --force, saying what would go)')

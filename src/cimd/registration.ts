@@ -13,8 +13,10 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
-import { clientScopes } from './clients.ts';
-import { blockCovering, type CimdStatus } from './store.ts';
+import { reviewedAsks } from './clients.ts';
+import { documentLinks } from './document.ts';
+import { DocumentError } from './fetch.ts';
+import { approvalOf, blockCovering, type CimdStatus, type StoredApproval } from './store.ts';
 import { hostnameOf } from './host-blocks.ts';
 
 /**
@@ -66,6 +68,7 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
     name,
     redirect_uris: JSON.stringify(redirectUris),
     scopes: JSON.stringify(scopes),
+    ...Object.fromEntries(Object.entries(documentLinks(metadata)).map(([key, value]) => [key === 'policyUri' ? 'policy_uri' : 'tos_uri', value])),
     token_endpoint_auth_method: method,
   });
 }
@@ -75,12 +78,15 @@ interface RegisteredRow {
   registration: Record<string, unknown>;
   redirect_uris: string[];
   scopes: string[];
+  policy_uri: string | null;
+  tos_uri: string | null;
+  approved: StoredApproval | null;
 }
 
 /** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
 export async function registeredClient(deps: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await deps.records.read('client', clientId, async () => {
-    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes');
+    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved');
     return found ?? null;
   });
   if (!row) return undefined;
@@ -88,12 +94,20 @@ export async function registeredClient(deps: { db: Db; records: RecordCache }, c
   const block = blocks.find((b) => b !== undefined);
   if (block) throw new errors.InvalidClient(`apps sending users back to ${block} are blocked on this server`);
   if (row.status === 'rejected') throw new errors.InvalidClient('this app was rejected by an administrator');
+  // Without RFC 7592 a registration never changes; what it may use is decided as a document's is.
+  const { policy_uri: _policy, tos_uri: _tos, ...registration } = row.registration;
+  let reviewed: ReturnType<typeof reviewedAsks>;
+  try {
+    reviewed = reviewedAsks({ scopes: row.scopes, redirectUris: row.redirect_uris, links: { policyUri: row.policy_uri, tosUri: row.tos_uri } }, { status: row.status, approved: approvalOf(row.approved) });
+  } catch (err) {
+    if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
+    throw err;
+  }
   return {
-    ...row.registration,
+    ...registration,
     client_id: clientId,
     response_modes: ['query'],
-    scope: clientScopes(row.scopes).join(' '),
-    cimd_status: row.status,
+    ...reviewed,
     // None: see the top of this file.
     cimd_host: null,
   };
