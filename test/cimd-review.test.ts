@@ -196,20 +196,25 @@ describe.each<Storage>(['redis', 'sql'])('a review covers what it saw (%s)', (st
     expect(none.stderr).toMatch(/no pending change: its document asks for nothing beyond what was approved/);
   });
 
-  it('the consent page: "Approved by" with only what was approved (an unapproved link is not shown); the link shows once its change is approved', async () => {
+  it('the consent page: "Approved by" speaks only for what was approved — a new scope never reaches it, an unapproved link is not shown; both do once the change is approved', async () => {
     const agent = await approvedAgent('/consent-links.json', { scope: 'PROFILE_READ' });
-    agent.set({ scope: 'PROFILE_READ', policy_uri: POLICY });
-    const consent = async () => {
+    agent.set({ scope: 'PROFILE_READ TEAM_BOOKING_WRITE', policy_uri: POLICY });
+    const consent = async (scope: string) => {
       const { challenge } = pkcePair();
-      return reachConsent(new Browser(), server.url, { client_id: agent.clientId, redirect_uri: AGENT_REDIRECT, scope: 'PROFILE_READ', state: 's', code_challenge: challenge, code_challenge_method: 'S256' }, await newUser(server));
+      return reachConsent(new Browser(), server.url, { client_id: agent.clientId, redirect_uri: AGENT_REDIRECT, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256' }, await newUser(server));
     };
-    let page = await consent();
+    // Asking for the new scope: the app hears invalid_scope; no page says "Approved by" beside it.
+    const widened = await consent('PROFILE_READ TEAM_BOOKING_WRITE');
+    expect(widened.$('.consent-review').text()).toBe('');
+    expect(new URL(widened.location!).searchParams.get('error')).toBe('invalid_scope');
+    let page = await consent('PROFILE_READ');
     expect(page.$('.consent-review').text()).toContain('Approved by');
+    expect(page.$('.consent-codes code').map((_, c) => page.$(c).text()).get()).toEqual(['PROFILE_READ']);
     expect(page.$('.consent-links').length).toBe(0);
-    expect((await show(agent.clientId)).pending_change).toMatchObject({ set_links: { policy_uri: POLICY } });
     expect((await cli('clients', 'approve-change', agent.clientId)).code).toBe(0);
-    page = await consent();
+    page = await consent('PROFILE_READ TEAM_BOOKING_WRITE');
     expect(page.$('.consent-review').text()).toContain('Approved by');
+    expect(page.$('.consent-codes code').map((_, c) => page.$(c).text()).get()).toEqual(['PROFILE_READ', 'TEAM_BOOKING_WRITE']);
     expect(page.$('.consent-links a').attr('href')).toBe(POLICY);
   });
 
