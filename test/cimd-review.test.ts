@@ -194,6 +194,12 @@ describe.each<Storage>(['redis', 'sql'])('a review covers what it saw (%s)', (st
     expect((await agentTokens(server.url, agent.clientId, await newUser(server), 'ORG_BOOKING_WRITE')).scope).toBe('ORG_BOOKING_WRITE');
     const none = await cli('clients', 'approve-change', agent.clientId);
     expect(none.stderr).toMatch(/no pending change: its document asks for nothing beyond what was approved/);
+    // Ids of no client, of any form: one clear refusal each, nothing changed.
+    for (const [id, reason] of [[`${docs.url}/never-seen.json`, /has been seen/], ['no-such-client', /no client/], ['x'.repeat(5000), /no client/]] as const) {
+      const refused = await cli('clients', 'approve-change', id);
+      expect(refused.code, id.slice(0, 40)).toBe(1);
+      expect(refused.stderr).toMatch(reason);
+    }
   });
 
   it('the consent page: "Approved by" speaks only for what was approved — a new scope never reaches it, an unapproved link is not shown; both do once the change is approved', async () => {
