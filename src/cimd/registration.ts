@@ -60,6 +60,8 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
   const kept: Record<string, unknown> = Object.fromEntries(KEPT.filter((k) => metadata[k] !== undefined).map((k) => [k, metadata[k]]));
   if (name) kept.client_name = name;
   const scopes = typeof metadata.scope === 'string' ? parseScopeList(metadata.scope).filter(isKnownScope) : [];
+  // Shown on the consent page once approved (approval.ts), under the rule of a document's links.
+  const links = documentLinks(metadata);
   await db('cimd_clients').insert({
     client_id: clientId,
     host: new URL(redirectUris[0]!).host.toLowerCase(),
@@ -68,7 +70,8 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
     name,
     redirect_uris: JSON.stringify(redirectUris),
     scopes: JSON.stringify(scopes),
-    ...Object.fromEntries(Object.entries(documentLinks(metadata)).map(([key, value]) => [key === 'policyUri' ? 'policy_uri' : 'tos_uri', value])),
+    policy_uri: links.policyUri,
+    tos_uri: links.tosUri,
     token_endpoint_auth_method: method,
   });
 }

@@ -35,14 +35,23 @@ export const MISSING_RESPONSE_TYPE = 'the response_type parameter is missing: th
 /** What the library says of a scope outside the client's (it checks before our extraParams.scope). */
 const SCOPE_NOT_ALLOWED = 'requested scope is not allowed';
 /** An approved agent's scopes that its document asks for but no administrator approved (src/cimd/approval.ts). */
-export const HELD_FOR_REVIEW = 'an administrator has not yet reviewed these scopes for this app: it may ask only for what was approved';
+const HELD_FOR_REVIEW = 'an administrator has not yet reviewed these scopes for this app: it may ask only for what was approved';
+
+/** The scopes asked for beyond the client's, when each is one an approval has not covered yet; else none. */
+function heldScopesAsked(params: { scope?: unknown } | undefined, client: object | undefined): string[] {
+  const asked = typeof params?.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
+  const own = new Set((client as { scope?: string } | undefined)?.scope?.split(' ') ?? []);
+  const beyond = asked.filter((s) => !own.has(s));
+  const held = heldForReview(client, beyond);
+  return held.length === beyond.length ? held : [];
+}
 
 /** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
 export function plainAuthorizationError(description: string, params: { response_type?: unknown; scope?: unknown } | undefined, client?: object): string {
   if (description === MISLEADING_RESPONSE_MODE && !params?.response_type) return MISSING_RESPONSE_TYPE;
   // Told why, as an unreviewed agent asking beyond its tier is (src/oauth/provider.ts, extraParams.scope).
-  const asked = typeof params?.scope === 'string' ? params.scope.split(' ') : [];
-  if (description === SCOPE_NOT_ALLOWED && heldForReview(client, asked).length) return `${HELD_FOR_REVIEW} (${heldForReview(client, asked).join(' ')})`;
+  const held = description === SCOPE_NOT_ALLOWED ? heldScopesAsked(params, client) : [];
+  if (held.length) return `${HELD_FOR_REVIEW} (${held.join(' ')})`;
   return description;
 }
 
