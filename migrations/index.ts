@@ -27,6 +27,7 @@ import * as m025 from './025_resource_uri.ts';
 import * as m026 from './026_cimd_clients.ts';
 import * as m027 from './027_form_submissions.ts';
 import * as m028 from './028_host_blocks_by_name.ts';
+import * as m029 from './029_cimd_approved_asks.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '026_cimd_clients': m026,
   '027_form_submissions': m027,
   '028_host_blocks_by_name': m028,
+  '029_cimd_approved_asks': m029,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -9,6 +9,7 @@ import { newUser, operator, REDIRECT } from './support/fixtures.ts';
 import { clientsCreate, clientsSetScopes, clientsSetStatus, usersSetAdmin } from '../src/admin/commands.ts';
 import { decideChange, pendingChangeOf } from '../src/clients/changes.ts';
 import { findClient } from '../src/clients/service.ts';
+import { admin as runAdmin } from './support/processes.ts';
 
 const BASE = '/settings/developer/oauth-clients';
 const POLICY = 'https://app.example.com/privacy';
@@ -108,6 +109,26 @@ describe('edits of a reviewed client (redis)', () => {
 
     await decideChange(server.system, change.id, true, { actor: 'user:admin' });
     expect(await findClient(server.system.db, created.client_id)).toMatchObject({ policyUri: evil, tosUri: null });
+  });
+
+  it('the operator scripts decide a pending change by the client id: reject-change keeps what was approved, approve-change applies it; none pending is refused', async () => {
+    const created = await clientsCreate(operator(server), { name: 'Scripted App', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] });
+    await server.system.db('oauth_clients').where('id', created.client_id).update({ owner_user_id: dev.id });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    const cli = (...args: string[]) => runAdmin(['--json', ...args], { DATABASE_URL: server.pg.url, REDIS_URL: server.redis!.url });
+    const browser = await signIn(dev);
+    const ask = () => postSettings(browser, created.client_id, { redirect_uris: REDIRECT, scope: ['PROFILE_READ', 'BOOKING_READ'] });
+    expect((await ask()).status).toBe(303);
+    const rejected = await cli('--reason', 'not needed', 'clients', 'reject-change', created.client_id);
+    expect(rejected.code, rejected.stderr).toBe(0);
+    expect(JSON.parse(rejected.stdout)).toMatchObject({ client_id: created.client_id, scopes: ['PROFILE_READ'] });
+    expect(await pendingChangeOf(server.system.db, created.client_id)).toBeUndefined();
+    expect((await ask()).status).toBe(303);
+    const approved = await cli('clients', 'approve-change', created.client_id);
+    expect(JSON.parse(approved.stdout)).toMatchObject({ scopes: ['PROFILE_READ', 'BOOKING_READ'] });
+    const none = await cli('clients', 'approve-change', created.client_id);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toMatch(/has no pending change/);
   });
 
   it("refuses an administrator's approval of a client whose links changed since the page showed it", async () => {

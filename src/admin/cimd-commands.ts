@@ -1,9 +1,10 @@
 // The operator scripts for client ID metadata document clients (docs/agents.md): `clients approve
-// URL` and `clients reject URL` (through clientsSetStatus), `clients show URL`, `clients
-// list-documents`, and `hosts block|unblock|list`.
+// URL` and `clients reject URL` (through clientsSetStatus), `clients approve-change URL` and
+// `clients reject-change URL` (what its document asks for beyond its approval), `clients show URL`,
+// `clients list-documents`, and `hosts block|unblock|list`.
 import type { AdminContext } from './commands.ts';
 import { InputError, NotFoundError } from '../errors.ts';
-import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdClient, findCimdClient, isCimdClientId, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, findCimdClient, isCimdClientId, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 import { CIMD_STATUSES, type CimdStatus } from '../cimd/store.ts';
 import type { ClientStatus } from '../clients/model.ts';
 import { coverage } from '../cimd/host-blocks.ts';
@@ -14,6 +15,10 @@ export async function cimdSetStatus(ctx: AdminContext, clientId: string, status:
   }
   await ctx.assertStoresReachable?.();
   return cimdClientJson(await decideCimdClient(ctx, clientId, status, ctx.by));
+}
+
+export async function cimdDecideChange(ctx: AdminContext, clientId: string, approve: boolean) {
+  return cimdClientJson(await decideCimdChange(ctx, clientId, approve, ctx.by));
 }
 
 export async function cimdShow(ctx: AdminContext, clientId: string) {

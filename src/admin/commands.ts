@@ -26,6 +26,7 @@ import {
 import { usersWithGrants } from '../clients/repository.ts';
 import { CLIENT_STATUSES, hasSecrets, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
 import { migrationStatus } from '../clients/legacy.ts';
+import { decideChange, pendingChangeOf } from '../clients/changes.ts';
 import { parseScopeArgs } from '../scopes.ts';
 import { InputError, NotFoundError } from '../errors.ts';
 import { parseDuration } from '../durations.ts';
@@ -199,6 +200,14 @@ export async function clientsChangeStatus(ctx: AdminContext, clientId: string, s
     return { client: clientJson(current), from: current.status, changed: false };
   }
   return { client: clientJson(await setClientStatus(ctx, clientId, status, ctx.by)), from: current.status, changed: true };
+}
+
+/** An administrator's decision on a registry client's pending change (the review page's), by the client's id. */
+export async function clientsDecideChange(ctx: AdminContext, clientId: string, approve: boolean) {
+  await getClient(ctx.db, clientId);
+  const change = await pendingChangeOf(ctx.db, clientId);
+  if (!change) throw new NotFoundError(`client ${clientId} has no pending change`);
+  return clientJson(await decideChange(ctx, change.id, approve, ctx.by));
 }
 
 /**

@@ -179,9 +179,10 @@ function table(headers: string[], rows: unknown[][]): string {
 }
 
 type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
-type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string | null };
+type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string | null; pending_change: { status: string } | null };
+const documentStatus = (c: DocumentRow) => `${c.status}${c.pending_change?.status === 'pending' ? ' (change pending)' : ''}${c.host_blocked ? ' (host blocked)' : ''}`;
 const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
-  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [c.host_blocked ? `${c.status} (host blocked)` : c.status, c.users, c.host ?? '(registered by itself)', c.client_id]));
+  table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [documentStatus(c), c.users, c.host ?? '(registered by itself)', c.client_id]));
 type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
   table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
@@ -328,6 +329,15 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
           { json: (r) => ('document' in r ? r.document : r.client) },
         ),
       );
+  }
+  for (const [name, approve, what] of [
+    ['approve-change', true, "approve a client's pending change: what an approved metadata-document or registered client (its URL or id) asks for beyond its approval, or a registry client's owner's widening edit"],
+    ['reject-change', false, "reject a client's pending change: the client keeps what was approved (a metadata document asking for the same again is not shown again)"],
+  ] as const) {
+    clients
+      .command(`${name} <id>`)
+      .description(what)
+      .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdDecideChange(ctx, id, approve) : commands.clientsDecideChange(ctx, id, approve)), printText));
   }
   clients
     .command('delete <id>')

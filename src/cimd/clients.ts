@@ -19,7 +19,8 @@ import { readDocument, type CimdDocument } from './document.ts';
 import { DocumentError, FETCH_TIMEOUT_MS, fetchDocument, ruledFetch } from './fetch.ts';
 import { UNLIMITED_FETCHES, type FetchBudget } from './fetch-limits.ts';
 import { hostnameOf, siteOf } from './host-blocks.ts';
-import { hostOf, readStanding, recordSighting, type CimdStatus } from './store.ts';
+import { hostOf, readStanding, recordSighting, type CimdStanding, type CimdStatus } from './store.ts';
+import { pendingChange, withinApproval, type ClientAsks } from './approval.ts';
 import type { Clock } from '../clock.ts';
 
 /** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
@@ -55,6 +56,8 @@ export interface CimdFacts {
    * without `scope` asks for (RFC 6749 3.3, a pre-defined default); null: it declared none.
    */
   default_scope?: string | null;
+  /** Scopes an approved client asks for beyond its approval: refused until an administrator reviews them (approval.ts). */
+  cimd_held_scopes?: string[];
 }
 
 /** The tier of a client the provider found: undefined for a client of the registry. */
@@ -68,8 +71,21 @@ export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.c
 /** What a request without `scope` asks for: the scope the client declared; none for a registry client (`scope` required). */
 export const defaultScopes = (client: object | undefined): string[] => (client as CimdFacts | undefined)?.default_scope?.split(' ').filter(Boolean) ?? [];
 
-/** The provider view's default_scope for declared scopes (known names only). */
-export const defaultScope = (declared: readonly string[]): string | null => (declared.length ? declared.join(' ') : null);
+/**
+ * The provider view's default_scope: the declared scopes the client may use now (`usable`, its
+ * view's scope: an approved client's approval holds back what it has not seen, so an omitted
+ * scope gets what was approved and no more).
+ */
+export const defaultScope = (declared: readonly string[], usable: string): string | null => {
+  const allowed = new Set(usable.split(' '));
+  const scopes = declared.filter((s) => allowed.has(s));
+  return scopes.length ? scopes.join(' ') : null;
+};
+/** Of `scopes`, those the client asks for that no administrator has approved yet (an approved client's document widened). */
+export const heldForReview = (client: object | undefined, scopes: readonly string[]): string[] => {
+  const held = (client as CimdFacts | undefined)?.cimd_held_scopes ?? [];
+  return scopes.filter((s) => held.includes(s));
+};
 
 
 /**
@@ -80,22 +96,42 @@ export const defaultScope = (declared: readonly string[]): string | null => (dec
  */
 export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
 
-function providerView(doc: CimdDocument, status: CimdStatus): AdapterPayload {
+/**
+ * What a metadata-document or registered client may use now: all it asks for while unreviewed (the
+ * tier limits it: tier.ts); once approved, what it asks within its approval (approval.ts), the
+ * rest held for review. Throws DocumentError when none of its approved redirect URIs is left.
+ */
+export function reviewedAsks(asks: ClientAsks, standing: Pick<CimdStanding, 'status' | 'approved'>) {
+  if (standing.status !== 'approved') return { redirect_uris: asks.redirectUris, scope: clientScopes(asks.scopes).join(' '), cimd_status: standing.status, cimd_held_scopes: [] as string[] };
+  // Approved before its approval was recorded cannot happen after migration 029; nothing approved is nothing usable.
+  const approved = standing.approved ?? { scopes: [], redirectUris: [], links: { policyUri: null, tosUri: null } };
+  const now = withinApproval(asks, approved);
+  if (!now.redirectUris.length) throw new DocumentError('none of the redirect URIs an administrator approved for this app is listed any more: its new ones wait for review');
+  return {
+    redirect_uris: now.redirectUris,
+    scope: now.scopes.join(' '),
+    ...(now.links.policyUri ? { policy_uri: now.links.policyUri } : {}),
+    ...(now.links.tosUri ? { tos_uri: now.links.tosUri } : {}),
+    cimd_status: standing.status,
+    cimd_held_scopes: pendingChange(asks, approved)?.addScopes ?? [],
+  };
+}
+
+function providerView(doc: CimdDocument, standing: CimdStanding): AdapterPayload {
   const isPublic = doc.authMethod === 'none';
+  const reviewed = reviewedAsks({ scopes: doc.scopes, redirectUris: doc.redirectUris, links: doc.links }, standing);
   return {
     client_id: doc.clientId,
     client_name: doc.name,
-    redirect_uris: doc.redirectUris,
     response_types: ['code'],
     response_modes: ['query'],
     grant_types: ['authorization_code', 'refresh_token'],
     // As for registered public clients (src/oauth/client-adapter.ts): loopback redirects on any port.
-    application_type: isPublic && doc.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
+    application_type: isPublic && reviewed.redirect_uris.some(isNativeRedirect) ? 'native' : 'web',
     token_endpoint_auth_method: doc.authMethod,
     ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
-    scope: clientScopes(doc.scopes).join(' '),
-    default_scope: defaultScope(doc.scopes),
-    cimd_status: status,
+    ...reviewed,
+    default_scope: defaultScope(doc.scopes, reviewed.scope),
     cimd_host: hostOf(doc.clientId),
   };
 }
@@ -203,7 +239,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
       if (standing.block) throw new DocumentError(`apps from ${standing.block} are blocked on this server`);
       if (standing.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
       const doc = await documentOf(clientId, url, requester, standing.known || kept.has(clientId));
-      return providerView(doc, standing.status);
+      return providerView(doc, standing);
     },
     forget: () => {
       kept.clear();

@@ -3,10 +3,11 @@
 // authenticate without a shared secret — `none` (a public client: PKCE required) or
 // `private_key_jwt` with a `jwks_uri`. Anything else is refused with the reason.
 import { InputError } from '../errors.ts';
-import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
+import { validateClientLink, validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
 import { DocumentError } from './fetch.ts';
 import { allowsLoopback, LOOPBACK_ADDRESS_ONLY } from '../http/loopback.ts';
+import type { ClientDocLinks } from './approval.ts';
 
 export type CimdAuthMethod = 'none' | 'private_key_jwt';
 
@@ -19,9 +20,29 @@ export interface CimdDocument {
   jwksUri?: string;
   /** Known scopes it asks for (its `scope`); empty: it did not say, and may ask for any user scope. */
   scopes: string[];
+  /** Its `policy_uri` and `tos_uri`, when usable as the registry's links are. */
+  links: ClientDocLinks;
 }
 
 const MAX_NAME = 100;
+
+/**
+ * The links a document or registration gives, each kept only if it passes the registry's rule for
+ * links (https, no credentials, no control characters): a link is shown, never needed, so one
+ * that does not pass is dropped rather than the client refused.
+ */
+export function documentLinks(d: Record<string, unknown>): ClientDocLinks {
+  const link = (value: unknown) => {
+    if (typeof value !== 'string') return null;
+    try {
+      return validateClientLink(value, 'link');
+    } catch (err) {
+      if (err instanceof InputError) return null;
+      throw err;
+    }
+  };
+  return { policyUri: link(d.policy_uri), tosUri: link(d.tos_uri) };
+}
 const refuse = (why: string): never => {
   throw new DocumentError(`the client_id metadata document ${why}`);
 };
@@ -61,5 +82,5 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
     throw err;
   }
   const scopes = typeof d.scope === 'string' ? parseScopeList(d.scope).filter(isKnownScope) : [];
-  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)] };
+  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)], links: documentLinks(d) };
 }

@@ -13,8 +13,10 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
-import { clientScopes, defaultScope } from './clients.ts';
-import { blockCovering, type CimdStatus } from './store.ts';
+import { defaultScope, reviewedAsks } from './clients.ts';
+import { documentLinks } from './document.ts';
+import { DocumentError } from './fetch.ts';
+import { approvalOf, blockCovering, type CimdStatus, type StoredApproval } from './store.ts';
 import { hostnameOf } from './host-blocks.ts';
 
 /**
@@ -58,6 +60,8 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
   const kept: Record<string, unknown> = Object.fromEntries(KEPT.filter((k) => metadata[k] !== undefined).map((k) => [k, metadata[k]]));
   if (name) kept.client_name = name;
   const scopes = typeof metadata.scope === 'string' ? parseScopeList(metadata.scope).filter(isKnownScope) : [];
+  // Shown on the consent page once approved (approval.ts), under the rule of a document's links.
+  const links = documentLinks(metadata);
   await db('cimd_clients').insert({
     client_id: clientId,
     host: new URL(redirectUris[0]!).host.toLowerCase(),
@@ -66,6 +70,8 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
     name,
     redirect_uris: JSON.stringify(redirectUris),
     scopes: JSON.stringify(scopes),
+    policy_uri: links.policyUri,
+    tos_uri: links.tosUri,
     token_endpoint_auth_method: method,
   });
 }
@@ -75,12 +81,15 @@ interface RegisteredRow {
   registration: Record<string, unknown>;
   redirect_uris: string[];
   scopes: string[];
+  policy_uri: string | null;
+  tos_uri: string | null;
+  approved: StoredApproval | null;
 }
 
 /** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
 export async function registeredClient(deps: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await deps.records.read('client', clientId, async () => {
-    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes');
+    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved');
     return found ?? null;
   });
   if (!row) return undefined;
@@ -88,13 +97,21 @@ export async function registeredClient(deps: { db: Db; records: RecordCache }, c
   const block = blocks.find((b) => b !== undefined);
   if (block) throw new errors.InvalidClient(`apps sending users back to ${block} are blocked on this server`);
   if (row.status === 'rejected') throw new errors.InvalidClient('this app was rejected by an administrator');
+  // Without RFC 7592 a registration never changes; what it may use is decided as a document's is.
+  const { policy_uri: _policy, tos_uri: _tos, ...registration } = row.registration;
+  let reviewed: ReturnType<typeof reviewedAsks>;
+  try {
+    reviewed = reviewedAsks({ scopes: row.scopes, redirectUris: row.redirect_uris, links: { policyUri: row.policy_uri, tosUri: row.tos_uri } }, { status: row.status, approved: approvalOf(row.approved) });
+  } catch (err) {
+    if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
+    throw err;
+  }
   return {
-    ...row.registration,
+    ...registration,
     client_id: clientId,
     response_modes: ['query'],
-    scope: clientScopes(row.scopes).join(' '),
-    default_scope: defaultScope(row.scopes),
-    cimd_status: row.status,
+    ...reviewed,
+    default_scope: defaultScope(row.scopes, reviewed.scope),
     // None: see the top of this file.
     cimd_host: null,
   };

@@ -1,13 +1,16 @@
 // An administrator's decisions on metadata-document clients (docs/agents.md), for the review page
-// (src/web/admin-review.ts) and the operator scripts (src/admin/): approve (the full tier: the
-// scopes its document asks for, as any approved client), reject (invalid_client from then on, and
-// everything it was issued revoked), block a host (every client whose document it serves refused,
-// now and later, with everything they were issued), unblock. Each is recorded in the audit trail.
+// (src/web/admin-review.ts) and the operator scripts (src/admin/): approve (the full tier, for the
+// scopes, redirect URIs and links its document asked for when last seen: what the administrator
+// saw, recorded with the decision), reject (invalid_client from then on, and everything it was
+// issued revoked), decide a pending change (what an approved client's document asks for beyond
+// its approval: approval.ts), block a host (every client whose document it serves refused, now and
+// later, with everything they were issued), unblock. Each is recorded in the audit trail.
 import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
-import { NotFoundError } from '../errors.ts';
-import { blockedHosts, blockHost, findCimdClient, listCimdClients, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
+import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from './approval.ts';
 import { isUrlClientId } from './client-id.ts';
 import { blockName } from './host-blocks.ts';
 
@@ -32,18 +35,61 @@ async function revokeIssued(deps: Deps, clientId: string): Promise<void> {
   await deps.db('user_grants').where('client_id', clientId).delete();
 }
 
-export async function decideCimdClient(deps: Deps, clientId: string, to: Exclude<CimdStatus, 'unreviewed'>, by: Actor): Promise<CimdClientRow> {
-  const current = await seenClient(deps, clientId);
-  if (current.status !== to) {
-    await deps.db.transaction(async (trx) => {
-      await setStatus(trx, deps.records, clientId, to, by.actor);
-      await recordAudit(trx, { actor: by.actor, action: `cimd.${to}`, clientId, details: { from: current.status, host: current.host, ...(by.reason ? { reason: by.reason } : {}) } });
-    });
-  }
+/** What a decision was made on: the fingerprint the review page showed (CimdClientRow.seen), when it has one. */
+export interface Seen {
+  seen?: string | undefined;
+}
+
+const changedSinceSeen = () => new ConflictError('what this app asks for changed since it was shown: nothing was decided; look at it again');
+
+export async function decideCimdClient(deps: Deps, clientId: string, to: Exclude<CimdStatus, 'unreviewed'>, by: Actor, { seen }: Seen = {}): Promise<CimdClientRow> {
+  await seenClient(deps, clientId);
+  await deps.db.transaction(async (trx) => {
+    const current = (await findCimdClient(trx, clientId, { lock: true }))!;
+    if (current.status === to) return;
+    if (to === 'approved' && seen !== undefined && seen !== current.seen) throw changedSinceSeen();
+    // An approval covers what its document asked for as last seen: what the review showed.
+    const covers = to === 'approved' ? asksOf(current) : undefined;
+    await setStatus(trx, deps.records, clientId, to, by.actor, covers);
+    const details = { from: current.status, host: current.host, ...(covers ? { approved: approvalJson(covers) } : {}) };
+    await recordAudit(trx, { actor: by.actor, action: `cimd.${to}`, clientId, details: { ...details, ...(by.reason ? { reason: by.reason } : {}) } });
+  });
   // Also when already rejected: repeating it sweeps again what a first run could not reach.
   if (to === 'rejected') await revokeIssued(deps, clientId);
   return (await findCimdClient(deps.db, clientId))!;
 }
+
+/**
+ * An administrator's decision on what an approved client's document asks for beyond its approval:
+ * approved, the approval covers it from then on; rejected, the client keeps what was approved and
+ * the change is not shown again while its document asks for exactly that.
+ */
+export async function decideCimdChange(deps: Deps, clientId: string, approve: boolean, by: Actor, { seen }: Seen = {}): Promise<CimdClientRow> {
+  await seenClient(deps, clientId);
+  await deps.db.transaction(async (trx) => {
+    const current = (await findCimdClient(trx, clientId, { lock: true }))!;
+    const change = current.pendingChange;
+    if (current.status !== 'approved' || !current.approved || !change || (!approve && change.rejected)) {
+      throw new NotFoundError(`${clientId} has no pending change: ${current.status === 'approved' ? 'its document asks for nothing beyond what was approved' : `it is ${current.status}; decide on the app itself`}`);
+    }
+    if (seen !== undefined && seen !== current.seen) throw changedSinceSeen();
+    if (approve) await setApproval(trx, deps.records, clientId, widenApproval(current.approved, change));
+    else await setChangeRejected(trx, clientId, change);
+    const details = { host: current.host, ...changeJson(change), ...(by.reason ? { reason: by.reason } : {}) };
+    await recordAudit(trx, { actor: by.actor, action: approve ? 'cimd.change_approved' : 'cimd.change_rejected', clientId, details });
+  });
+  return (await findCimdClient(deps.db, clientId))!;
+}
+
+const linksJson = (links: ClientDocLinks) => ({ policy_uri: links.policyUri, tos_uri: links.tosUri });
+const approvalJson = (a: ClientAsks) => ({ scopes: a.scopes, redirect_uris: a.redirectUris, links: linksJson(a.links) });
+
+/** A pending change as the scripts and the audit trail spell it. */
+const changeJson = (change: CimdPendingChange) => ({
+  add_scopes: change.addScopes,
+  add_redirect_uris: change.addRedirectUris,
+  set_links: change.setLinks && linksJson(change.setLinks),
+});
 
 export async function blockCimdHost(deps: Deps, value: string, by: Actor): Promise<{ host: string; blocked: true; clients: string[] }> {
   const host = blockName(value);
@@ -77,6 +123,10 @@ export const cimdClientJson = (c: CimdClientRow) => ({
   name: c.name,
   redirect_uris: c.redirectUris,
   scopes: c.scopes,
+  links: linksJson(c.links),
+  // What the approval covered, and what the document asks for beyond it (approval.ts).
+  approved: c.approved && approvalJson(c.approved),
+  pending_change: c.pendingChange && { ...changeJson(c.pendingChange), status: c.pendingChange.rejected ? 'rejected' : 'pending' },
   token_endpoint_auth_method: c.authMethod,
   users: c.users,
   first_seen_at: c.firstSeenAt.toISOString(),

@@ -1,5 +1,6 @@
-// The rows of client ID metadata document clients (migration 026): what each document said when
-// last fetched, an administrator's decision, and the blocked hosts. Every change is announced to
+// The rows of client ID metadata document clients (migrations 026, 029): what each document said
+// when last fetched, an administrator's decision and what it covered (approval.ts), and the
+// blocked hosts. Every change is announced to
 // the record cache under the client's id, so every instance reads the new status at once (and the
 // token cache drops what it knew about the client's tokens: src/system.ts).
 import type { Knex } from 'knex';
@@ -7,6 +8,7 @@ import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { CimdDocument } from './document.ts';
 import { covers, hostnameOf, hostnameOfHost, siteOf } from './host-blocks.ts';
+import { fingerprint, pendingChange, type CimdPendingChange, type ClientAsks } from './approval.ts';
 
 type Q = Db | Knex.Transaction;
 
@@ -20,7 +22,22 @@ export interface CimdStanding {
   known: boolean;
   /** The block that covers its host (host-blocks.ts): refused whatever its status. */
   block: string | undefined;
+  /** What its approval covered; null until approved. */
+  approved: ClientAsks | null;
 }
+
+/** The `approved` column as stored (migration 029). */
+export interface StoredApproval {
+  scopes: string[];
+  redirect_uris: string[];
+  policy_uri: string | null;
+  tos_uri: string | null;
+}
+
+export const approvalOf = (stored: StoredApproval | null | undefined): ClientAsks | null =>
+  stored ? { scopes: stored.scopes, redirectUris: stored.redirect_uris, links: { policyUri: stored.policy_uri, tosUri: stored.tos_uri } } : null;
+
+const storedApproval = (a: ClientAsks): StoredApproval => ({ scopes: a.scopes, redirect_uris: a.redirectUris, policy_uri: a.links.policyUri, tos_uri: a.links.tosUri });
 
 export interface CimdClientRow {
   clientId: string;
@@ -29,6 +46,7 @@ export interface CimdClientRow {
   name: string | null;
   redirectUris: string[];
   scopes: string[];
+  links: ClientAsks['links'];
   authMethod: string | null;
   registered: boolean;
   hostBlocked: boolean;
@@ -37,7 +55,16 @@ export interface CimdClientRow {
   decidedAt: Date | null;
   decidedBy: string | null;
   users: number;
+  /** What its approval covers while it is approved; null otherwise. */
+  approved: ClientAsks | null;
+  /** An approved client's document asking for more than was approved (rejected: an administrator said no to exactly this). */
+  pendingChange: (CimdPendingChange & { rejected: boolean }) | null;
+  /** The fingerprint of what the review showed of it (its asks; its pending change once approved). */
+  seen: string;
 }
+
+/** What a row says the client asks for (its document as last seen, or its registration). */
+export const asksOf = (r: { scopes: string[]; redirectUris: string[]; links: ClientAsks['links'] }): ClientAsks => ({ scopes: r.scopes, redirectUris: r.redirectUris, links: r.links });
 
 /** A document client's host as shown and recorded: lower-case, with its port when it has one. */
 export const hostOf = (clientId: string) => new URL(clientId).host.toLowerCase();
@@ -59,10 +86,10 @@ export async function readStanding(deps: { db: Db; records: RecordCache }, clien
   // Two records: the client's (announced on decisions and when first recorded) and its site's
   // blocks (announced on block and unblock, which also reaches clients never seen, without rows).
   const [row, block] = await Promise.all([
-    deps.records.read('client', clientId, async () => (await deps.db('cimd_clients').where('client_id', clientId).first('status')) ?? null),
+    deps.records.read('client', clientId, async () => (await deps.db('cimd_clients').where('client_id', clientId).first('status', 'approved')) ?? null),
     blockCovering(deps, hostnameOf(clientId)),
   ]);
-  return { status: (row?.status ?? 'unreviewed') as CimdStatus, known: row !== null, block };
+  return { status: (row?.status ?? 'unreviewed') as CimdStatus, known: row !== null, block, approved: approvalOf(row?.approved) };
 }
 
 /** A fetched document, recorded: new clients appear in the review list as unreviewed. */
@@ -71,6 +98,8 @@ export async function recordSighting(q: Q, records: RecordCache, doc: CimdDocume
     name: doc.name,
     redirect_uris: JSON.stringify(doc.redirectUris),
     scopes: JSON.stringify(doc.scopes),
+    policy_uri: doc.links.policyUri,
+    tos_uri: doc.links.tosUri,
     token_endpoint_auth_method: doc.authMethod,
     last_seen_at: q.fn.now(),
   };
@@ -80,10 +109,23 @@ export async function recordSighting(q: Q, records: RecordCache, doc: CimdDocume
   if (row?.inserted) await records.announce(q, 'client', doc.clientId);
 }
 
-export async function setStatus(q: Q, records: RecordCache, clientId: string, status: CimdStatus, by: string): Promise<boolean> {
-  const changed = await q('cimd_clients').where('client_id', clientId).update({ status, decided_at: q.fn.now(), decided_by: by });
+/** A decision; an approval records what it covers (`approved`: what the administrator saw). */
+export async function setStatus(q: Q, records: RecordCache, clientId: string, status: CimdStatus, by: string, approved?: ClientAsks): Promise<boolean> {
+  const covered = approved ? { approved: JSON.stringify(storedApproval(approved)), change_rejected: null } : {};
+  const changed = await q('cimd_clients').where('client_id', clientId).update({ status, decided_at: q.fn.now(), decided_by: by, ...covered });
   await records.announce(q, 'client', clientId);
   return changed > 0;
+}
+
+/** An approved client's approval, widened by a change an administrator approved. */
+export async function setApproval(q: Q, records: RecordCache, clientId: string, approved: ClientAsks): Promise<void> {
+  await q('cimd_clients').where('client_id', clientId).update({ approved: JSON.stringify(storedApproval(approved)), change_rejected: null });
+  await records.announce(q, 'client', clientId);
+}
+
+/** Remembers that an administrator rejected this pending change (nothing the client uses changes). */
+export async function setChangeRejected(q: Q, clientId: string, change: CimdPendingChange): Promise<void> {
+  await q('cimd_clients').where('client_id', clientId).update({ change_rejected: fingerprint(change) });
 }
 
 /**
@@ -129,8 +171,12 @@ interface Row {
   name: string | null;
   redirect_uris: string[];
   scopes: string[];
+  policy_uri: string | null;
+  tos_uri: string | null;
   token_endpoint_auth_method: string | null;
   registered: boolean;
+  approved: StoredApproval | null;
+  change_rejected: string | null;
   first_seen_at: Date;
   last_seen_at: Date;
   decided_at: Date | null;
@@ -138,22 +184,29 @@ interface Row {
   users: string | number;
 }
 
-const toRow = (r: Row, blocks: string[]): CimdClientRow => ({
-  clientId: r.client_id,
-  host: r.host,
-  status: r.status,
-  name: r.name,
-  redirectUris: r.redirect_uris,
-  scopes: r.scopes,
-  authMethod: r.token_endpoint_auth_method,
-  registered: r.registered,
-  hostBlocked: isCovered(blocks, r),
-  firstSeenAt: r.first_seen_at,
-  lastSeenAt: r.last_seen_at,
-  decidedAt: r.decided_at,
-  decidedBy: r.decided_by,
-  users: Number(r.users),
-});
+function toRow(r: Row, blocks: string[]): CimdClientRow {
+  const asks = { scopes: r.scopes, redirectUris: r.redirect_uris, links: { policyUri: r.policy_uri, tosUri: r.tos_uri } };
+  const approved = r.status === 'approved' ? approvalOf(r.approved) : null;
+  const change = approved ? pendingChange(asks, approved) : undefined;
+  return {
+    clientId: r.client_id,
+    host: r.host,
+    status: r.status,
+    name: r.name,
+    ...asks,
+    authMethod: r.token_endpoint_auth_method,
+    registered: r.registered,
+    hostBlocked: isCovered(blocks, r),
+    firstSeenAt: r.first_seen_at,
+    lastSeenAt: r.last_seen_at,
+    decidedAt: r.decided_at,
+    decidedBy: r.decided_by,
+    users: Number(r.users),
+    approved,
+    pendingChange: change ? { ...change, rejected: fingerprint(change) === r.change_rejected } : null,
+    seen: fingerprint(change ?? asks),
+  };
+}
 
 function listing(q: Q) {
   return q('cimd_clients as c')
@@ -168,7 +221,9 @@ export async function listCimdClients(q: Q, filter: { status?: CimdStatus; limit
   return rows.map((r) => toRow(r, blocks));
 }
 
-export async function findCimdClient(q: Q, clientId: string): Promise<CimdClientRow | undefined> {
+/** One client, as listed; `lock`: its row locked for a decision (within a transaction). */
+export async function findCimdClient(q: Q, clientId: string, { lock = false } = {}): Promise<CimdClientRow | undefined> {
+  if (lock) await q('cimd_clients').where('client_id', clientId).forUpdate().first('client_id');
   const [row, blocks] = await Promise.all([listing(q).where('c.client_id', clientId).first() as Promise<Row | undefined>, q('cimd_blocked_hosts').pluck('host') as Promise<string[]>]);
   return row && toRow(row, blocks);
 }

@@ -26,14 +26,18 @@ export function unreviewedApp(client: object): { host: string | null } | undefin
 /**
  * What the consent page's facts say of a metadata-document or self-registered client, in place of
  * the registry's: it is reviewed when approved, and who stands behind it is the host that
- * publishes its document — or nobody known, for a client that registered itself.
+ * publishes its document — or nobody known, for a client that registered itself. Its links are
+ * those an administrator approved (the provider's view holds no other: clients.ts reviewedAsks);
+ * an unreviewed client shows none.
  */
-export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string } | undefined; byOperators?: boolean; selfRegistered?: boolean } {
+export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string } | undefined; byOperators?: boolean; selfRegistered?: boolean; policyUri?: string | null; tosUri?: string | null } {
   const facts = cimdFacts(client);
   if (!facts) return {};
   const reviewed = facts.cimd_status === 'approved';
-  if (facts.cimd_host === null) return { reviewed, developer: undefined, byOperators: false, selfRegistered: true };
-  return { reviewed, developer: { name: '', email: facts.cimd_host }, byOperators: false };
+  const { policyUri, tosUri } = client as { policyUri?: string; tosUri?: string };
+  const links = { policyUri: (reviewed && policyUri) || null, tosUri: (reviewed && tosUri) || null };
+  if (facts.cimd_host === null) return { reviewed, developer: undefined, byOperators: false, selfRegistered: true, ...links };
+  return { reviewed, developer: { name: '', email: facts.cimd_host }, byOperators: false, ...links };
 }
 
 /** The scopes a client may be granted now: its own, only user scopes while it is an unreviewed metadata-document client. */

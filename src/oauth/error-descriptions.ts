@@ -6,6 +6,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { codeRefusalOf, type CodeRefusal } from '../fast/library.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { AUTHORIZATION_CODE_TTL } from './provider.ts';
+import { heldForReview } from '../cimd/clients.ts';
 
 const AGAIN = 'start the authorization again for a new code';
 
@@ -31,9 +32,26 @@ export function describeCodeRefusal(ctx: KoaContextWithOIDC, err: Error & { erro
 const MISLEADING_RESPONSE_MODE = 'requested response_mode is not allowed for this client or request';
 export const MISSING_RESPONSE_TYPE = 'the response_type parameter is missing: this server supports response_type=code';
 
+/** What the library says of a scope outside the client's (it checks before our extraParams.scope). */
+const SCOPE_NOT_ALLOWED = 'requested scope is not allowed';
+/** An approved agent's scopes that its document asks for but no administrator approved (src/cimd/approval.ts). */
+const HELD_FOR_REVIEW = 'an administrator has not yet reviewed these scopes for this app: it may ask only for what was approved';
+
+/** The scopes asked for beyond the client's, when each is one an approval has not covered yet; else none. */
+function heldScopesAsked(params: { scope?: unknown } | undefined, client: object | undefined): string[] {
+  const asked = typeof params?.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
+  const own = new Set((client as { scope?: string } | undefined)?.scope?.split(' ') ?? []);
+  const beyond = asked.filter((s) => !own.has(s));
+  const held = heldForReview(client, beyond);
+  return held.length === beyond.length ? held : [];
+}
+
 /** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
-export function plainAuthorizationError(description: string, params: { response_type?: unknown } | undefined): string {
+export function plainAuthorizationError(description: string, params: { response_type?: unknown; scope?: unknown } | undefined, client?: object): string {
   if (description === MISLEADING_RESPONSE_MODE && !params?.response_type) return MISSING_RESPONSE_TYPE;
+  // Told why, as an unreviewed agent asking beyond its tier is (src/oauth/provider.ts, extraParams.scope).
+  const held = description === SCOPE_NOT_ALLOWED ? heldScopesAsked(params, client) : [];
+  if (held.length) return `${HELD_FOR_REVIEW} (${held.join(' ')})`;
   return description;
 }
 
@@ -54,7 +72,7 @@ export async function plainAuthorizationRedirects(ctx: KoaContextWithOIDC, next:
   }
   const description = url.searchParams.get('error_description');
   if (!url.searchParams.get('error') || description === null) return;
-  const plain = plainAuthorizationError(description, ctx.oidc.params);
+  const plain = plainAuthorizationError(description, ctx.oidc.params, ctx.oidc.client);
   if (plain === description) return;
   url.searchParams.set('error_description', plain);
   ctx.redirect(url.href);

@@ -223,7 +223,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host', 'default_scope'],
+      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host', 'default_scope', 'cimd_held_scopes'],
       validator() {},
     },
 

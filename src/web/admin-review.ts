@@ -18,7 +18,7 @@ import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { blockCimdHost, blockedHosts, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
 /** Metadata-document clients listed on the page (the scripts list them all: clients list-documents). */
@@ -144,7 +144,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     }
   });
 
-  // A metadata-document client: approve (full tier), reject, or block its host. Its id is a URL:
+  // A metadata-document client: approve (full tier), reject, decide its pending change, or block its host. Its id is a URL:
   // it travels in the form, not the path.
   router.post(`${BASE}/documents`, ...admin, formBody, requireCsrf, once, async (ctx) => {
     const back = `${BASE}#metadata-documents`;
@@ -152,10 +152,18 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const action = field(ctx, 'action');
     const decision = by(ctx);
     try {
+      // The fingerprint of what the page showed: a decision on what was reviewed (src/cimd/review.ts).
+      const seen = { seen: field(ctx, 'seen') || undefined };
       if (action === 'approve' || action === 'reject') {
         if (action === 'reject' && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
-        await decideCimdClient(deps, clientId, action === 'approve' ? 'approved' : 'rejected', decision);
+        await decideCimdClient(deps, clientId, action === 'approve' ? 'approved' : 'rejected', decision, seen);
         return redirectWithFlash(ctx, back, { type: 'ok', text: `${clientId}: ${action === 'approve' ? 'approved' : 'rejected: its tokens were revoked'}.` });
+      }
+      if (action === 'approve_change' || action === 'reject_change') {
+        const approve = action === 'approve_change';
+        if (!approve && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
+        await decideCimdChange(deps, clientId, approve, decision, seen);
+        return redirectWithFlash(ctx, back, { type: 'ok', text: `${clientId}: change ${approve ? 'approved' : 'rejected: it keeps what was approved'}.` });
       }
       if (action === 'block_host') {
         const { host } = await blockCimdHost(deps, field(ctx, 'host'), decision);

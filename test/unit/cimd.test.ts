@@ -85,7 +85,10 @@ describe('what a document must say', () => {
   const id = 'https://agent.example/c.json';
   const ok = { client_id: id, client_name: 'Agent', redirect_uris: ['https://agent.example/cb'], token_endpoint_auth_method: 'none', scope: 'PROFILE_READ NOT_A_SCOPE ORG_BOOKING_READ' };
   it('a public client with exact redirect URIs; unknown scopes ignored', () => {
-    expect(readDocument(JSON.stringify(ok), id)).toEqual({ clientId: id, name: 'Agent', redirectUris: ['https://agent.example/cb'], authMethod: 'none', scopes: ['PROFILE_READ', 'ORG_BOOKING_READ'] });
+    expect(readDocument(JSON.stringify(ok), id)).toEqual({ clientId: id, name: 'Agent', redirectUris: ['https://agent.example/cb'], authMethod: 'none', scopes: ['PROFILE_READ', 'ORG_BOOKING_READ'], links: { policyUri: null, tosUri: null } });
+  });
+  it('its links: an https policy_uri and tos_uri kept; one that is not usable as a link dropped, the document still used', () => {
+    expect(readDocument(JSON.stringify({ ...ok, policy_uri: 'https://agent.example/privacy', tos_uri: 'javascript:alert(1)' }), id).links).toEqual({ policyUri: 'https://agent.example/privacy', tosUri: null });
   });
   it('private_key_jwt with an https jwks_uri', () => {
     expect(readDocument(JSON.stringify({ ...ok, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://agent.example/jwks' }), id)).toMatchObject({ authMethod: 'private_key_jwt', jwksUri: 'https://agent.example/jwks' });
