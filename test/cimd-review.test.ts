@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { newUser, operator } from './support/fixtures.ts';
 import { Browser, type Page } from './support/browser.ts';
-import { authorizeUrl, reachConsent, type TestUser } from './support/oauth.ts';
-import { AGENT_REDIRECT, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { authorizeUrl, reachConsent, tokenRequest, type TestUser } from './support/oauth.ts';
+import { AGENT_REDIRECT, agentCode, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { decideCimdClient } from '../src/cimd/review.ts';
 import { usersSetAdmin } from '../src/admin/commands.ts';
@@ -102,6 +102,18 @@ describe.each<Storage>(['redis', 'sql'])('a review covers what it saw (%s)', (st
     await expectScopeRefused(agent.clientId, 'ORG_EVENT_TYPE_WRITE', HELD);
     // What was approved still works, as before the document changed.
     expect((await agentTokens(server.url, agent.clientId, await newUser(server), 'PROFILE_READ BOOKING_READ')).scope).toBe('PROFILE_READ BOOKING_READ');
+  });
+
+  it('an approved document that widens its scope and an authorization request without scope: the default is what was approved of it, no more', async () => {
+    const agent = await approvedAgent('/widens-default.json', { scope: 'PROFILE_READ BOOKING_READ' });
+    agent.set({ scope: 'PROFILE_READ BOOKING_READ SCHEDULE_READ' });
+    expect((await agentTokens(server.url, agent.clientId, await newUser(server), undefined)).scope).toBe('PROFILE_READ BOOKING_READ');
+    // Once the change is approved, the omitted scope asks for all of it (the consent's scopes, then the token's).
+    await cli('clients', 'approve-change', agent.clientId);
+    const { code, verifier } = await agentCode(server.url, agent.clientId, await newUser(server), undefined);
+    const res = await tokenRequest(server.url, { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, client_id: agent.clientId, code_verifier: verifier });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.scope).toBe('PROFILE_READ BOOKING_READ SCHEDULE_READ');
   });
 
   it('a new redirect URI in an approved document is refused (the error page, no redirect) until reviewed; the approved one still works', async () => {
