@@ -1,26 +1,15 @@
 // Organizations, teams, memberships and installations as an operator (or a platform sync) makes
-// them, through the operator scripts in-process on PostgreSQL; the lifecycle's actions on the embedded PGlite.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// them, through the operator scripts in-process on PostgreSQL (the same actions on the embedded
+// PGlite: test/embedded-store.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin as runAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal as refused, useAdminCli } from './support/admin-cli.ts';
-import { connectDb, type Db } from '../src/storage/db.ts';
+import type { Db } from '../src/storage/db.ts';
 import * as store from '../src/orgs/store.ts';
 import { updateClient } from '../src/clients/repository.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { loadConfig } from '../src/config.ts';
 import { seedDemo } from '../src/demo.ts';
-import { copyMigratedDataDir } from './support/embedded-template.ts';
-import * as commands from '../src/admin/commands.ts';
-import type { AdminContext } from '../src/admin/commands.ts';
-import { orgsSetAppPolicyWithEffects } from '../src/admin/installation-commands.ts';
-import type { PasswordDeps } from '../src/accounts/store.ts';
-import { passwordHashing } from '../src/accounts/password.ts';
-import { uncachedRecords } from '../src/storage/record-cache.ts';
-import { clientArtifacts } from '../src/storage/client-artifacts.ts';
-import { webhookOutbox } from '../src/webhooks/outbox.ts';
 
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
@@ -320,57 +309,6 @@ describe('organization store', () => {
     expect(await store.settleRequests(db(), { clientId: 'store-app', orgId: org.id }, 'approved')).toBe(1);
     expect(await store.pendingRequests(db(), org.id)).toEqual([]);
     await expect(store.saveInstallation(db(), { ...input, orgId: 999999 })).rejects.toThrow(/no client .* or no organization/);
-  });
-});
-
-// The scripts' actions on the embedded database, where PGlite answers differently from the pg
-// driver: row counts of delete/update, jsonb parameters, error codes, no NOTIFY. The same
-// functions the scripts run (src/admin/commands.ts), on one connection: each script opens the
-// database anew (about a second of CPU), and opening it from a script is test/embedded.test.ts's.
-describe('organization scripts on the embedded database (PGlite)', () => {
-  let dataDir: string;
-  let umask: number;
-  let db: Db;
-  let ctx: AdminContext & PasswordDeps;
-  beforeAll(async () => {
-    // Opening the data directory tightens this process's umask (src/storage/data-dir.ts): put back after.
-    umask = process.umask(0o022);
-    process.umask(umask);
-    dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'orgs-pglite-')), 'data');
-    await copyMigratedDataDir(dataDir); // migrated, as `migrate` leaves it
-    db = connectDb({ databaseUrl: undefined, dataDir });
-    // What a script's session holds (src/admin/program.ts): no cache, no Redis, no webhook queue.
-    ctx = { db, records: uncachedRecords(), artifacts: clientArtifacts(db), outbox: webhookOutbox(db), by: { actor: 'operator:test' }, passwords: passwordHashing({ logN: 10 }) };
-    expect(await commands.migrate(db)).toEqual({ applied: [] });
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    process.umask(umask);
-    fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
-  });
-
-  it('creates an organization, teams and memberships; refuses a team member outside the organization', async () => {
-    const alice = await commands.usersCreate(ctx, { email: 'alice@example.com', password: 'correct horse' });
-    const bob = await commands.usersCreate(ctx, { email: 'bob@example.com', password: 'correct horse' });
-    const org = await commands.orgsCreate(ctx, { name: 'Embedded Org' });
-    const team = await commands.teamsCreate(ctx, { name: 'Crew', org: String(org.id) });
-    expect(await commands.orgsAddMember(ctx, String(org.id), 'alice@example.com', { role: 'owner' })).toEqual({ org_id: org.id, user_id: alice.id, role: 'owner' });
-    expect(await commands.teamsAddMember(ctx, String(team.id), String(alice.id), { role: 'admin' })).toEqual({ team_id: team.id, user_id: alice.id, role: 'admin' });
-    await expect(commands.teamsAddMember(ctx, String(team.id), String(bob.id))).rejects.toThrow(/not a member of organization/);
-    expect((await orgsSetAppPolicyWithEffects(ctx, String(org.id), 'approval')).app_policy).toBe('approval');
-    const shown = await commands.orgsShow(ctx, String(org.id));
-    expect(shown.teams).toEqual([{ id: team.id, name: 'Crew', org_id: org.id, members: [{ user_id: alice.id, role: 'admin' }] }]);
-    expect(await commands.installationsList(ctx, { org: String(org.id) })).toEqual({ installations: [] });
-    const app = await commands.clientsCreate(ctx, { name: 'App', redirectUri: ['https://app.example/cb'], scope: ['PROFILE_READ'] });
-    expect((await commands.clientsSetScopes(ctx, app.client_id, ['PROFILE_READ', 'BOOKING_READ'], { optional: ['BOOKING_READ'] })).optional_scopes).toEqual(['BOOKING_READ']);
-
-    // The store's counts on PGlite (knex resolves delete/update to an object there).
-    expect(await store.removeOrgMember(db, org.id, alice.id)).toBe(true);
-    expect(await store.teamsOfUser(db, alice.id)).toEqual([]);
-    expect(await store.removeTeamMember(db, team.id, alice.id)).toBe(false);
-    // A change of scopes by another path keeps the optional ones that remain (the jsonb filter on PGlite).
-    await db.transaction((trx) => updateClient(trx, app.client_id, { scopes: ['BOOKING_READ', 'SCHEDULE_READ'] }));
-    expect(await db('oauth_clients').where('id', app.client_id).first('optional_scopes')).toEqual({ optional_scopes: ['BOOKING_READ'] });
   });
 });
 
