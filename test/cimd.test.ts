@@ -9,7 +9,8 @@ import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth
 import { AGENT_REDIRECT, agentCode, agentTokens, logSink, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/cimd/review.ts';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
+import { REFUSAL_KEPT_MS, UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
+import { testClock } from './support/clock.ts';
 
 /** A client assertion (RFC 7523) signed with ES256, by hand: header.payload.signature. */
 function clientAssertion(privateKey: ReturnType<typeof generateKeyPairSync>['privateKey'], clientId: string, audience: string): string {
@@ -50,8 +51,10 @@ describe('client ID metadata documents (redis)', () => {
   let server: TestServer;
   let docs: DocumentServer;
   const logged = logSink();
+  // Moved past the refusal memory by the test of it, and back after.
+  const clock = testClock();
   beforeAll(async () => {
-    [server, docs] = await Promise.all([startTestServer(storage, LOOPBACK, { log: logged.log }), startDocumentServer()]);
+    [server, docs] = await Promise.all([startTestServer(storage, LOOPBACK, { log: logged.log, clock }), startDocumentServer()]);
   });
   afterAll(async () => {
     await Promise.all([server?.close(), docs?.close()]);
@@ -244,6 +247,25 @@ describe('client ID metadata documents (redis)', () => {
     expect((await tokenEndpointSays(server, clientId)).body).toEqual({ error: 'invalid_client', error_description: UNUSABLE_DOCUMENT });
     expect(docs.hits.get('/refused-once.json')).toBe(1);
     expect(logged.reasonFor(clientId)).toEqual([expect.stringMatching(/status 500/)]);
+  });
+
+  it('a refused document is fetched again once the refusal memory has passed: fixed, it is used', async () => {
+    const path = '/refused-then-fixed.json';
+    const clientId = docs.serve(path, { status: 500 });
+    expectRefusedClient(await authorizationPage(server, clientId), new RegExp(UNUSABLE_DOCUMENT));
+    docs.agent(path);
+    try {
+      clock.advance(REFUSAL_KEPT_MS - 1000);
+      expectRefusedClient(await authorizationPage(server, clientId), new RegExp(UNUSABLE_DOCUMENT));
+      expect(docs.hits.get(path)).toBe(1);
+      clock.advance(1000);
+      const page = await authorizationPage(server, clientId);
+      expect(docs.hits.get(path)).toBe(2);
+      expect(page.status, page.html.slice(0, 300)).not.toBe(400);
+      expect(page.html).not.toContain('invalid_client');
+    } finally {
+      clock.reset();
+    }
   });
 
   describe('administrators decide', () => {

@@ -1,18 +1,15 @@
 // Organizations, teams, memberships and installations as an operator (or a platform sync) makes
-// them, through the operator scripts in-process: on PostgreSQL, and the lifecycle on the embedded PGlite.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// them, through the operator scripts in-process on PostgreSQL (the same actions on the embedded
+// PGlite: test/embedded-store.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin as runAdmin, type CliResult } from './support/processes.ts';
 import { expectRefusal as refused, useAdminCli } from './support/admin-cli.ts';
-import { connectDb, type Db } from '../src/storage/db.ts';
+import type { Db } from '../src/storage/db.ts';
 import * as store from '../src/orgs/store.ts';
 import { updateClient } from '../src/clients/repository.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { loadConfig } from '../src/config.ts';
 import { seedDemo } from '../src/demo.ts';
-import { copyMigratedDataDir } from './support/embedded-template.ts';
 
 const ok = (res: CliResult) => {
   expect(res.code, res.stderr).toBe(0);
@@ -312,53 +309,6 @@ describe('organization store', () => {
     expect(await store.settleRequests(db(), { clientId: 'store-app', orgId: org.id }, 'approved')).toBe(1);
     expect(await store.pendingRequests(db(), org.id)).toEqual([]);
     await expect(store.saveInstallation(db(), { ...input, orgId: 999999 })).rejects.toThrow(/no client .* or no organization/);
-  });
-});
-
-describe('organization scripts on the embedded database (PGlite)', () => {
-  let dataDir: string;
-  let umask: number;
-  beforeAll(async () => {
-    // The scripts tighten this process's umask for the data directory (src/storage/data-dir.ts): put back after.
-    umask = process.umask(0o022);
-    process.umask(umask);
-    dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'orgs-pglite-')), 'data');
-    await copyMigratedDataDir(dataDir); // migrated, as `migrate` leaves it
-    expect(JSON.parse((await runAdmin(['--json', 'migrate'], { DATA_DIR: dataDir })).stdout)).toEqual({ applied: [] });
-  });
-  afterAll(() => {
-    process.umask(umask);
-    fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
-  });
-  const admin = (...args: string[]) => runAdmin(['--json', ...args], { DATA_DIR: dataDir });
-
-  it('creates an organization, teams and memberships; refuses a team member outside the organization', async () => {
-    const alice = ok(await admin('users', 'create', '--email', 'alice@example.com', '--password', 'correct horse'));
-    const bob = ok(await admin('users', 'create', '--email', 'bob@example.com', '--password', 'correct horse'));
-    const org = ok(await admin('orgs', 'create', '--name', 'Embedded Org'));
-    const team = ok(await admin('teams', 'create', '--name', 'Crew', '--org', String(org.id)));
-    expect(ok(await admin('orgs', 'add-member', String(org.id), 'alice@example.com', '--role', 'owner'))).toEqual({ org_id: org.id, user_id: alice.id, role: 'owner' });
-    expect(ok(await admin('teams', 'add-member', String(team.id), String(alice.id), '--role', 'admin'))).toEqual({ team_id: team.id, user_id: alice.id, role: 'admin' });
-    refused(await admin('teams', 'add-member', String(team.id), String(bob.id)), /not a member of organization/);
-    expect(ok(await admin('orgs', 'set-app-policy', String(org.id), 'approval')).app_policy).toBe('approval');
-    const shown = ok(await admin('orgs', 'show', String(org.id)));
-    expect(shown.teams).toEqual([{ id: team.id, name: 'Crew', org_id: org.id, members: [{ user_id: alice.id, role: 'admin' }] }]);
-    expect(ok(await admin('installations', 'list', '--org', String(org.id)))).toEqual({ installations: [] });
-    const app = ok(await admin('clients', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--scope', 'PROFILE_READ'));
-    expect(ok(await admin('clients', 'set-scopes', app.client_id, 'PROFILE_READ', 'BOOKING_READ', '--optional', 'BOOKING_READ')).optional_scopes).toEqual(['BOOKING_READ']);
-
-    // The store's counts on PGlite (knex resolves delete/update to an object there).
-    const db = connectDb({ databaseUrl: undefined, dataDir });
-    try {
-      expect(await store.removeOrgMember(db, org.id, alice.id)).toBe(true);
-      expect(await store.teamsOfUser(db, alice.id)).toEqual([]);
-      expect(await store.removeTeamMember(db, team.id, alice.id)).toBe(false);
-      // A change of scopes by another path keeps the optional ones that remain (the jsonb filter on PGlite).
-      await db.transaction((trx) => updateClient(trx, app.client_id, { scopes: ['BOOKING_READ', 'SCHEDULE_READ'] }));
-      expect(await db('oauth_clients').where('id', app.client_id).first('optional_scopes')).toEqual({ optional_scopes: ['BOOKING_READ'] });
-    } finally {
-      await db.destroy();
-    }
   });
 });
 
