@@ -45,7 +45,7 @@ function shaped(answer: Raw) {
 }
 
 describe('refresh on the hot path', () => {
-  const limitsOff = { heldBack: () => 0, spend: async () => undefined, refreshHeldBack: () => 0, spendRefresh: async () => {} } as unknown as TokenEndpointLimits;
+  const limitsOff = { heldBack: () => 0, spend: async () => undefined, refreshHeldBack: () => 0, spendRefresh: async () => {}, spendWithRefresh: async () => undefined } as unknown as TokenEndpointLimits;
   const hotPath = () =>
     refreshGrant({
       provider: server.system.provider,

@@ -150,9 +150,8 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     let rotated: Awaited<ReturnType<RefreshRotation['rotate']>>;
     try {
       rotated = await together(() => {
-        spent = limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
-        // The (client, user) count goes out in the same write; it holds back later refreshes.
-        void limits.spendRefresh(client.clientId, found.token.accountId!).catch(() => {});
+        // With the (client, user) count, which holds back later refreshes: one command (rate-limits.ts).
+        spent = limits.spendWithRefresh(client as unknown as ClientWithBudget, ip, message, found.token.accountId!).catch(() => undefined);
         return rotation.rotate(presented, next.refresh, next.access, seconds > 0 ? grace.flights.settled(presented, answered, seconds) : undefined);
       });
     } catch (err) {

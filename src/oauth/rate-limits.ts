@@ -22,7 +22,7 @@ import { isWellFormedClientId } from '../clients/secrets.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { RedisClient } from '../storage/redis.ts';
+import { redisScript, type RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { addressGroup } from '../http/client-address.ts';
@@ -49,6 +49,46 @@ export function limiterFactory(redis: RedisClient | undefined, prefix: string) {
     redis
       ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}`, customIncrTtlLuaScript: COUNT_SCRIPT })
       : new RateLimiterMemory(options);
+}
+
+/** A point counted under `key` of the limiter made with `keyPrefix` (the same Redis key), in a window of `seconds`. */
+export interface PointToCount {
+  keyPrefix: string;
+  key: string;
+  seconds: number;
+}
+/** What a counted point left: the points its key has used in the window, and the milliseconds before the window ends. */
+export interface Counted {
+  consumed: number;
+  msLeft: number;
+}
+
+// COUNT_SCRIPT for each key in turn: the points of several counters in one command.
+const COUNT_EACH_SCRIPT = `local counted = {}
+for i = 1, #KEYS do
+  local consumed = redis.call('incrby', KEYS[i], 1)
+  local ttl = redis.call('pttl', KEYS[i])
+  if ttl == -1 then
+    redis.call('expire', KEYS[i], ARGV[i])
+    ttl = 1000 * ARGV[i]
+  end
+  counted[2 * i - 1] = consumed
+  counted[2 * i] = ttl
+end
+return counted`;
+
+/**
+ * Counts a point on each of several limiters' keys in one command, as each limiter would (the same
+ * Redis keys, the same script): on a single node or Sentinel, where keys need not share a hash
+ * slot; undefined elsewhere (a Cluster, or no Redis), where each limiter counts its own.
+ */
+export function pointsCounter(redis: RedisClient | undefined, prefix: string): ((points: PointToCount[]) => Promise<Counted[]>) | undefined {
+  if (!redis || redis.isCluster) return undefined;
+  const countEach = redisScript(redis, 'rateLimitCountEach', COUNT_EACH_SCRIPT);
+  return async (points) => {
+    const replies = (await countEach(points.length, ...points.map((p) => `${prefix}rl:${p.keyPrefix}:${p.key}`), ...points.map((p) => p.seconds))) as number[];
+    return points.map((_, i) => ({ consumed: Number(replies[2 * i]), msLeft: Number(replies[2 * i + 1]) }));
+  };
 }
 
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
@@ -78,6 +118,9 @@ export interface BudgetState {
 }
 
 const WINDOW_SECONDS = 60;
+// The limiters' key prefixes: a client's budget (one limiter per budget value), a (client, user) pair's refreshes.
+const budgetPrefix = (points: number) => `client-budget-${points}`;
+const REFRESH_USER = 'refresh-user';
 
 /**
  * The IETF fields (draft-ietf-httpapi-ratelimit-headers): the client's policy and what is left
@@ -131,6 +174,11 @@ export interface TokenEndpointLimits {
   refreshHeldBack(clientId: string, accountId: string): number;
   /** Counts an answered refresh against its (client, user) budget; send it with the rotation. */
   spendRefresh(clientId: string, accountId: string): Promise<void>;
+  /**
+   * spend and spendRefresh of one refresh at once, in one store command where the store allows it
+   * (the fast refresh sends it with the rotation): the client's budget as spend answers it.
+   */
+  spendWithRefresh(client: ClientWithBudget, ip: string, request: object, accountId: string): Promise<BudgetState | undefined>;
   /** A confidential client's use of its budget in the current minute, read without spending (the developer page); undefined when limits are off. */
   budgetUse(client: { clientId: string; tokenRequestsPerMinute: number | null }): Promise<BudgetState | undefined>;
   /** In our app, before the provider: a client over its own authenticated budget waits. */
@@ -150,6 +198,7 @@ const NO_LIMITS: RateLimits = {
     spend: async () => undefined,
     refreshHeldBack: () => 0,
     spendRefresh: async () => {},
+    spendWithRefresh: async () => undefined,
     budgetUse: async () => undefined,
     clientBudget: (_ctx, next) => next(),
     clientAuthentication: (_ctx, next) => next(),
@@ -158,18 +207,18 @@ const NO_LIMITS: RateLimits = {
 
 export function createRateLimits(config: RateLimitConfig, redis?: RedisClient, prefix = 'oauth:'): RateLimits {
   if (!config.enabled) return NO_LIMITS;
-  return { token: tokenEndpointLimits(config, limiterFactory(redis, prefix)) };
+  return { token: tokenEndpointLimits(config, limiterFactory(redis, prefix), pointsCounter(redis, prefix)) };
 }
 
-function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>): TokenEndpointLimits {
+function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof limiterFactory>, countAtOnce?: ReturnType<typeof pointsCounter>): TokenEndpointLimits {
   const window = { points: UNLIMITED, duration: config.authWindowSeconds };
   const failuresPerClientIp = limiter({ keyPrefix: 'authfail-client-ip', ...window });
   const failuresPerIp = limiter({ keyPrefix: 'authfail-ip', ...window });
   // One limiter per budget value (an operator can set a client's own): a key counts a minute.
   const budgets = new Map<number, RateLimiterAbstract>();
-  const refreshesPerUser = limiter({ keyPrefix: 'refresh-user', points: config.refreshPerMinutePerUser, duration: WINDOW_SECONDS });
+  const refreshesPerUser = limiter({ keyPrefix: REFRESH_USER, points: config.refreshPerMinutePerUser, duration: WINDOW_SECONDS });
   const budgetLimiter = (points: number) => {
-    if (!budgets.has(points)) budgets.set(points, limiter({ keyPrefix: `client-budget-${points}`, points, duration: 60 }));
+    if (!budgets.has(points)) budgets.set(points, limiter({ keyPrefix: budgetPrefix(points), points, duration: WINDOW_SECONDS }));
     return budgets.get(points)!;
   };
 
@@ -189,15 +238,21 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
     return undefined;
   }
 
+  /** The budget after a point counted on `key`; a key at its limit is held back here until its window ends. */
+  function budgetAfter(key: string, points: number, { consumed, msLeft }: Counted): BudgetState {
+    if (consumed >= points) overBudgetUntil.set(key, { until: Date.now() + msLeft, limit: points });
+    return { limit: points, remaining: Math.max(0, points - consumed), resetSeconds: Math.ceil(msLeft / 1000) };
+  }
+  const counted = (res: RateLimiterRes): Counted => ({ consumed: res.consumedPoints, msLeft: res.msBeforeNext });
+  const pointsOf = (client: ClientWithBudget) => client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
+
+  // Marked on the request itself: the provider sees it through a proxy (src/oauth/mount.ts).
+  type Marked = { [COUNTED]?: Promise<BudgetState> };
   async function spendBudget(client: ClientWithBudget, ip: string, request: object): Promise<BudgetState> {
-    // Marked on the request itself: the provider sees it through a proxy (src/oauth/mount.ts).
-    const marked = request as { [COUNTED]?: Promise<BudgetState> };
-    return (marked[COUNTED] ??= (async () => {
-      const points = client.token_requests_per_minute ?? config.tokenPerMinutePerClient;
+    return ((request as Marked)[COUNTED] ??= (async () => {
+      const points = pointsOf(client);
       const key = budgetKey(client, ip);
-      const res = await consume(budgetLimiter(points), key);
-      if (res.consumedPoints >= points) overBudgetUntil.set(key, { until: Date.now() + res.msBeforeNext, limit: points });
-      return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+      return budgetAfter(key, points, counted(await consume(budgetLimiter(points), key)));
     })());
   }
 
@@ -216,8 +271,27 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
   const userKey = (clientId: string, accountId: string) => `${counterKey(clientId)}|user:${accountId}`;
   async function spendRefresh(clientId: string, accountId: string): Promise<void> {
     const key = userKey(clientId, accountId);
-    const res = await consume(refreshesPerUser, key);
-    if (res.consumedPoints >= config.refreshPerMinutePerUser) overBudgetUntil.set(key, { until: Date.now() + res.msBeforeNext, limit: config.refreshPerMinutePerUser });
+    budgetAfter(key, config.refreshPerMinutePerUser, counted(await consume(refreshesPerUser, key)));
+  }
+
+  /** Both counts of a refresh, in one command when the store allows (pointsCounter): the same keys, the same points. */
+  function spendWithRefresh(client: ClientWithBudget, ip: string, request: object, accountId: string): Promise<BudgetState> {
+    const marked = request as Marked;
+    if (!countAtOnce || marked[COUNTED]) {
+      void spendRefresh(client.clientId, accountId).catch(() => {});
+      return spendBudget(client, ip, request);
+    }
+    const points = pointsOf(client);
+    const key = budgetKey(client, ip);
+    const user = userKey(client.clientId, accountId);
+    const both = countAtOnce([
+      { keyPrefix: budgetPrefix(points), key, seconds: WINDOW_SECONDS },
+      { keyPrefix: REFRESH_USER, key: user, seconds: WINDOW_SECONDS },
+    ]);
+    return (marked[COUNTED] = both.then(([budget, refreshes]) => {
+      budgetAfter(user, config.refreshPerMinutePerUser, refreshes!);
+      return budgetAfter(key, points, budget!);
+    }));
   }
 
   /** The budget that holds back what this client (claimed) sends from this address, if one does. */
@@ -238,6 +312,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       return { limit: points, remaining: Math.max(0, points - res.consumedPoints), resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
     },
     spendRefresh,
+    spendWithRefresh,
     async clientBudget(ctx, next) {
       // Decided here, before the provider does anything: the id as the request names it (any form).
       const held = heldBy(namedClientId(ctx.get('Authorization'), ctx.state.oauthParams), ctx.ip);
