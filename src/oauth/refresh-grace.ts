@@ -11,11 +11,17 @@
 // expires with the window. The window ends by the system's clock too (the answer carries its
 // end): on real time the two agree, and a test that moves the clock ends the window without waiting.
 //
+// "The same client" is the one the provider authenticated — by its secret, by a client assertion
+// it verified (private_key_jwt: metadata-document and registered clients), or as the public
+// client the token was issued to: the retry is recognised inside the refresh grant, after client
+// authentication and before the token is spent or reuse detected (answersAgain, called from the
+// grant's account lookup in provider.ts). Verifying credentials stays the provider's alone.
+//
 // The window is the client's (clients set-refresh-grace; 0: off), else REFRESH_GRACE_SECONDS for
-// confidential clients and at most PUBLIC_CLIENT_GRACE_SECONDS for public ones: a public client
-// proves nothing but the token, so within the window whoever holds its spent token gets the
-// successor. A retry must also prove the DPoP key of the first presentation, or send no proof
-// when it sent none (dpop-key.ts).
+// clients that authenticate (a secret, private_key_jwt) and at most PUBLIC_CLIENT_GRACE_SECONDS
+// for public ones (`none`): a public client proves nothing but the token, so within the window
+// whoever holds its spent token gets the successor. A retry must also prove the DPoP key of the
+// first presentation, or send no proof when it sent none (dpop-key.ts).
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync } from 'node:crypto';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
