@@ -28,6 +28,7 @@ import * as m026 from './026_cimd_clients.ts';
 import * as m027 from './027_form_submissions.ts';
 import * as m028 from './028_host_blocks_by_name.ts';
 import * as m029 from './029_cimd_approved_asks.ts';
+import * as m030 from './030_leak_reports_of_every_client.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -62,6 +63,7 @@ const migrations: Record<string, Migration> = {
   '027_form_submissions': m027,
   '028_host_blocks_by_name': m028,
   '029_cimd_approved_asks': m029,
+  '030_leak_reports_of_every_client': m030,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -74,7 +74,10 @@ async function tell({ db, outbox }: LeakDeps, found: Found, hint: string, report
   const userId = found.userId && /^[0-9]+$/.test(found.userId) ? Number(found.userId) : undefined;
   await outbox.prepare(found.clientId);
   await db.transaction(async (trx) => {
-    await trx('credential_leak_reports').insert({ kind: found.kind, client_id: found.clientId, user_id: userId ?? null, hint, reported_at: reportedAt });
+    // Named in the table that holds its client: the registry's, or a metadata-document or registered client's.
+    const inRegistry = await trx('oauth_clients').where('id', found.clientId).first('id');
+    const client = inRegistry ? { client_id: found.clientId } : { cimd_client_id: found.clientId };
+    await trx('credential_leak_reports').insert({ kind: found.kind, ...client, user_id: userId ?? null, hint, reported_at: reportedAt });
     await recordAudit(trx, { actor: ACTOR.actor, action: 'credential.leaked', clientId: found.clientId, userId, details: { kind: found.kind, hint, ...(found.grantId ? { grant_revoked: true } : {}) } });
     const events: WebhookEvent[] = [leakedEvent(found.clientId, found.kind, hint, reportedAt, found.userId)];
     if (found.grantId && found.userId) {
@@ -116,11 +119,13 @@ async function revokeLeakedSecret(deps: LeakDeps, value: string, hint: string, r
 /** A user's notices: credentials of their grants reported and revoked in the last 90 days, newest first. */
 export async function leakNoticesFor(db: Db, userId: number): Promise<Array<{ clientName: string; reportedAt: Date; kind: CredentialKind }>> {
   const rows: Array<{ name: string; reported_at: Date; kind: CredentialKind }> = await db('credential_leak_reports as r')
-    .join('oauth_clients as c', 'c.id', 'r.client_id')
+    .leftJoin('oauth_clients as c', 'c.id', 'r.client_id')
+    .leftJoin('cimd_clients as m', 'm.client_id', 'r.cimd_client_id')
     .where('r.user_id', userId)
     .where('r.reported_at', '>', db.raw(`now() - interval '90 days'`))
     .orderBy('r.reported_at', 'desc')
     .limit(20)
-    .select('c.name', 'r.reported_at', 'r.kind');
+    // A metadata-document or registered client by its name, else its id (a document's URL).
+    .select(db.raw('coalesce(c.name, m.name, m.client_id) as name'), 'r.reported_at', 'r.kind');
   return rows.map((r) => ({ clientName: r.name, reportedAt: r.reported_at, kind: r.kind }));
 }

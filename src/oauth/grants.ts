@@ -48,10 +48,13 @@ export interface AppWithAccess {
 /** The clients a user has authorized and that still hold a live grant, newest first. */
 export async function appsWithAccess(db: Db, provider: Provider, accountId: string): Promise<AppWithAccess[]> {
   const rows: Array<{ client_id: string; grant_id: string; scopes: string[]; granted_at: Date; last_used_at: Date | null; name: string }> = await db('user_grants')
-    .join('oauth_clients', 'oauth_clients.id', 'user_grants.client_id')
+    // Every kind of client: the registry's, or a metadata-document or registered one (named by its name, else its id).
+    .leftJoin('oauth_clients', 'oauth_clients.id', 'user_grants.client_id')
+    .leftJoin('cimd_clients', 'cimd_clients.client_id', 'user_grants.client_id')
     .where('user_grants.account_id', accountId)
+    .where((q) => q.whereNotNull('oauth_clients.id').orWhereNotNull('cimd_clients.client_id'))
     .orderBy('user_grants.granted_at', 'desc')
-    .select('user_grants.client_id', 'user_grants.grant_id', 'user_grants.scopes', 'user_grants.granted_at', 'user_grants.last_used_at', 'oauth_clients.name');
+    .select('user_grants.client_id', 'user_grants.grant_id', 'user_grants.scopes', 'user_grants.granted_at', 'user_grants.last_used_at', db.raw('coalesce(oauth_clients.name, cimd_clients.name, cimd_clients.client_id) as name'));
   const apps = new Map<string, AppWithAccess>();
   for (const row of rows) {
     // Grants end on their own too (expiry, suspension, refresh token reuse): forget those.

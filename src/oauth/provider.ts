@@ -15,7 +15,7 @@ import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
-import { refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
+import { AnsweredAgain, refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
 import type { Clock } from '../clock.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
@@ -80,6 +80,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const cached = { db, records: deps.records };
   const platform = platformResource(config.baseUrl);
   const resources = resourceIndicators(cached, config.baseUrl);
+  const grace = refreshGrace(refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds, deps.clock), deps.tokenLimits);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -237,6 +238,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     async findAccount(ctx, sub, token) {
+      // The refresh grant looks the account up once the client authenticated and the token proved
+      // its own, before it spends the token or detects reuse: where a retry within the grace
+      // window is recognised and answered with the first answer (refresh-grace.ts).
+      const presented = token?.kind === 'RefreshToken' && ctx?.oidc?.route === 'token' ? ctx.oidc.params?.refresh_token : undefined;
+      if (typeof presented === 'string' && (await grace.answersAgain(ctx, presented))) throw new AnsweredAgain();
       // The refresh grant looks the account up before it spends the token: a client over its
       // budget of refreshes for this user (rate-limits.ts) is refused here, with nothing written.
       const clientId = token?.kind === 'RefreshToken' ? ctx?.oidc?.client?.clientId : undefined;
@@ -279,7 +285,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepBuiltClients(provider, (clientId) => clientView(cached, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
-  provider.use(refreshGrace(provider, refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds, deps.clock), deps.tokenLimits));
+  provider.use(grace.middleware);
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
   provider.use(endLegacyGrantsOnScopedAuthorization(db, provider));

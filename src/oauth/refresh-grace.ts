@@ -11,22 +11,24 @@
 // expires with the window. The window ends by the system's clock too (the answer carries its
 // end): on real time the two agree, and a test that moves the clock ends the window without waiting.
 //
+// "The same client" is the one the provider authenticated — by its secret, by a client assertion
+// it verified (private_key_jwt: metadata-document and registered clients), or as the public
+// client the token was issued to: the retry is recognised inside the refresh grant, after client
+// authentication and before the token is spent or reuse detected (answersAgain, called from the
+// grant's account lookup in provider.ts). Verifying credentials stays the provider's alone.
+//
 // The window is the client's (clients set-refresh-grace; 0: off), else REFRESH_GRACE_SECONDS for
-// confidential clients and at most PUBLIC_CLIENT_GRACE_SECONDS for public ones: a public client
-// proves nothing but the token, so within the window whoever holds its spent token gets the
-// successor. A retry must also prove the DPoP key of the first presentation, or send no proof
-// when it sent none (dpop-key.ts).
+// clients that authenticate (a secret, private_key_jwt) and at most PUBLIC_CLIENT_GRACE_SECONDS
+// for public ones (`none`): a public client proves nothing but the token, so within the window
+// whoever holds its spent token gets the successor. A retry must also prove the DPoP key of the
+// first presentation, or send no proof when it sent none (dpop-key.ts).
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync } from 'node:crypto';
-import type Provider from 'oidc-provider';
-import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
-import { presentedCredentials } from '../fast/credentials.ts';
 import { dpopKeyOf } from './dpop-key.ts';
 import { isLive } from './token-liveness.ts';
 import { NO_STORE } from '../http/envelope.ts';
-import type { ClientWithBudget, TokenEndpointLimits } from './rate-limits.ts';
-import { bodyReadByApp } from '../fast/library.ts';
-import { refusedAs } from '../credentials/format.ts';
+import type { TokenEndpointLimits } from './rate-limits.ts';
 import type { Clock } from '../clock.ts';
 
 type Next = () => Promise<void>;
@@ -110,14 +112,6 @@ export function open(token: string, sealed: string): Remembered | undefined {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The refresh token a token request presents, when it is a refresh (the body as our app read it). */
-function presentedRefreshToken(ctx: KoaContextWithOIDC): { token: string; params: URLSearchParams } | undefined {
-  if (ctx.method !== 'POST' || ctx.path !== '/token') return undefined;
-  const params = new URLSearchParams(bodyReadByApp(ctx.req) ?? '');
-  const token = params.get('refresh_token');
-  return params.get('grant_type') === 'refresh_token' && token ? { token, params } : undefined;
-}
-
 const flightOf = (token: string) => `refresh-grace:${idOf(token)}`;
 
 /** The single flight of each presented refresh token within its client's window (see the header). */
@@ -157,27 +151,35 @@ export function refreshGraceWindows(flights: SingleFlights, serverDefault: numbe
 // A first presentation whose proof could not be read: no retry's key is ever this.
 const UNREADABLE_KEY = '!';
 
-export function refreshGrace(provider: Provider, { flights: grace, secondsFor, clock }: RefreshGrace, limits: Pick<TokenEndpointLimits, 'spend'>) {
-  /** The window of the client a request names (0 when it names none): before the provider authenticates it. */
-  async function windowOf(ctx: KoaContextWithOIDC, params: URLSearchParams): Promise<number> {
-    const { clientId } = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
-    const client = clientId ? await provider.Client.find(clientId).catch(() => undefined) : undefined;
-    return client ? secondsFor(client as unknown as GraceClient) : 0;
+/** Thrown by the refresh grant's account lookup to stop the grant of a retry answered again. */
+export class AnsweredAgain extends errors.InvalidGrant {
+  constructor() {
+    super('refresh retried within its grace window: answered with the first answer');
   }
+}
 
-  /** The same client, authenticated as the provider would (its secret, unless it is public). */
-  async function sameClient(ctx: KoaContextWithOIDC, params: URLSearchParams, clientId: string) {
-    const presented = presentedCredentials(ctx.get('Authorization'), Object.fromEntries(params));
-    if (presented.clientId !== clientId) return undefined;
-    const client = await provider.Client.find(clientId);
-    if (!client) return undefined;
-    if (client.clientAuthMethod === 'none') return client;
-    return presented.secret !== undefined && (await client.compareClientSecret(presented.secret)) ? client : undefined;
-  }
+/** The window's two parts: in the refresh grant, and around the provider's answer. */
+export interface RefreshGraceOnProvider {
+  /**
+   * Called by the refresh grant once the provider authenticated the client (by its secret, its
+   * assertion, or as the public client the token was issued to) and found the presented token to
+   * be that client's, before it spends the token or detects reuse (its account lookup,
+   * provider.ts). True when the request is a retry or twin to answer with the first answer: the
+   * grant must stop (AnsweredAgain), and the middleware answers.
+   */
+  answersAgain(ctx: KoaContextWithOIDC, presented: string): Promise<boolean>;
+  /** Around the provider (provider.use): settles a first presentation, answers a retry. */
+  middleware(ctx: KoaContextWithOIDC, next: Next): Promise<void>;
+}
+
+export function refreshGrace({ flights: grace, secondsFor, clock }: RefreshGrace, limits: Pick<TokenEndpointLimits, 'authenticated'>): RefreshGraceOnProvider {
+  // Per request (its context): the flight it claimed as the first presentation, or the answer it gets again.
+  const claimed = new WeakMap<object, { token: string; seconds: number }>();
+  const again = new WeakMap<object, Remembered>();
 
   /**
    * The first presentation's answer, waited for while it is on its way, while its window lasts. A
-   * first presentation that failed (a wrong secret, say) leaves a mark that ends the wait at once.
+   * first presentation that failed leaves a mark that ends the wait at once.
    */
   async function rememberedAnswer(token: string): Promise<Remembered | undefined> {
     // The wait is for another request, on real time; the window is the clock's.
@@ -194,49 +196,60 @@ export function refreshGrace(provider: Provider, { flights: grace, secondsFor, c
     }
   }
 
-  /** Answers with the remembered response if it may be given again; false when reuse detection must run. */
-  async function answerAgain(ctx: KoaContextWithOIDC, token: string, params: URLSearchParams): Promise<boolean> {
+  /** The remembered answer if it may be given again to this authenticated client; undefined: reuse detection runs. */
+  async function answerFor(ctx: KoaContextWithOIDC, token: string, clientId: string): Promise<Remembered | undefined> {
     const remembered = await rememberedAnswer(token);
-    const client = remembered && (await sameClient(ctx, params, remembered.clientId));
-    if (!client) return false;
+    if (remembered?.clientId !== clientId) return undefined;
     // The key the first presentation proved, proved again (none when it sent no proof).
     const key = dpopKeyOf(ctx.get('DPoP'));
-    if (key === undefined || key !== (remembered.jkt ?? '')) return false;
+    if (key === undefined || key !== (remembered.jkt ?? '')) return undefined;
     // Only while the new refresh token is unused and live (token-liveness.ts): otherwise it is reuse.
+    const { provider } = ctx.oidc;
     const next = await provider.RefreshToken.find(String(remembered.body.refresh_token));
-    if (!next?.grantId || next.consumed || !isLive(next, await provider.Grant.find(next.grantId, { ignoreExpiration: true }), true)) return false;
-    // Its client authenticated: the request counts against the client's budget, as any other.
-    await limits.spend(client as unknown as ClientWithBudget, ctx.ip, ctx.req).catch(() => {});
-    ctx.status = 200;
-    ctx.set(NO_STORE);
-    ctx.body = remembered.body;
-    return true;
+    if (!next?.grantId || next.consumed || !isLive(next, await provider.Grant.find(next.grantId, { ignoreExpiration: true }), true)) return undefined;
+    return remembered;
   }
 
-  return async function refreshRetriesGetTheSameAnswer(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
-    const presented = presentedRefreshToken(ctx);
-    // A malformed refresh token of ours claims no flight: the provider refuses it unread (docs/credentials.md).
-    if (!presented || refusedAs('refresh_token', presented.token)) return next();
-    const { token, params } = presented;
-    // Single flight: the first presentation in the window goes to the provider; a retry or a twin
-    // gets its answer (or, when that may not be given again, reuse detection by the provider).
-    // Junk is claimed too, and marked failed after the provider's invalid_grant: one key for the
-    // window, cheaper than looking every token up first. A store that fails here is the
-    // provider's to report (503), not ours.
-    const seconds = await windowOf(ctx, params).catch(() => 0);
-    if (seconds <= 0) return next();
-    let first = false;
-    try {
-      first = await grace.claim(token, seconds);
-      if (!first && (await answerAgain(ctx, token, params))) return;
-    } catch {
-      first = false;
-    }
-    await next();
-    if (!first) return;
-    const body = ctx.body as Record<string, unknown> | undefined;
-    const client = ctx.status === 200 && body && typeof body.refresh_token === 'string' ? ctx.oidc?.client : undefined;
-    const answered = client ? { clientId: client.clientId, body: body!, jkt: dpopKeyOf(ctx.get('DPoP')) ?? UNREADABLE_KEY } : undefined;
-    await grace.settle(token, answered, seconds).catch(() => {});
+  return {
+    async answersAgain(ctx, presented) {
+      // The client the provider authenticated: its window, and the only one a remembered answer is for.
+      const client = ctx.oidc.client;
+      const seconds = client ? secondsFor(client as unknown as GraceClient) : 0;
+      if (!client || seconds <= 0) return false;
+      try {
+        // Single flight: the first presentation in the window goes on to the grant; a retry or a
+        // twin gets its answer (or, when that may not be given again, reuse detection).
+        if (await grace.claim(presented, seconds)) {
+          claimed.set(ctx, { token: presented, seconds });
+          return false;
+        }
+        const remembered = await answerFor(ctx, presented, client.clientId);
+        if (!remembered) return false;
+        again.set(ctx, remembered);
+        // Its client authenticated: the request counts against the client's budget (rate-limits.ts).
+        limits.authenticated(ctx);
+        return true;
+      } catch {
+        // A store that fails here is the provider's to report (503), not ours.
+        return false;
+      }
+    },
+
+    async middleware(ctx, next) {
+      await next();
+      const remembered = again.get(ctx);
+      if (remembered) {
+        ctx.status = 200;
+        ctx.set(NO_STORE);
+        ctx.body = remembered.body;
+        return;
+      }
+      const first = claimed.get(ctx);
+      if (!first) return;
+      const body = ctx.body as Record<string, unknown> | undefined;
+      const client = ctx.status === 200 && body && typeof body.refresh_token === 'string' ? ctx.oidc?.client : undefined;
+      const answered = client ? { clientId: client.clientId, body: body!, jkt: dpopKeyOf(ctx.get('DPoP')) ?? UNREADABLE_KEY } : undefined;
+      await grace.settle(first.token, answered, first.seconds).catch(() => {});
+    },
   };
 }
