@@ -3,6 +3,7 @@
 // budget (429 + Retry-After + RFC body); sign-ins past the limits solve a proof of work, never a block.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
+import { CPU_BOUND_TEST_MS } from './support/timeouts.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
@@ -335,7 +336,7 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       const { res, work } = await signIn(fresh, form, ip, other.email, other.password);
       expect([res.status, work]).toEqual([303, 16]);
       expect(res.location).toContain('/connected-apps');
-    });
+    }, CPU_BOUND_TEST_MS);
 
     it('slows 50 guesses at one account spread over 50 fresh browsers (and addresses) exactly as much as 50 from one', async () => {
       const [u1, u2] = [await newUser(server), await newUser(server)];
@@ -361,7 +362,7 @@ describe.each<Storage>(['redis', 'sql'])('rate limits (%s storage)', (storage) =
       expect(spread).toEqual(fromOne);
       expect(fromOne.slice(0, 6)).toEqual([0, 0, 2, 4, 8, 16]);
       expect(fromOne.filter((w) => w === 16)).toHaveLength(45);
-    });
+    }, CPU_BOUND_TEST_MS);
 
     it("never slows the owner on a browser that signed in before; a fresh browser solves the challenge and signs in", async () => {
       const owner = await newUser(server);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { solveChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
+import { CPU_BOUND_TEST_MS } from './support/timeouts.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { newUser } from './support/fixtures.ts';
 import { LOAD_HELD_SECONDS } from '../src/web/sign-in-limits.ts';
@@ -150,7 +151,7 @@ describe('sign-in capacity and challenges (redis storage)', () => {
     } finally {
       passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
     }
-  });
+  }, CPU_BOUND_TEST_MS);
 
   it('bounds a flood of solved challenges: the work asked grows with the load to the ceiling, and a known browser still signs in at once', async () => {
     const { passwords } = server.system;
@@ -196,7 +197,7 @@ describe('sign-in capacity and challenges (redis storage)', () => {
     } finally {
       passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
     }
-  });
+  }, CPU_BOUND_TEST_MS);
 
   it('counts a check refused for capacity like a failure, per address and per account (never against the known browser), and answers it with a challenge, not 503', async () => {
     const { passwords } = server.system;
@@ -227,7 +228,7 @@ describe('sign-in capacity and challenges (redis storage)', () => {
     expect(fresh.statuses).toEqual([429, 303]);
     // … and the known browser's own count untouched: it signs in without work.
     expect((await signIn(known, '198.51.100.22', owner.email, owner.password)).statuses).toEqual([303]);
-  });
+  }, CPU_BOUND_TEST_MS);
 
   it("binds a challenge to the account and the address group it was issued for, takes it once and for two minutes, and does not show its work", async () => {
     const [a, b] = [await newUser(server), await newUser(server)];

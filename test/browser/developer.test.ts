@@ -2,6 +2,7 @@
 // page with how to connect and the client id's copy button, the delete confirmation. Screenshots
 // (series 'developer') at a desktop and a phone size go to test/artifacts/.
 import { describe, expect, it } from 'vitest';
+import { CPU_BOUND_TEST_MS } from '../support/timeouts.ts';
 import { newUser, REDIRECT } from '../support/fixtures.ts';
 import { browserSession, browserTestsEnabled, person, screenshots, signIn } from '../support/chromium.ts';
 
@@ -67,5 +68,5 @@ describe.runIf(browserTestsEnabled('developer settings in a browser'))('develope
     await page.getByText('“Calendar Sync Pro” is deleted').waitFor();
     expect(await session.server.pg.db('oauth_clients').where('id', clientId).first()).toBeUndefined();
     await context.close();
-  });
+  }, CPU_BOUND_TEST_MS);
 });
