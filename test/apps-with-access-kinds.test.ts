@@ -31,13 +31,18 @@ describe.each<Storage>(['redis', 'sql'])('Apps with access and leak notices for 
     return res.status;
   };
 
-  it.each(KINDS)('%s: a leaked refresh token is revoked with its grant, and its user sees the notice', async (kind) => {
+  /** A client of `kind`, tokens it holds for a new user, and that user signed in on Apps with access. */
+  async function signedInWithTokensOf(kind: (typeof KINDS)[number]) {
     const client = await makeClient(kind);
     const user = await newUser(server);
     const tokens = await client.tokens(user);
     const browser = new Browser();
     await browser.submit(await browser.get(`${server.url}/login?next=${encodeURIComponent('/settings/connected-apps')}`), 'form[action="/login"]', { email: user.email, password: user.password });
-    const listed = await browser.get(`${server.url}/settings/connected-apps`);
+    return { client, tokens, browser, listed: await browser.get(`${server.url}/settings/connected-apps`) };
+  }
+
+  it.each(KINDS)('%s: a leaked refresh token is revoked with its grant, and its user sees the notice', async (kind) => {
+    const { client, tokens, browser, listed } = await signedInWithTokensOf(kind);
     expect(listed.html).toContain(client.name);
     expect(await report([tokens.refresh_token])).toBe(202);
 
@@ -51,12 +56,7 @@ describe.each<Storage>(['redis', 'sql'])('Apps with access and leak notices for 
     expect(notices[0]).toMatch(new RegExp(`^A credential for ${client.name} was reported as leaked and revoked on \\S`));
   });
   it.each(KINDS)('%s: listed on Apps with access, where the user revokes its access', async (kind) => {
-    const client = await makeClient(kind);
-    const user = await newUser(server);
-    const tokens = await client.tokens(user);
-    const browser = new Browser();
-    await browser.submit(await browser.get(`${server.url}/login?next=${encodeURIComponent('/settings/connected-apps')}`), 'form[action="/login"]', { email: user.email, password: user.password });
-    const listed = await browser.get(`${server.url}/settings/connected-apps`);
+    const { client, tokens, browser, listed } = await signedInWithTokensOf(kind);
     expect(listed.$(`a[href="/settings/connected-apps/${encodeURIComponent(client.clientId)}/revoke"]`).text()).toContain(client.name);
     const confirm = await browser.get(`${server.url}/settings/connected-apps/${encodeURIComponent(client.clientId)}/revoke`);
     expect(confirm.$('h1').text()).toBe(`Revoke access of ${client.name}?`);
