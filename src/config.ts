@@ -37,11 +37,11 @@ export interface Config {
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
-  /** LOG_FORMAT: json in production, pretty lines elsewhere (src/log.ts). */
+  /** LOG_FORMAT (src/log.ts). */
   logFormat: LogFormat;
   /** The level of the one line per request: debug in development (a quiet console), info otherwise. */
   requestLogLevel: 'info' | 'debug';
-  /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
+  /** PASSWORD_HASH_LOG_N: log2 of scrypt's N for new password hashes (bounds in src/settings.ts; lower only with NODE_ENV=test). */
   passwordHashLogN: number;
   rateLimits: RateLimitConfig;
   /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
@@ -65,7 +65,7 @@ export interface Config {
 }
 
 export interface CimdConfig {
-  /** CIMD_ENABLED (default on, except with NODE_ENV=production). */
+  /** CIMD_ENABLED (its default differs in production: src/settings.ts). */
   enabled: boolean;
   /** CIMD_ALLOW_LOOPBACK=true (development only): a client_id may be an http://127.0.0.1:… document. */
   allowLoopback: boolean;
@@ -135,7 +135,7 @@ function rowOf<T extends EnvSetting['type']>(name: string, type: T): RowOf<T> {
 }
 
 /** What an int row accepts, in the words of its error message. */
-export function intBounds(row: RowOf<'int'>, nodeEnv: NodeEnv): string {
+function intBounds(row: RowOf<'int'>, nodeEnv: NodeEnv): string {
   const min = forEnv(row.min, nodeEnv);
   if (row.max === undefined) return min === 1 ? 'a positive integer' : `a whole number from ${min} up`;
   const zero = min === 0 && row.zeroMeans ? ` (${row.zeroMeans})` : '';
@@ -143,7 +143,7 @@ export function intBounds(row: RowOf<'int'>, nodeEnv: NodeEnv): string {
 }
 
 /** The words a bool row accepts, as its error message lists them. */
-export function boolWords(row: RowOf<'bool'>): string {
+function boolWords(row: RowOf<'bool'>): string {
   return row.offFirst ? `${row.off[0]} or ${row.on[0]}` : `${row.on[0]} or ${row.off[0]}`;
 }
 

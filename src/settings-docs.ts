@@ -76,6 +76,14 @@ export function productionOf(row: EnvSetting): string {
   return '';
 }
 
+/** The production rule in words, for the short tables (which have no production column). */
+function productionNote(row: EnvSetting): string {
+  if (row.devOnly) return '. Refused when `NODE_ENV=production`';
+  if (!row.requiredInProduction) return '';
+  const length = row.type === 'list' && row.minLengthInProduction ? `, ${row.minLengthInProduction}+ characters each,` : '';
+  return `. **Required**${length} when \`NODE_ENV=production\``;
+}
+
 function meaningOf(row: EnvSetting): string {
   return row.type === 'removed' ? `removed, and refused with what replaced it: ${row.why}` : row.doc;
 }
@@ -96,7 +104,7 @@ export function envTable(): string[] {
 /** A short table (variable, default, meaning) of some rows, its links made relative to `linkBase`. */
 function shortTable(rows: readonly EnvSetting[], linkBase: '' | 'docs/'): string[] {
   const relink = (text: string) => (linkBase ? text.replace(/\]\((?!https?:|#)([^)]+)\)/g, `](${linkBase}$1)`) : text);
-  return table(README_HEADER, rows.map((row) => [code(row.name), relink(defaultOf(row)), relink(meaningOf(row))]));
+  return table(README_HEADER, rows.map((row) => [code(row.name), relink(defaultOf(row)), relink(meaningOf(row) + productionNote(row))]));
 }
 
 /** The README's short table: the rows marked `readme` (what a newcomer sets). */
