@@ -84,6 +84,9 @@ export const POLICY = {
   MAX_SECRET_LIFETIME_SECONDS: fixed(730 * DAY, 'seconds', 'src/clients/service.ts', 'the longest `--expires-in` of a client secret', 'two years: a secret that expires should be rotated before its owner forgets how'),
   MAX_ROTATION_OVERLAP_SECONDS: fixed(7 * DAY, 'seconds', 'src/clients/service.ts', "the longest overlap of a rotation's two secrets", 'a week is enough to deploy the new secret everywhere'),
   RECENT_USE_SECONDS: fixed(10 * 60, 'seconds', 'src/clients/service.ts', 'a secret used this recently needs `--force` to revoke', 'it may be in use by the app right now'),
+  MAX_LINK_LENGTH: fixed(500, 'characters', 'src/clients/validate.ts', "the longest privacy-policy or terms-of-service link of a client", 'stored and shown on the consent page; a longer one has no use'),
+  MAX_RESOURCE_URI_LENGTH: fixed(500, 'characters', 'src/clients/validate.ts', "the longest resource URI of a resource server", 'it is compared, stored and shown'),
+  GUARD_WINDOW_DAYS: fixed(7, 'days', 'src/clients/legacy.ts', 'a legacy client gets scopes only after this long without an authorization request that lacks `scope` (or with `--force`)', 'the order guard of [legacy-migration.md](legacy-migration.md), which `--force` overrides'),
   MAX_TOKEN_REQUESTS_PER_MINUTE: fixed(1_000_000, 'per minute', 'src/clients/model.ts', "the highest per-client rate limit an operator may set (`clients set-rate-limit`)", 'a bound on the number, not a limit any app reaches'),
   // Metadata documents and open registration (the user cap and fetch limits are settings: CIMD_…)
   MAX_CLIENT_ID_URL: fixed(2000, 'characters', 'src/cimd/client-id.ts', 'the longest URL `client_id`', 'users read it on the consent page; a longer one has no use and only costs'),
@@ -114,6 +117,7 @@ export const POLICY = {
   MAX_STATE_LENGTH: fixed(2048, 'characters', 'src/oauth/authorization-params.ts', 'the longest `state` of an authorization request', 'nothing an unauthenticated request sends sizes what is kept; clients carry a little of their own state in it'),
   MAX_PARAM_LENGTH: fixed(1024, 'characters', 'src/oauth/authorization-params.ts', 'the longest other authorization parameter', 'as above'),
   DRAIN_LIMIT: fixed(64 * KIB, 'bytes', 'src/http/unread-bodies.ts', 'unread body bytes discarded to keep a connection alive after an early answer; beyond it the connection closes', 'reading more costs more than a new connection'),
+  PURGE_INTERVAL_MS: fixed(10 * 60_000, 'milliseconds', 'src/system.ts', 'how often expired codes, tokens and sessions are removed from the SQL database (each is refused from its expiry on, whether removed yet or not)', 'housekeeping only: nothing a client sees depends on it'),
   // Memory caches (per instance; a miss reads storage, nothing else changes)
   BUILT_CLIENTS_KEPT: fixed(10_000, 'count', 'src/oauth/built-clients.ts', "the provider library's built clients kept (a few KiB each)", 'a cache size'),
   RECORD_CACHE_ENTRIES: fixed(50_000, 'count', 'src/storage/record-cache.ts', 'client, user and organization records kept', 'a cache size'),
