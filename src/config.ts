@@ -1,10 +1,11 @@
-// The server's settings, read from the environment once, here. Everything else receives a typed
-// Config (src/views.ts also looks at NODE_ENV for its template cache; the operator scripts' entry
-// passes the environment to loadConfig).
+// The server's settings, read from the environment once, here, by the rows of the settings table
+// (src/settings.ts: name, type, default, bounds, production rule): one parser per type. Everything
+// else receives a typed Config (src/views.ts also looks at NODE_ENV for its template cache; the
+// operator scripts' entry passes the environment to loadConfig).
 import path from 'node:path';
 import { hasUnsafeText } from './text.ts';
-import { DEFAULT_LOG_N } from './accounts/password.ts';
-import { LOG_FORMATS, type LogFormat } from './log.ts';
+import type { LogFormat } from './log.ts';
+import { ENV_SETTINGS, envSetting, forEnv, type EnvSetting, type NodeEnv } from './settings.ts';
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -36,11 +37,11 @@ export interface Config {
   /** Proxies in front of this server whose X-Forwarded-* headers are trusted (0: none). */
   proxyHops: number;
   logLevel: string;
-  /** LOG_FORMAT: json in production, pretty lines elsewhere (src/log.ts). */
+  /** LOG_FORMAT (src/log.ts). */
   logFormat: LogFormat;
   /** The level of the one line per request: debug in development (a quiet console), info otherwise. */
   requestLogLevel: 'info' | 'debug';
-  /** log2 of scrypt's N for new password hashes: 17 (OWASP); lower only with NODE_ENV=test (fast tests). */
+  /** PASSWORD_HASH_LOG_N: log2 of scrypt's N for new password hashes (bounds in src/settings.ts; lower only with NODE_ENV=test). */
   passwordHashLogN: number;
   rateLimits: RateLimitConfig;
   /** A spent refresh token presented again by its client within this many seconds gets the same answer (0: off). */
@@ -64,7 +65,7 @@ export interface Config {
 }
 
 export interface CimdConfig {
-  /** CIMD_ENABLED (default on, except with NODE_ENV=production). */
+  /** CIMD_ENABLED (its default differs in production: src/settings.ts). */
   enabled: boolean;
   /** CIMD_ALLOW_LOOPBACK=true (development only): a client_id may be an http://127.0.0.1:… document. */
   allowLoopback: boolean;
@@ -125,187 +126,216 @@ const DEV_COOKIE_KEYS = ['dev-cookie-key-not-for-production-1', 'dev-cookie-key-
 export const DEV_DATA_KEYS = ['dev-data-encryption-key-not-for-production'];
 
 type Env = Record<string, string | undefined>;
+type RowOf<T extends EnvSetting['type']> = Extract<EnvSetting, { type: T }>;
 
-function readPort(name: string, value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`${name} must be an integer from 0 to 65535, got "${value}"`);
+function rowOf<T extends EnvSetting['type']>(name: string, type: T): RowOf<T> {
+  const row = envSetting(name);
+  if (row.type !== type) throw new Error(`${name} is a ${row.type} in the settings table, read as a ${type}`);
+  return row as RowOf<T>;
+}
+
+/** What an int row accepts, in the words of its error message. */
+function intBounds(row: RowOf<'int'>, nodeEnv: NodeEnv): string {
+  const min = forEnv(row.min, nodeEnv);
+  if (row.max === undefined) return min === 1 ? 'a positive integer' : `a whole number from ${min} up`;
+  const zero = min === 0 && row.zeroMeans ? ` (${row.zeroMeans})` : '';
+  return `a whole number${row.unit ? ` of ${row.unit}` : ''} from ${min}${zero} to ${row.max}`;
+}
+
+/** The words a bool row accepts, as its error message lists them. */
+function boolWords(row: RowOf<'bool'>): string {
+  return row.offFirst ? `${row.off[0]} or ${row.on[0]}` : `${row.on[0]} or ${row.off[0]}`;
+}
+
+/** Reads the environment by the table's rows, one parser per type, with the table's bounds. */
+class SettingsReader {
+  constructor(
+    private readonly env: Env,
+    readonly nodeEnv: NodeEnv,
+  ) {}
+
+  /** The variable's value, undefined when unset or empty. */
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
   }
-  return port;
+
+  int(name: string): number {
+    const row = rowOf(name, 'int');
+    const value = this.raw(name);
+    if (value === undefined) {
+      if (row.default === undefined) throw new Error(`${name} has no default in the settings table`);
+      return row.default;
+    }
+    const n = Number(value);
+    if (!/^[0-9]+$/.test(value) || n < forEnv(row.min, this.nodeEnv) || (row.max !== undefined && n > row.max)) {
+      throw new ConfigError(`${name} must be ${intBounds(row, this.nodeEnv)}, got "${value}"`);
+    }
+    return n;
+  }
+
+  port(name: string): number | undefined {
+    const row = rowOf(name, 'port');
+    const value = this.raw(name);
+    if (value === undefined) return row.default;
+    const port = Number(value);
+    if (!/^[0-9]+$/.test(value) || port > 65535) throw new ConfigError(`${name} must be an integer from 0 to 65535, got "${value}"`);
+    return port;
+  }
+
+  bool(name: string): boolean {
+    const row = rowOf(name, 'bool');
+    const value = this.raw(name);
+    const v = (value ?? '').trim().toLowerCase();
+    let on: boolean;
+    if (v === '') on = forEnv(row.default, this.nodeEnv);
+    else if (row.on.includes(v)) on = true;
+    else if (row.off.includes(v)) on = false;
+    else throw new ConfigError(`${name} must be ${boolWords(row)}, got "${value}"`);
+    // A request to this machine is a way into it: for development and tests only.
+    if (on && row.devOnly && this.nodeEnv === 'production') throw new ConfigError(`${name}=${row.on[0]} is for development only; NODE_ENV=production refuses it`);
+    return on;
+  }
+
+  enum<T extends string>(name: string): T {
+    const row = rowOf(name, 'enum');
+    const value = this.raw(name);
+    if (value === undefined || (row.unknownIsDefault && !row.values.includes(value))) return forEnv(row.default, this.nodeEnv) as T;
+    if (!row.values.includes(value)) throw new ConfigError(`${name} must be one of ${row.values.join(', ')}, got "${value}"`);
+    return value as T;
+  }
+
+  string(name: string): string | undefined {
+    const row = rowOf(name, 'string');
+    const value = this.raw(name);
+    const fallback = row.default === undefined ? undefined : forEnv(row.default, this.nodeEnv);
+    if (row.maxLength === undefined) return value ?? fallback;
+    // A name people read: a short, plain one that cannot reorder the text around it.
+    const text = (value ?? '').trim();
+    if (!text) return fallback;
+    if (text.length > row.maxLength || hasUnsafeText(text)) throw new ConfigError(`${name} must be 1 to ${row.maxLength} characters without control or text-direction characters, got "${value}"`);
+    return text;
+  }
+
+  url(name: string): string | undefined {
+    const row = rowOf(name, 'url');
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    return row.public ? readPublicUrl(name, value) : readUrl(name, value, row.protocols);
+  }
+
+  /** A comma-separated list; its entries' length is checked once production's rules are applied. */
+  list(name: string): string[] {
+    rowOf(name, 'list');
+    return (this.raw(name) ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  }
+
+  hostPorts(name: string): Array<{ host: string; port: number }> | undefined {
+    rowOf(name, 'host-ports');
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    return value.split(',').map((entry) => {
+      const match = /^\s*(?:redis:\/\/)?([^:\s]+):(\d+)\/?\s*$/.exec(entry);
+      if (!match) throw new ConfigError(`${name} must be a comma-separated list of host:port, got "${entry}"`);
+      return { host: match[1]!, port: Number(match[2]) };
+    });
+  }
+
+  path(name: string): string {
+    const row = rowOf(name, 'path');
+    return path.resolve(this.raw(name) ?? row.default);
+  }
+
+  /**
+   * How many proxies stand in front of the server. `false` (or unset, or 0): none, the socket
+   * address is the client; `true`: one; N: N. The client address is the X-Forwarded-For entry
+   * that the nearest trusted proxy added, never one a client could write.
+   */
+  proxyHops(name: string): number {
+    const row = rowOf(name, 'proxy-hops');
+    const value = this.raw(name);
+    const v = (value ?? '').trim().toLowerCase();
+    if (v === '' || v === 'false') return 0;
+    if (v === 'true') return 1;
+    const n = Number(v);
+    if (!/^[0-9]+$/.test(v) || n > row.max) throw new ConfigError(`${name} must be false, true or the number of proxies in front of the server (0 to ${row.max}), got "${value}"`);
+    return n;
+  }
+
+  /** Settings that are gone are refused with what replaced them, never silently ignored. */
+  refuseRemoved(): void {
+    for (const row of ENV_SETTINGS) {
+      if (row.type === 'removed' && this.env[row.name] !== undefined) throw new ConfigError(`${row.name} is no longer supported: ${row.why}`);
+    }
+  }
+
+  /** NODE_ENV=production: every variable whose development default is unsafe must be set. */
+  refuseDevelopmentDefaults(): void {
+    if (this.nodeEnv !== 'production') return;
+    const missing = ENV_SETTINGS.filter((row) => row.requiredInProduction && this.isUnset(row)).map((row) => `${row.name} (${row.requiredInProduction})`);
+    if (missing.length) throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(' and ')}`);
+    for (const row of ENV_SETTINGS) {
+      if (row.type !== 'list' || row.minLengthInProduction === undefined) continue;
+      if (this.list(row.name).some((k) => k.length < row.minLengthInProduction!)) {
+        throw new ConfigError(`each ${row.name} entry must be at least ${row.minLengthInProduction} characters long in production`);
+      }
+    }
+  }
+
+  private isUnset(row: EnvSetting): boolean {
+    return row.type === 'list' ? this.list(row.name).length === 0 : this.raw(row.name) === undefined;
+  }
 }
 
-function readCount(env: Env, name: string, fallback: number): number {
-  const value = env[name];
-  if (value === undefined || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
-  return n;
-}
-
-/**
- * TRUST_PROXY: how many proxies stand in front of the server. `false` (or unset, or 0): none, the
- * socket address is the client; `true`: one; N: N. The client address is the X-Forwarded-For entry
- * that the nearest trusted proxy added, never one a client could write.
- */
-function readProxyHops(value: string | undefined): number {
-  const v = (value ?? '').trim().toLowerCase();
-  if (v === '' || v === 'false') return 0;
-  if (v === 'true') return 1;
-  const n = Number(v);
-  if (!/^[0-9]+$/.test(v) || n > 10) throw new ConfigError(`TRUST_PROXY must be false, true or the number of proxies in front of the server (0 to 10), got "${value}"`);
-  return n;
-}
-
-// Settings of the old lockout design, which refused even the right secret: say so, do not ignore them.
-const REMOVED_SETTINGS: Record<string, string> = {
-  RATE_LIMIT_TOKEN_PER_MINUTE_PER_IP: 'valid requests are no longer limited per address; see RATE_LIMIT_AUTH_FAILURES_PER_IP',
-  RATE_LIMIT_AUTH_LOCKOUT_SECONDS: 'there is no lockout any more; use RATE_LIMIT_AUTH_WINDOW_SECONDS',
-  RATE_LIMIT_SIGNIN_MAX_DELAY_SECONDS: 'sign-ins past the limits solve a proof-of-work challenge instead of waiting; see RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK',
-};
-
-function readPasswordHashLogN(value: string | undefined, nodeEnv: string): number {
-  if (value === undefined || value === '') return DEFAULT_LOG_N;
-  const n = Number(value);
-  // Never below OWASP's guidance outside tests; 20 (1 GiB per hash) is more than any server wants.
-  const min = nodeEnv === 'test' ? 10 : DEFAULT_LOG_N;
-  if (!/^[0-9]+$/.test(value) || n < min || n > 20) throw new ConfigError(`PASSWORD_HASH_LOG_N must be a whole number from ${min} to 20, got "${value}"`);
-  return n;
-}
-
-function readGraceSeconds(value: string | undefined): number {
-  if (value === undefined || value === '') return 10;
-  const n = Number(value);
-  if (!/^[0-9]+$/.test(value) || n > 60) throw new ConfigError(`REFRESH_GRACE_SECONDS must be a whole number of seconds from 0 (off) to 60, got "${value}"`);
-  return n;
-}
-
-function readAllowLoopback(value: string | undefined, nodeEnv: Config['env'], name = 'WEBHOOK_ALLOW_LOOPBACK'): boolean {
-  const v = (value ?? '').trim().toLowerCase();
-  if (v === '' || v === 'false') return false;
-  if (v !== 'true') throw new ConfigError(`${name} must be true or false, got "${value}"`);
-  // A request to this machine is a way into it: for development and tests only.
-  if (nodeEnv === 'production') throw new ConfigError(`${name}=true is for development only; NODE_ENV=production refuses it`);
-  return true;
-}
-
-/** LOG_FORMAT, else JSON in production (and tests) and readable lines in development. */
-function readLogFormat(value: string | undefined, nodeEnv: string): LogFormat {
-  if (value === undefined || value === '') return nodeEnv === 'development' ? 'pretty' : 'json';
-  if (!LOG_FORMATS.includes(value as LogFormat)) throw new ConfigError(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}, got "${value}"`);
-  return value as LogFormat;
-}
-
-function readSwitch(name: string, value: string | undefined, fallback: boolean): boolean {
-  const v = (value ?? '').trim().toLowerCase();
-  if (v === '') return fallback;
-  if (v === 'true' || v === 'on') return true;
-  if (v === 'false' || v === 'off') return false;
-  throw new ConfigError(`${name} must be true or false, got "${value}"`);
-}
-
-function readCimd(env: Env, nodeEnv: Config['env']): CimdConfig {
+function readCimd(read: SettingsReader, rateLimitsOn: boolean): CimdConfig {
   return {
-    // Off in production unless an operator turns it on: unreviewed agents are a choice.
-    enabled: readSwitch('CIMD_ENABLED', env.CIMD_ENABLED, nodeEnv !== 'production'),
-    allowLoopback: readAllowLoopback(env.CIMD_ALLOW_LOOPBACK, nodeEnv, 'CIMD_ALLOW_LOOPBACK'),
-    maxUsers: readCount(env, 'CIMD_MAX_USERS', 100),
-    // A person trying a few new agents fetches a handful; a site serving many agents' documents,
-    // a few dozen new ones a minute at most. Documents seen before are not counted.
-    fetchLimits: readRateLimits(env).enabled
+    enabled: read.bool('CIMD_ENABLED'),
+    allowLoopback: read.bool('CIMD_ALLOW_LOOPBACK'),
+    maxUsers: read.int('CIMD_MAX_USERS'),
+    fetchLimits: rateLimitsOn
       ? {
-          perAddressPerMinute: readCount(env, 'CIMD_FETCHES_PER_ADDRESS_PER_MINUTE', 10),
-          perAddressPerHour: readCount(env, 'CIMD_FETCHES_PER_ADDRESS_PER_HOUR', 60),
-          perSitePerMinute: readCount(env, 'CIMD_FETCHES_PER_SITE_PER_MINUTE', 30),
+          perAddressPerMinute: read.int('CIMD_FETCHES_PER_ADDRESS_PER_MINUTE'),
+          perAddressPerHour: read.int('CIMD_FETCHES_PER_ADDRESS_PER_HOUR'),
+          perSitePerMinute: read.int('CIMD_FETCHES_PER_SITE_PER_MINUTE'),
         }
       : undefined,
   };
 }
 
-function readDynamicRegistration(value: string | undefined): boolean {
-  const v = (value ?? '').trim().toLowerCase();
-  if (v === '' || v === 'off') return false;
-  if (v === 'open') return true;
-  throw new ConfigError(`DYNAMIC_REGISTRATION must be off or open, got "${value}"`);
-}
-
-function readFastPaths(value: string | undefined): boolean {
-  const v = (value ?? '').trim().toLowerCase();
-  if (v === '' || v === 'on') return true;
-  if (v === 'off') return false;
-  throw new ConfigError(`FAST_PATHS must be on or off, got "${value}"`);
-}
-
-function readRetryBaseSeconds(value: string | undefined): number {
-  if (value === undefined || value === '') return 30;
-  const n = Number(value);
-  if (!/^[0-9]+$/.test(value) || n < 1 || n > 3600) throw new ConfigError(`WEBHOOK_RETRY_BASE_SECONDS must be a whole number of seconds from 1 to 3600, got "${value}"`);
-  return n;
-}
-
-function readNoticeDays(value: string | undefined): number {
-  if (value === undefined || value === '') return 14 * 86_400;
-  const n = Number(value);
-  if (!/^[0-9]+$/.test(value) || n < 1 || n > 90) throw new ConfigError(`SECRET_EXPIRY_NOTICE_DAYS must be a whole number of days from 1 to 90, got "${value}"`);
-  return n * 86_400;
-}
-
-const DEFAULT_PLATFORM_NAME = 'Scheduling Platform';
-
-function readPlatformName(value: string | undefined): string {
-  const name = (value ?? '').trim();
-  if (!name) return DEFAULT_PLATFORM_NAME;
-  // Shown on every consent page: a short, plain name that cannot reorder the text around it.
-  if (name.length > 60 || hasUnsafeText(name)) throw new ConfigError(`PLATFORM_NAME must be 1 to 60 characters without control or text-direction characters, got "${value}"`);
-  return name;
-}
-
-function readRateLimits(env: Env): RateLimitConfig {
-  const switchValue = (env.RATE_LIMITS ?? 'on').toLowerCase();
-  if (!['on', 'off'].includes(switchValue)) throw new ConfigError(`RATE_LIMITS must be "on" or "off", got "${env.RATE_LIMITS}"`);
-  for (const [name, why] of Object.entries(REMOVED_SETTINGS)) {
-    if (env[name] !== undefined) throw new ConfigError(`${name} is no longer supported: ${why}`);
-  }
+function readRateLimits(read: SettingsReader): RateLimitConfig {
   return {
-    enabled: switchValue === 'on',
-    // An app with 100,000 connected users refreshes about 3,300 times a minute on 30-minute tokens.
-    tokenPerMinutePerClient: readCount(env, 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', 6000),
-    // A user's tokens are refreshed once per access token lifetime (30 minutes): a few a minute
-    // leaves room for retries and several devices, and stops a loop within seconds.
-    refreshPerMinutePerUser: readCount(env, 'RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER', 10),
-    authFailures: readCount(env, 'RATE_LIMIT_AUTH_FAILURES', 10),
-    authFailuresPerIp: readCount(env, 'RATE_LIMIT_AUTH_FAILURES_PER_IP', 100),
-    authWindowSeconds: readCount(env, 'RATE_LIMIT_AUTH_WINDOW_SECONDS', 900),
-    authMaxDelaySeconds: readCount(env, 'RATE_LIMIT_AUTH_MAX_DELAY_SECONDS', 300),
-    signInFreeFailures: readCount(env, 'RATE_LIMIT_SIGNIN_FREE_FAILURES', 5),
-    signInFailuresPerHourPerIp: readCount(env, 'RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP', 20),
-    signInChallengeWork: readCount(env, 'RATE_LIMIT_SIGNIN_CHALLENGE_WORK', 2000),
-    signInChallengeMaxWork: readCount(env, 'RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK', 32000),
+    enabled: read.bool('RATE_LIMITS'),
+    tokenPerMinutePerClient: read.int('RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT'),
+    refreshPerMinutePerUser: read.int('RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER'),
+    authFailures: read.int('RATE_LIMIT_AUTH_FAILURES'),
+    authFailuresPerIp: read.int('RATE_LIMIT_AUTH_FAILURES_PER_IP'),
+    authWindowSeconds: read.int('RATE_LIMIT_AUTH_WINDOW_SECONDS'),
+    authMaxDelaySeconds: read.int('RATE_LIMIT_AUTH_MAX_DELAY_SECONDS'),
+    signInFreeFailures: read.int('RATE_LIMIT_SIGNIN_FREE_FAILURES'),
+    signInFailuresPerHourPerIp: read.int('RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP'),
+    signInChallengeWork: read.int('RATE_LIMIT_SIGNIN_CHALLENGE_WORK'),
+    signInChallengeMaxWork: read.int('RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK'),
   };
 }
 
-function readHostPorts(name: string, value: string): Array<{ host: string; port: number }> {
-  return value.split(',').map((entry) => {
-    const match = /^\s*(?:redis:\/\/)?([^:\s]+):(\d+)\/?\s*$/.exec(entry);
-    if (!match) throw new ConfigError(`${name} must be a comma-separated list of host:port, got "${entry}"`);
-    return { host: match[1]!, port: Number(match[2]) };
-  });
-}
-
-function readRedis(env: Env): RedisConfig | undefined {
-  const set = [env.REDIS_URL && 'REDIS_URL', env.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES', env.REDIS_SENTINELS && 'REDIS_SENTINELS'].filter(Boolean);
+function readRedis(read: SettingsReader): RedisConfig | undefined {
+  const url = read.url('REDIS_URL');
+  const nodes = read.hostPorts('REDIS_CLUSTER_NODES');
+  const sentinels = read.hostPorts('REDIS_SENTINELS');
+  const set = [url && 'REDIS_URL', nodes && 'REDIS_CLUSTER_NODES', sentinels && 'REDIS_SENTINELS'].filter(Boolean);
   if (set.length > 1) throw new ConfigError(`set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS (got ${set.join(', ')})`);
-  const password = env.REDIS_PASSWORD || undefined;
-  if (env.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: readHostPorts('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES), password };
-  if (env.REDIS_SENTINELS) {
-    if (!env.REDIS_SENTINEL_NAME) throw new ConfigError('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the monitored master group)');
-    return { mode: 'sentinel', sentinels: readHostPorts('REDIS_SENTINELS', env.REDIS_SENTINELS), name: env.REDIS_SENTINEL_NAME, password };
+  const password = read.string('REDIS_PASSWORD');
+  if (nodes) return { mode: 'cluster', nodes, password };
+  if (sentinels) {
+    const name = read.string('REDIS_SENTINEL_NAME');
+    if (!name) throw new ConfigError('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the monitored master group)');
+    return { mode: 'sentinel', sentinels, name, password };
   }
-  if (env.REDIS_URL) return { mode: 'single', url: readUrl('REDIS_URL', env.REDIS_URL, ['redis:', 'rediss:']) };
+  if (url) return { mode: 'single', url };
   return undefined;
 }
 
-function readUrl(name: string, value: string, protocols: string[]): string {
+function readUrl(name: string, value: string, protocols: readonly string[]): string {
   let url: URL;
   try {
     url = new URL(value);
@@ -325,38 +355,27 @@ function readPublicUrl(name: string, value: string): string {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
-  const port = readPort('PORT', env.PORT) ?? 3000;
-  const host = env.HOST || '127.0.0.1';
-  const metricsPort = readPort('METRICS_PORT', env.METRICS_PORT);
-  const metricsHost = env.METRICS_HOST || host;
+  // NODE_ENV first (its row's default is the same in every environment): the other rows may depend on it.
+  const read = new SettingsReader(env, new SettingsReader(env, 'development').enum<NodeEnv>('NODE_ENV'));
+  const nodeEnv = read.nodeEnv;
+  read.refuseRemoved();
+  const port = read.port('PORT')!;
+  const host = read.string('HOST')!;
+  const metricsPort = read.port('METRICS_PORT');
+  const metricsHost = read.string('METRICS_HOST') ?? host;
   // Both on one address would fail at listen with EADDRINUSE: say why up front.
   if (metricsPort && metricsPort === port && metricsHost === host) {
     throw new ConfigError(`METRICS_PORT must differ from PORT (both ${port}): metrics are never served on the public port`);
   }
   // With PORT=0 the real port is known only after listen; main.ts fills these in then.
-  const appUrl = readPublicUrl('APP_URL', env.APP_URL || `http://localhost:${port}`);
-  const baseUrl = env.BASE_URL ? readPublicUrl('BASE_URL', env.BASE_URL) : appUrl;
-  const databaseUrl = env.DATABASE_URL ? readUrl('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:']) : undefined;
-  const redis = readRedis(env);
-  const cookieKeys = (env.COOKIE_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
-  const dataKeys = (env.DATA_ENCRYPTION_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean);
-
-  if (nodeEnv === 'production') {
-    const missing: string[] = [];
-    if (!databaseUrl) missing.push('DATABASE_URL (the embedded database is for development only)');
-    if (cookieKeys.length === 0) missing.push('COOKIE_KEYS (comma-separated secrets for signed cookies)');
-    if (dataKeys.length === 0) missing.push('DATA_ENCRYPTION_KEYS (comma-separated keys that encrypt stored signing keys and webhook secrets)');
-    if (missing.length) {
-      throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(' and ')}`);
-    }
-  }
-  if (cookieKeys.some((k) => k.length < 32) && nodeEnv === 'production') {
-    throw new ConfigError('each COOKIE_KEYS entry must be at least 32 characters long in production');
-  }
-  if (dataKeys.some((k) => k.length < 32) && nodeEnv === 'production') {
-    throw new ConfigError('each DATA_ENCRYPTION_KEYS entry must be at least 32 characters long in production');
-  }
+  const appUrl = read.url('APP_URL') ?? `http://localhost:${port}`;
+  const baseUrl = read.url('BASE_URL') ?? appUrl;
+  const databaseUrl = read.url('DATABASE_URL');
+  const redis = readRedis(read);
+  const cookieKeys = read.list('COOKIE_KEYS');
+  const dataKeys = read.list('DATA_ENCRYPTION_KEYS');
+  read.refuseDevelopmentDefaults();
+  const rateLimits = readRateLimits(read);
 
   return {
     env: nodeEnv,
@@ -369,27 +388,27 @@ export function loadConfig(env: Env = process.env): Config {
     issuer: `${baseUrl}/v2/auth/oauth2`,
     databaseUrl,
     redis,
-    databasePoolMax: readCount(env, 'DATABASE_POOL_MAX', 10),
-    dataDir: path.resolve(env.DATA_DIR || './.data'),
+    databasePoolMax: read.int('DATABASE_POOL_MAX'),
+    dataDir: read.path('DATA_DIR'),
     cookieKeys: cookieKeys.length ? cookieKeys : DEV_COOKIE_KEYS,
     usingDevCookieKeys: cookieKeys.length === 0,
     dataEncryptionKeys: dataKeys.length ? dataKeys : DEV_DATA_KEYS,
     usingDevDataKeys: dataKeys.length === 0,
-    proxyHops: readProxyHops(env.TRUST_PROXY),
-    passwordHashLogN: readPasswordHashLogN(env.PASSWORD_HASH_LOG_N, nodeEnv),
-    logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info'),
-    logFormat: readLogFormat(env.LOG_FORMAT, nodeEnv),
+    proxyHops: read.proxyHops('TRUST_PROXY'),
+    passwordHashLogN: read.int('PASSWORD_HASH_LOG_N'),
+    logLevel: read.string('LOG_LEVEL')!,
+    logFormat: read.enum<LogFormat>('LOG_FORMAT'),
     requestLogLevel: nodeEnv === 'development' ? 'debug' : 'info',
-    rateLimits: readRateLimits(env),
-    refreshGraceSeconds: readGraceSeconds(env.REFRESH_GRACE_SECONDS),
-    platformName: readPlatformName(env.PLATFORM_NAME),
-    webhookRetryBaseSeconds: readRetryBaseSeconds(env.WEBHOOK_RETRY_BASE_SECONDS),
-    webhookAllowLoopback: readAllowLoopback(env.WEBHOOK_ALLOW_LOOPBACK, nodeEnv),
-    resourceUriAllowLoopback: readAllowLoopback(env.RESOURCE_URI_ALLOW_LOOPBACK, nodeEnv, 'RESOURCE_URI_ALLOW_LOOPBACK'),
-    secretExpiryNoticeSeconds: readNoticeDays(env.SECRET_EXPIRY_NOTICE_DAYS),
-    fastPaths: readFastPaths(env.FAST_PATHS),
-    cimd: readCimd(env, nodeEnv),
-    dynamicRegistration: readDynamicRegistration(env.DYNAMIC_REGISTRATION),
+    rateLimits,
+    refreshGraceSeconds: read.int('REFRESH_GRACE_SECONDS'),
+    platformName: read.string('PLATFORM_NAME')!,
+    webhookRetryBaseSeconds: read.int('WEBHOOK_RETRY_BASE_SECONDS'),
+    webhookAllowLoopback: read.bool('WEBHOOK_ALLOW_LOOPBACK'),
+    resourceUriAllowLoopback: read.bool('RESOURCE_URI_ALLOW_LOOPBACK'),
+    secretExpiryNoticeSeconds: read.int('SECRET_EXPIRY_NOTICE_DAYS') * 86_400,
+    fastPaths: read.bool('FAST_PATHS'),
+    cimd: readCimd(read, rateLimits.enabled),
+    dynamicRegistration: read.bool('DYNAMIC_REGISTRATION'),
   };
 }
 

@@ -41,9 +41,8 @@ const OPTIONS: pino.LoggerOptions = {
   serializers: { err: (err: unknown) => withoutCommandArguments(err) },
 };
 
-/** LOG_FORMAT: `json` (one JSON document a line, for collectors) or `pretty` (for a person at a terminal). */
+/** LOG_FORMAT (src/settings.ts): `json` (one JSON document a line, for collectors) or `pretty` (for a person at a terminal). */
 export type LogFormat = 'json' | 'pretty';
-export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 /**
  * A development console: `14:03:07 INFO: message key=value` on one line each, colours on a

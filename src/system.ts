@@ -39,6 +39,7 @@ import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts'
 import { cimdFacts } from './cimd/clients.ts';
 import { isUrlClientId } from './cimd/client-id.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { POLICY } from './settings.ts';
 
 export interface System {
   /** The public listener: the API's hot paths, then the Koa app. */
@@ -98,7 +99,7 @@ export interface SystemOverrides {
   webhookPollingSeconds?: number;
 }
 
-const PURGE_INTERVAL_MS = 10 * 60_000;
+const PURGE_INTERVAL_MS = POLICY.PURGE_INTERVAL_MS.value;
 // Notices within a minute of being due: an expired secret is refused at its second, this only tells.
 const SECRET_EXPIRY_SWEEP_MS = 60_000;
 const STORE_RECORD_INTERVAL_MS = 10 * 60_000;

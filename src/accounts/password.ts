@@ -4,9 +4,10 @@
 // sign-in (needsRehash, src/accounts/store.ts).
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import pLimit from 'p-limit';
+import { intDefault, POLICY } from '../settings.ts';
 
-/** OWASP's current scrypt guidance: N=2^17, r=8, p=1 (128 MiB of memory per hash). */
-export const DEFAULT_LOG_N = 17;
+/** OWASP's current scrypt guidance: N=2^17, r=8, p=1 (128 MiB of memory per hash); PASSWORD_HASH_LOG_N's default. */
+export const DEFAULT_LOG_N = intDefault('PASSWORD_HASH_LOG_N');
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
@@ -24,8 +25,8 @@ const KEY_LENGTH = 32;
 // - 'known' (a browser known for the account): every place, but at most HOLDER_SHARE checks of
 //   one holder (account) at once, so one account's owner cannot fill the line either.
 // Callers other than the sign-in form (operator scripts, the demo) are 'known' with no holder.
-const DEFAULT_CONCURRENCY = 2;
-const DEFAULT_MAX_QUEUED = 32;
+const DEFAULT_CONCURRENCY = POLICY.PASSWORD_HASH_CONCURRENCY.value;
+const DEFAULT_MAX_QUEUED = POLICY.PASSWORD_HASH_MAX_QUEUED.value;
 /** Checks of one holder at once in the 'known' lane. */
 const HOLDER_SHARE = 2;
 

@@ -6,6 +6,7 @@ import { PasswordHashingBusy, type Admission, type PasswordHashing } from './pas
 import { InputError, NotFoundError } from '../errors.ts';
 import { hasUnsafeText } from '../text.ts';
 import { parseIntegerId } from '../ids.ts';
+import { POLICY } from '../settings.ts';
 
 export interface User {
   id: number;
@@ -40,7 +41,7 @@ export interface NewUser {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const USERNAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-export const MIN_PASSWORD_LENGTH = 8;
+export const MIN_PASSWORD_LENGTH = POLICY.MIN_PASSWORD_LENGTH.value;
 
 export function isValidTimeZone(tz: string): boolean {
   try {

@@ -1,6 +1,7 @@
 // The route policy (docs/gateways.md): which scope a call to the scheduling API needs.
 // One table, read top to bottom; the first matching rule decides; no rule means no access.
 import { ALL_SCOPES } from '../scopes.ts';
+import { POLICY } from '../settings.ts';
 
 /**
  * What a call needs: nothing (public), a scope, or it is refused outright. A call to one team's or
@@ -125,7 +126,7 @@ export function normalisePath(rawPath: string): string[] | undefined {
 // What a call needs is a pure function of its method and path, and gateways ask about the same
 // paths over and over: answers for short paths are remembered, a bounded number of them.
 const REMEMBERED = new Map<string, Need>();
-const REMEMBER_AT_MOST = 10_000;
+const REMEMBER_AT_MOST = POLICY.ROUTE_POLICY_REMEMBERED.value;
 const REMEMBER_PATHS_UP_TO = 256;
 
 /** What a call with this method and path (as sent, query allowed) needs. */

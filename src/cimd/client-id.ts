@@ -3,8 +3,9 @@
 // first test is a cheap prefix check on every client lookup.
 import { DocumentError } from './fetch.ts';
 import { allowsLoopback, LOOPBACK_ADDRESS_ONLY } from '../http/loopback.ts';
+import { POLICY } from '../settings.ts';
 
-export const MAX_CLIENT_ID_URL = 2000;
+export const MAX_CLIENT_ID_URL = POLICY.MAX_CLIENT_ID_URL.value;
 
 /** Whether a client_id is meant as a metadata document's URL (as opposed to a registered id). */
 export const isUrlClientId = (id: unknown): id is string => typeof id === 'string' && (id.startsWith('https://') || id.startsWith('http://'));

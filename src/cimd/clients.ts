@@ -22,17 +22,18 @@ import { hostnameOf, siteOf } from './host-blocks.ts';
 import { hostOf, readStanding, recordSighting, type CimdStanding, type CimdStatus } from './store.ts';
 import { pendingChange, withinApproval, type ClientAsks } from './approval.ts';
 import type { Clock } from '../clock.ts';
+import { POLICY } from '../settings.ts';
 
 /** The longest a refresh token of an unreviewed client lives (the provider's ttl.RefreshToken). */
-export const UNREVIEWED_REFRESH_TTL = 7 * 86_400;
+export const UNREVIEWED_REFRESH_TTL = POLICY.UNREVIEWED_REFRESH_TTL.value;
 /** Documents kept in memory per instance (each at most 5 KB). */
-const MAX_KEPT = 1000;
+const MAX_KEPT = POLICY.CIMD_DOCUMENTS_KEPT.value;
 /**
  * How long a document that could not be used is not fetched again: a request naming it meanwhile
  * gets the same refusal. Without it, every request naming a failing URL (one that times out, say)
  * would make this server fetch again: a way to make it send requests at another's rate.
  */
-export const REFUSAL_KEPT_MS = 10_000;
+export const REFUSAL_KEPT_MS = POLICY.REFUSAL_KEPT_MS.value;
 
 /**
  * What a requester hears of every document that could not be fetched or used — an address

@@ -6,12 +6,13 @@
 import http from 'node:http';
 import https from 'node:https';
 import { allowedAddresses, checkedLookup, type AddressPolicy } from '../webhooks/address-policy.ts';
+import { POLICY } from '../settings.ts';
 
-export const MAX_DOCUMENT_BYTES = 5 * 1024;
-export const FETCH_TIMEOUT_MS = 3000;
+export const MAX_DOCUMENT_BYTES = POLICY.MAX_DOCUMENT_BYTES.value;
+export const FETCH_TIMEOUT_MS = POLICY.FETCH_TIMEOUT_MS.value;
 /** How long a fetched document is used before it is fetched again, whatever its headers say. */
-export const CACHE_MIN_SECONDS = 60;
-export const CACHE_MAX_SECONDS = 86_400;
+export const CACHE_MIN_SECONDS = POLICY.CACHE_MIN_SECONDS.value;
+export const CACHE_MAX_SECONDS = POLICY.CACHE_MAX_SECONDS.value;
 
 /** Why a document could not be used: said to the client as the invalid_client description. */
 export class DocumentError extends Error {
@@ -28,7 +29,7 @@ export interface Fetched {
 }
 
 /** A metadata document's key set (private_key_jwt): a few keys, a few KB. */
-export const MAX_JWKS_BYTES = 16 * 1024;
+export const MAX_JWKS_BYTES = POLICY.MAX_JWKS_BYTES.value;
 
 // The address rule speaks of webhooks; here it is documents.
 const ourWords = (message: string) => message.replace(/webhooks go to public addresses only/, 'documents are fetched from public addresses only');

@@ -18,6 +18,7 @@ import { documentLinks } from './document.ts';
 import { DocumentError } from './fetch.ts';
 import { approvalOf, blockCovering, type CimdStatus, type StoredApproval } from './store.ts';
 import { hostnameOf } from './host-blocks.ts';
+import { POLICY } from '../settings.ts';
 
 /**
  * A registered client's id: 128 random bits in base64url (the library's form of ids), never
@@ -31,7 +32,7 @@ export function registeredClientId(): string {
 }
 
 /** How long a registration may go without a token before the sweep removes it. */
-export const UNUSED_REGISTRATION_SECONDS = 3600;
+export const UNUSED_REGISTRATION_SECONDS = POLICY.UNUSED_REGISTRATION_SECONDS.value;
 
 // What a registration keeps of the metadata the provider validated: the standard fields it uses.
 const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at'];

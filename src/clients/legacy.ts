@@ -3,8 +3,9 @@
 import type { Db } from '../storage/db.ts';
 import { InputError } from '../errors.ts';
 import type { ClientRecord } from './model.ts';
+import { POLICY } from '../settings.ts';
 
-export const GUARD_WINDOW_DAYS = 7;
+export const GUARD_WINDOW_DAYS = POLICY.GUARD_WINDOW_DAYS.value;
 const SUGGESTION_WINDOW_DAYS = 30;
 
 /**

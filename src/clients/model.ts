@@ -1,6 +1,7 @@
 // What a client is: its kinds and statuses, the administrators' decisions that move it between
 // statuses, and its limits. Spelled once here; the pages, the scripts and the service read them.
 import { createHash } from 'node:crypto';
+import { POLICY } from '../settings.ts';
 
 /**
  * confidential: a server-side app with a secret; public: a native or browser app (PKCE, no secret);
@@ -15,11 +16,11 @@ export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
 /** Every status, in the order the review page lists clients. */
 export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
 
-export const MAX_REDIRECT_URIS = 10;
-export const MAX_ACTIVE_SECRETS = 2; // docs/secret-rotation.md
-export const MAX_TOKEN_REQUESTS_PER_MINUTE = 1_000_000;
+export const MAX_REDIRECT_URIS = POLICY.MAX_REDIRECT_URIS.value;
+export const MAX_ACTIVE_SECRETS = POLICY.MAX_ACTIVE_SECRETS.value; // docs/secret-rotation.md
+export const MAX_TOKEN_REQUESTS_PER_MINUTE = POLICY.MAX_TOKEN_REQUESTS_PER_MINUTE.value;
 /** The longest refresh grace window a client may have (as REFRESH_GRACE_SECONDS). */
-export const MAX_REFRESH_GRACE_SECONDS = 60;
+export const MAX_REFRESH_GRACE_SECONDS = POLICY.MAX_REFRESH_GRACE_SECONDS.value;
 
 /** The decisions on a client: from which statuses each is possible, where it leads, what it did. */
 export const DECISIONS = {

@@ -28,6 +28,7 @@ import * as repo from './repository.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
+import { POLICY } from '../settings.ts';
 
 export { findUsableClient, activeSecretReader, type UsableClient } from './repository.ts';
 
@@ -244,10 +245,10 @@ export interface NewSecret {
 }
 
 /** The longest lifetime a secret may be given, and the longest overlap of a rotation (docs/secret-rotation.md). */
-export const MAX_SECRET_LIFETIME_SECONDS = 730 * 86_400;
-export const MAX_ROTATION_OVERLAP_SECONDS = 7 * 86_400;
+export const MAX_SECRET_LIFETIME_SECONDS = POLICY.MAX_SECRET_LIFETIME_SECONDS.value;
+export const MAX_ROTATION_OVERLAP_SECONDS = POLICY.MAX_ROTATION_OVERLAP_SECONDS.value;
 /** A secret used this recently may be in use by the app right now: revoking it needs a confirmation. */
-export const RECENT_USE_SECONDS = 10 * 60;
+export const RECENT_USE_SECONDS = POLICY.RECENT_USE_SECONDS.value;
 
 function assertLifetime(expiresInSeconds: number | undefined): void {
   if (expiresInSeconds !== undefined && (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_SECRET_LIFETIME_SECONDS)) {

@@ -5,6 +5,7 @@ import { hasUnsafeText } from '../text.ts';
 import { allowsLoopback, REDIRECT_URI_LOOPBACK } from '../http/loopback.ts';
 
 import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts';
+import { POLICY } from '../settings.ts';
 
 /** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
 export function isNativeRedirect(uri: string): boolean {
@@ -82,7 +83,7 @@ export function validateClientName(name: string): string {
   return trimmed;
 }
 
-export const MAX_LINK_LENGTH = 500;
+export const MAX_LINK_LENGTH = POLICY.MAX_LINK_LENGTH.value;
 
 /**
  * A privacy-policy or terms-of-service link (shown on the consent page): https, or http on
@@ -110,7 +111,7 @@ export function validateClientLinks(links: ClientLinks): { policyUri: string | n
 }
 
 /** The longest resource URI a resource server may register (it is compared, stored and shown). */
-export const MAX_RESOURCE_URI_LENGTH = 500;
+export const MAX_RESOURCE_URI_LENGTH = POLICY.MAX_RESOURCE_URI_LENGTH.value;
 
 /**
  * A resource server's resource (RFC 8707 2): an absolute https URI without a fragment, compared

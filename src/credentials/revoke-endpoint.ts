@@ -12,13 +12,14 @@ import { apiErrorAnswer, NO_STORE, reply } from '../http/envelope.ts';
 import { newRouter } from '../http/router.ts';
 import { LEAK_REVOKE_PATH } from '../http/paths.ts';
 import { revokeLeakedCredentials, type LeakDeps } from './leaks.ts';
+import { POLICY } from '../settings.ts';
 
-export const MAX_CREDENTIALS_PER_REPORT = 100;
+export const MAX_CREDENTIALS_PER_REPORT = POLICY.MAX_CREDENTIALS_PER_REPORT.value;
 /** Longer than any credential ever issued here (54), with room for other forms: anything longer is not one. */
 export const MAX_CREDENTIAL_LENGTH = 512;
 /** Reports per address and minute. */
-export const LEAK_REPORTS_PER_MINUTE = 30;
-const BODY_LIMIT = 64 * 1024;
+export const LEAK_REPORTS_PER_MINUTE = POLICY.LEAK_REPORTS_PER_MINUTE.value;
+const BODY_LIMIT = POLICY.LEAK_REPORT_BODY_LIMIT.value;
 
 /** The one answer, found or not. */
 export const ACCEPTED = { status: 'accepted' } as const;

@@ -7,9 +7,10 @@
 // dropped, so that no reset wipes the answer from the client's buffer before it reads it.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { POLICY } from '../settings.ts';
 
 /** Unread bytes up to this are discarded on a kept-alive connection; beyond it, the connection closes. */
-export const DRAIN_LIMIT = 64 * 1024;
+export const DRAIN_LIMIT = POLICY.DRAIN_LIMIT.value;
 /** How long a closing connection keeps reading what its client still sends. */
 const LINGER_MS = 5_000;
 

@@ -5,11 +5,12 @@
 // redirect_uri: the refusal goes to that redirect URI as RFC 6749 4.1.2.1 wants, and when either
 // is not valid, the error page shows it instead (the library's own error handling).
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
+import { POLICY } from '../settings.ts';
 
 /** `state`: opaque to us, and some clients carry a little of their own state in it. */
-export const MAX_STATE_LENGTH = 2048;
+export const MAX_STATE_LENGTH = POLICY.MAX_STATE_LENGTH.value;
 /** Every other parameter: a scope list, a login hint, a nonce, a PKCE challenge … */
-export const MAX_PARAM_LENGTH = 1024;
+export const MAX_PARAM_LENGTH = POLICY.MAX_PARAM_LENGTH.value;
 
 /**
  * The parameters the provider reads at the authorization endpoint (its PARAM_LIST) other than

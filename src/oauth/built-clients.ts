@@ -12,9 +12,10 @@
 //   library's own way.
 import type Provider from 'oidc-provider';
 import { enlargeBuiltClientCache } from '../fast/library.ts';
+import { POLICY } from '../settings.ts';
 
 /** How many built clients the library keeps (a few KiB each). */
-export const BUILT_CLIENTS_KEPT = 10_000;
+export const BUILT_CLIENTS_KEPT = POLICY.BUILT_CLIENTS_KEPT.value;
 
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
 

@@ -3,6 +3,7 @@
 // is ever bound to a key and the provider ignores the header; the rule holds anyway, so that a
 // retry is never answered to a holder of another key — or of none, when the first had one.
 import { createPublicKey, hash, verify, constants, type JsonWebKey } from 'node:crypto';
+import { POLICY } from '../settings.ts';
 
 /** The signature algorithms of proofs we read: digest and signature encoding as node:crypto names them. */
 const ALGORITHMS: Record<string, { digest: string | null; dsaEncoding?: 'ieee-p1363'; padding?: number }> = {
@@ -19,7 +20,7 @@ const ALGORITHMS: Record<string, { digest: string | null; dsaEncoding?: 'ieee-p1
 const THUMBPRINT_MEMBERS: Record<string, string[]> = { EC: ['crv', 'kty', 'x', 'y'], RSA: ['e', 'kty', 'n'], OKP: ['crv', 'kty', 'x'] };
 
 /** How far a proof's iat may be from now (RFC 9449 11.1): a proof is for the request it came with. */
-const PROOF_MAX_AGE_SECONDS = 300;
+const PROOF_MAX_AGE_SECONDS = POLICY.DPOP_PROOF_MAX_AGE_SECONDS.value;
 
 const json = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>;
 

@@ -29,14 +29,15 @@ import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResou
 import { usableClient } from './token-liveness.ts';
 import { defaultScopes, isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
 import { registeredClientId } from '../cimd/registration.ts';
+import { POLICY } from '../settings.ts';
 
 
-export const ACCESS_TOKEN_TTL = 1800; // 30 minutes: the token response's expires_in (docs/endpoints.md)
+export const ACCESS_TOKEN_TTL = POLICY.ACCESS_TOKEN_TTL.value; // the token response's expires_in (docs/endpoints.md)
 /** Seconds an authorization code may be exchanged (also told on the demo's callback page). */
-export const AUTHORIZATION_CODE_TTL = 60;
-const REFRESH_TOKEN_TTL = 30 * 24 * 3600; // sliding: each rotation gets a fresh 30 days…
-const REFRESH_TOKEN_MAX_AGE = 365 * 24 * 3600; // …but never past a year after the user's consent
-const SESSION_TTL = 14 * 24 * 3600;
+export const AUTHORIZATION_CODE_TTL = POLICY.AUTHORIZATION_CODE_TTL.value;
+const REFRESH_TOKEN_TTL = POLICY.REFRESH_TOKEN_TTL.value; // sliding: each rotation gets a fresh one…
+const REFRESH_TOKEN_MAX_AGE = POLICY.REFRESH_TOKEN_MAX_AGE.value; // …but never past this after the user's consent
+const SESSION_TTL = POLICY.SESSION_TTL.value;
 
 export interface ProviderDeps {
   config: Config;

@@ -30,6 +30,7 @@ import { isLive } from './token-liveness.ts';
 import { NO_STORE } from '../http/envelope.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import type { Clock } from '../clock.ts';
+import { POLICY } from '../settings.ts';
 
 type Next = () => Promise<void>;
 
@@ -43,7 +44,7 @@ const POLL_MS = 25;
  * which on a phone come within a second or two; every second more is a second in which a stolen
  * spent token is as good as the app's (there is no secret to prove the client).
  */
-export const PUBLIC_CLIENT_GRACE_SECONDS = 2;
+export const PUBLIC_CLIENT_GRACE_SECONDS = POLICY.PUBLIC_CLIENT_GRACE_SECONDS.value;
 
 /** What the window depends on: the client's own setting and whether it is public. */
 export interface GraceClient {

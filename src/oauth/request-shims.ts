@@ -6,6 +6,7 @@ import { errors } from 'oidc-provider';
 import { NO_STORE, oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { parseScopeList } from '../scopes.ts';
 import { keepBodyForProvider } from '../fast/library.ts';
+import { POLICY } from '../settings.ts';
 
 /** Spec 4.1 allows commas between scope names; the provider only splits on spaces. */
 export async function normaliseScopeParam(ctx: Context, next: Next) {
@@ -23,7 +24,7 @@ declare module 'koa' {
   }
 }
 
-export const TOKEN_BODY_LIMIT = 16 * 1024;
+export const TOKEN_BODY_LIMIT = POLICY.TOKEN_BODY_LIMIT.value;
 
 const bodies = new WeakMap<IncomingMessage, Promise<string>>();
 

@@ -11,6 +11,7 @@ import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { ConflictError } from '../errors.ts';
 import { grantWithId } from '../fast/library.ts';
+import { POLICY } from '../settings.ts';
 
 /** The marker of a bound grant's id. Library ids are nanoid's letters, digits, `-` and `_`: never a `.`. */
 const BOUND_PREFIX = 'bound.';
@@ -101,7 +102,7 @@ const sameBinding = (a: Binding, b: Binding) =>
 const isId = (value: unknown) => Number.isSafeInteger(value) && (value as number) > 0;
 
 /** At most this many bindings in memory (one per bound grant in use); the oldest go first. */
-const KEEP_AT_MOST = 50_000;
+const KEEP_AT_MOST = POLICY.BINDINGS_KEPT.value;
 
 export function grantBindings(db: Db, keepAtMost = KEEP_AT_MOST): GrantBindings {
   // Bindings never change, so what was read stays true: no invalidation. Only found rows are kept:

@@ -5,13 +5,14 @@
 // for the write. A crash loses at most those few hundred milliseconds of "last used".
 import type { Db } from './db.ts';
 import type { Clock } from '../clock.ts';
+import { POLICY } from '../settings.ts';
 
 const INTERVAL_MS = 60_000;
 const FLUSH_MS = 250;
 // Keys remembered as written within the minute: beyond this many (a minute with more distinct
 // grants or secrets than that), the oldest are forgotten first and may be written again. Each
 // recorder keeps its own (about 100 bytes a key).
-const MAX_REMEMBERED = 100_000;
+const MAX_REMEMBERED = POLICY.LAST_USE_REMEMBERED.value;
 
 export interface LastUse<T> {
   /** Records a use of `key`; resolves once it is written with the others of its batch. */

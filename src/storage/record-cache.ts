@@ -13,12 +13,13 @@ import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
 import { transactionSettled } from '../fast/library.ts';
+import { POLICY } from '../settings.ts';
 
 /** 'org': an organization's app policy or its teams changed (src/orgs/closed-orgs.ts keeps what it read of them). */
 export type RecordKind = 'client' | 'user' | 'org';
 
 const CHANNEL = 'oauth_record_changes';
-const MAX_ENTRIES = 50_000;
+const MAX_ENTRIES = POLICY.RECORD_CACHE_ENTRIES.value;
 /**
  * A safety net only: changes drop entries at once. Spread over 10 to 15 minutes, so that records
  * read together (all clients after a start) are not all read again in the same moment.

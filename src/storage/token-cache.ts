@@ -25,8 +25,9 @@ import type { AdapterPayload } from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from './redis.ts';
 import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
+import { POLICY } from '../settings.ts';
 
-const MAX_ENTRIES = 50_000;
+const MAX_ENTRIES = POLICY.TOKEN_CACHE_ENTRIES.value;
 
 /** What a revocation message names: one token (by its storage key), a grant, or a client. */
 export type Revoked = { token: string } | { grant: string } | { client: string };

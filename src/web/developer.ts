@@ -27,10 +27,11 @@ import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { singleUse } from './single-use.ts';
+import { POLICY } from '../settings.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 /** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
-export const MAX_CLIENTS_PER_OWNER = 25;
+export const MAX_CLIENTS_PER_OWNER = POLICY.MAX_CLIENTS_PER_OWNER.value;
 const GRID = scopeGrid();
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });

@@ -6,11 +6,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { cookieName, cookieOptions } from '../http/cookies.ts';
+import { POLICY } from '../settings.ts';
 
 const COOKIE = 'known_device';
-const DAYS = 400;
+const DAYS = POLICY.KNOWN_DEVICE_DAYS.value;
 /** Accounts remembered per browser (the most recent ones). */
-const MAX_ACCOUNTS = 5;
+const MAX_ACCOUNTS = POLICY.KNOWN_DEVICE_ACCOUNTS.value;
 
 const subject = (id: string, email: string) => `known-device|${id}|${email.trim().toLowerCase()}`;
 /** The tag under each cookie key, the current one first (old keys still verify while they rotate out). */

@@ -6,11 +6,12 @@ import type { Db } from '../storage/db.ts';
 import { findUserById, isAdmin, type User } from '../accounts/store.ts';
 import { cookieName, cookieOptions } from '../http/cookies.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
+import { POLICY } from '../settings.ts';
 
 const SESSION_COOKIE = 'web_session';
 /** Binds the CSRF tokens of a visitor who is not signed in (the sign-in form). */
 const VISITOR_COOKIE = 'web_visitor';
-const SESSION_HOURS = 12;
+const SESSION_HOURS = POLICY.WEB_SESSION_HOURS.value;
 
 export interface WebUser extends User {
   isAdmin: boolean;

@@ -33,18 +33,19 @@ import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { consume, limiterFactory } from '../oauth/rate-limits.ts';
 import { addressGroup } from '../http/client-address.ts';
+import { POLICY } from '../settings.ts';
 
 export type { Challenge };
 
-const ACCOUNT_WINDOW_SECONDS = 24 * 3600;
-const IP_WINDOW_SECONDS = 3600;
+const ACCOUNT_WINDOW_SECONDS = POLICY.SIGNIN_ACCOUNT_WINDOW_SECONDS.value;
+const IP_WINDOW_SECONDS = POLICY.SIGNIN_IP_WINDOW_SECONDS.value;
 /** A challenge is good for this long after it was shown, and once: too short to stockpile ahead of an attack. */
-const CHALLENGE_SECONDS = 2 * 60;
+const CHALLENGE_SECONDS = POLICY.SIGNIN_CHALLENGE_SECONDS.value;
 /** A solution shown this soon after its challenge was issued is held to the load of that moment (see the top). */
 export const LOAD_HELD_SECONDS = 30;
 const ALGORITHM = 'PBKDF2/SHA-256';
 /** PBKDF2 iterations per counter value the solver tries: the work is about this × the counter. */
-export const CHALLENGE_ITERATIONS = 1000;
+export const CHALLENGE_ITERATIONS = POLICY.CHALLENGE_ITERATIONS.value;
 
 /** What a challenge was issued for, sealed inside it. `account` '' : the empty form (no email yet). */
 export interface ChallengeTerms {

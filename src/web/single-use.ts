@@ -13,9 +13,10 @@ import type { Db } from '../storage/db.ts';
 import { csrfForm } from '../http/csrf.ts';
 import { csrfBinding } from './session.ts';
 import { field, page, redirectWithFlash } from './forms.ts';
+import { POLICY } from '../settings.ts';
 
 /** How long a rendered form can be sent (and its claim kept): a day, longer than a sign-in session. */
-export const FORM_LIFETIME_SECONDS = 24 * 3600;
+export const FORM_LIFETIME_SECONDS = POLICY.FORM_LIFETIME_SECONDS.value;
 
 declare module 'koa' {
   interface DefaultState {

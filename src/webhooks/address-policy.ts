@@ -10,8 +10,9 @@ import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { InputError } from '../errors.ts';
 import { allowsLoopback, isLoopbackName } from '../http/loopback.ts';
+import { POLICY } from '../settings.ts';
 
-export const MAX_WEBHOOK_URL_LENGTH = 2000;
+export const MAX_WEBHOOK_URL_LENGTH = POLICY.MAX_WEBHOOK_URL_LENGTH.value;
 
 export interface ResolvedAddress {
   address: string;

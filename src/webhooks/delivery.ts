@@ -18,13 +18,14 @@ import { signatureHeaders } from './signing.ts';
 import { signingSecretsOf } from './secrets.ts';
 import { webhookUrlOf, type DeliveryJob } from './outbox.ts';
 import { RETRY_WINDOW_SECONDS, WEBHOOK_QUEUE, type WebhookQueue } from './queue.ts';
+import { POLICY } from '../settings.ts';
 
-export const ATTEMPT_TIMEOUT_MS = 5000;
+export const ATTEMPT_TIMEOUT_MS = POLICY.ATTEMPT_TIMEOUT_MS.value;
 /** Worker slots per instance; one owner's deliveries take at most OWNER_CONCURRENCY of them (outbox.ts groups jobs by owner). */
-export const WORKER_SLOTS = 4;
-export const OWNER_CONCURRENCY = 1;
+export const WORKER_SLOTS = POLICY.WORKER_SLOTS.value;
+export const OWNER_CONCURRENCY = POLICY.OWNER_CONCURRENCY.value;
 /** Attempts kept per client for the developer page. */
-const KEPT_ATTEMPTS = 50;
+const KEPT_ATTEMPTS = POLICY.KEPT_ATTEMPTS.value;
 // Enough of an answer to know it was read; the rest is not our business.
 const MAX_RESPONSE_BYTES = 64 * 1024;
 

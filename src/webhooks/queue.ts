@@ -3,14 +3,15 @@
 import { PgBoss, fromKnex, type Db as IDatabase } from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
+import { POLICY } from '../settings.ts';
 
 export const WEBHOOK_QUEUE = 'webhook-deliveries';
 const SCHEMA = 'pgboss';
 
 /** Deliveries are retried this long after the event happened, then given up. */
-export const RETRY_WINDOW_SECONDS = 24 * 60 * 60;
+export const RETRY_WINDOW_SECONDS = POLICY.RETRY_WINDOW_SECONDS.value;
 /** The longest wait between two attempts. */
-export const MAX_RETRY_DELAY_SECONDS = 60 * 60;
+export const MAX_RETRY_DELAY_SECONDS = POLICY.MAX_RETRY_DELAY_SECONDS.value;
 
 export type WebhookQueue = PgBoss;
 

@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
+import { POLICY } from '../settings.ts';
 
-export const WEBHOOK_SECRET_OVERLAP_SECONDS = 24 * 60 * 60;
+export const WEBHOOK_SECRET_OVERLAP_SECONDS = POLICY.WEBHOOK_SECRET_OVERLAP_SECONDS.value;
 
 export const newWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 

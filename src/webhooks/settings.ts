@@ -11,11 +11,12 @@ import { checkWebhookUrl, type AddressPolicy } from './address-policy.ts';
 import { webhookEvent } from './events.ts';
 import { webhookUrlOf } from './outbox.ts';
 import { hasWebhookSecret, replaceWebhookSecret } from './secrets.ts';
+import { POLICY } from '../settings.ts';
 
 export { webhookUrlOf };
 
 /** Test events a client may send per hour: enough to debug, too few to keep the delivery slots busy. */
-export const TEST_EVENTS_PER_HOUR = 10;
+export const TEST_EVENTS_PER_HOUR = POLICY.TEST_EVENTS_PER_HOUR.value;
 
 const auditedUrl = (url: URL) => `${url.origin}${url.pathname}${url.search ? '?…' : ''}`;
 

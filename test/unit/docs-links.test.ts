@@ -1,8 +1,8 @@
 // The README and docs/ stay true to the repository they describe: every relative link reaches a
 // file (and a heading, when it names one), every repository path named in backticks exists,
-// every `npm run` script they name is in package.json, the README's configuration table lists
-// exactly the variables src/config.ts reads, no page cites a document a cloner does not have, and
-// measured figures stay in docs/benchmark.md.
+// every `npm run` script they name is in package.json, no page cites a document a cloner does not
+// have, and measured figures stay in docs/benchmark.md. (The configuration tables are generated
+// from src/settings.ts and checked, row by row, by test/unit/settings.test.ts.)
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -168,33 +168,6 @@ describe('the README and docs/', () => {
       .split('\n')
       .flatMap((line, i) => [...line.matchAll(/\d[\d,.]*\s?(?:req\/s|µs)|\b\d+(?:\.\d+)?×(?!\d)/g)].map((m) => `${page}:${i + 1}: ${m[0]}`));
     expect(figures).toEqual([]);
-  });
-});
-
-describe("the README's configuration table", () => {
-  const config = read('src/config.ts');
-  const removedBlock = /REMOVED_SETTINGS[^{]*\{([^}]*)\}/.exec(config)?.[1] ?? '';
-  const removed = new Set([...removedBlock.matchAll(/^\s*([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!));
-  const read_ = new Set(
-    [...config.matchAll(/\benv\.([A-Z][A-Z0-9_]*)\b|\benv\[['"]([A-Z][A-Z0-9_]*)['"]\]|\(env,\s*'([A-Z][A-Z0-9_]*)'/g)]
-      .map((m) => m[1] ?? m[2] ?? m[3]!)
-      .filter((name) => !removed.has(name)),
-  );
-  const readme = read('README.md');
-  const section = readme.slice(readme.indexOf('\n## Configuration'), readme.indexOf('\n## ', readme.indexOf('\n## Configuration') + 1));
-  const listed = new Set([...section.matchAll(/^\|([^|]*)\|/gm)].flatMap((row) => [...row[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!)));
-
-  it('finds what config.ts reads', () => {
-    expect(read_.size).toBeGreaterThan(20);
-    expect(removed.size).toBeGreaterThan(0);
-  });
-
-  it('lists every variable src/config.ts reads', () => {
-    expect([...read_].filter((name) => !listed.has(name))).toEqual([]);
-  });
-
-  it('lists no variable src/config.ts does not read', () => {
-    expect([...listed].filter((name) => !read_.has(name))).toEqual([]);
   });
 });
 
