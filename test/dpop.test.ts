@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
-import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsCreate, clientsSetDpop, clientsSetStatus } from '../src/admin/commands.ts';
 import { dpopKey, pkceCode, proof, tokenPost, type DpopKey } from './support/dpop.ts';
 import { DPOP_ALGS } from '../src/oauth/dpop.ts';
 import { authorize } from './support/oauth.ts';
@@ -159,6 +159,34 @@ describe.each<Storage>(['redis', 'sql'])('DPoP at the token endpoint (%s)', (sto
     const ok = await exchange(key, code);
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.token_type).toBe('DPoP');
+  });
+
+  it('a client set to require DPoP (clients set-dpop) gets no token without a proof, and nothing is spent', async () => {
+    const strict = await approvedClient(server, ['PROFILE_READ'], 'Strict App');
+    expect((await clientsSetDpop(operator(server), strict.client_id, 'on')).dpop_bound_access_tokens).toBe(true);
+    await expect(clientsSetDpop(operator(server), strict.client_id, 'maybe')).rejects.toThrow(/on.*off/);
+    const key = dpopKey();
+    const code = await codeFor(server, strict, user, 'PROFILE_READ');
+    const fields = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...strict };
+    const refused = await tokenPost(server, fields, GATEWAY);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error).toBe('invalid_grant');
+    const issued = await tokenPost(server, fields, { ...GATEWAY, dpop: proof(key, 'POST', HTU) });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    expect(issued.body.token_type).toBe('DPoP');
+    // Its refresh too, also on the other instance (whose fast path hands it over: the client requires DPoP).
+    const refresh = { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token, ...strict };
+    const noProof = await tokenPost({ url: other.url } as TestServer, refresh, GATEWAY);
+    expect(noProof.status, JSON.stringify(noProof.body)).toBe(400);
+    expect(noProof.body.error).toBe('invalid_grant');
+    const refreshed = await tokenPost({ url: other.url } as TestServer, refresh, { ...GATEWAY, dpop: proof(key, 'POST', HTU) });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(refreshed.body.token_type).toBe('DPoP');
+    // Off again: a bearer token without a proof.
+    expect((await clientsSetDpop(operator(server), strict.client_id, 'off')).dpop_bound_access_tokens).toBe(false);
+    const plain = await tokenPost(server, { grant_type: 'authorization_code', code: await codeFor(server, strict, user, 'PROFILE_READ'), redirect_uri: REDIRECT, ...strict }, GATEWAY);
+    expect(plain.status, JSON.stringify(plain.body)).toBe(200);
+    expect(plain.body.token_type).toBe('bearer');
   });
 
   it('accepts a server nonce it offered', async () => {

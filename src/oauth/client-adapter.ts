@@ -70,6 +70,8 @@ function providerView({ client, secrets }: UsableClient): AdapterPayload {
     token_requests_per_minute: client.tokenRequestsPerMinute,
     // The operator's refresh grace window for this client (clients set-refresh-grace); null: the default.
     refresh_grace_seconds: client.refreshGraceSeconds,
+    // Every token request with a DPoP proof (clients set-dpop; docs/dpop.md).
+    dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
   };
 }
 

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
 import { DAY_SECONDS } from '../durations.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
@@ -266,6 +266,14 @@ export function developerRoutes({
       return refused(ctx, () => showClient(ctx, client, { optionalError: sentence(err.message) }));
     }
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Optional scopes saved.' });
+  });
+
+  // Requiring DPoP only narrows what the app may do (RFC 9449 5.2): set by the owner, no review.
+  router.post(`${BASE}/:id/dpop`, ...signedIn, formBody, requireCsrf, async (ctx) => {
+    const client = await ownClient(ctx);
+    const required = field(ctx, 'dpop') === 'on';
+    await setClientDpopRequired(clients, client.clientId, required, actor(ctx));
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: required ? 'DPoP required: token requests without a proof are refused.' : 'DPoP no longer required.' });
   });
 
   router.get(`${BASE}/:id/delete`, ...signedIn, async (ctx) => {
