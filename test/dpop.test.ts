@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetDpop, clientsSetStatus } from '../src/admin/commands.ts';
-import { dpopKey, pkceCode, proof, tokenPost, type DpopKey } from './support/dpop.ts';
+import { dpopKey, getWith, pkceCode, proof, tokenPost, type DpopKey } from './support/dpop.ts';
+import { clientKinds, KINDS } from './support/client-kinds.ts';
+import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { DPOP_ALGS } from '../src/oauth/dpop.ts';
 import { authorize } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
@@ -200,5 +202,41 @@ describe.each<Storage>(['redis', 'sql'])('DPoP at the token endpoint (%s)', (sto
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const wrong = await exchange(key, await codeFor(server, app, user, 'PROFILE_READ'), server, proof(key, 'POST', HTU, undefined, { nonce: 'not-ours' }));
     expect(wrong.body.error).toBe('use_dpop_nonce');
+  });
+});
+
+describe('DPoP for every kind of client (redis)', () => {
+  let server: TestServer;
+  let docs: DocumentServer;
+  let clientOf: ReturnType<typeof clientKinds>;
+  beforeAll(async () => {
+    [server, docs] = await Promise.all([startTestServer('redis', { CIMD_ALLOW_LOOPBACK: 'true', DYNAMIC_REGISTRATION: 'open' }), startDocumentServer()]);
+    clientOf = clientKinds(server, docs);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.close(), docs?.close()]);
+  });
+
+  it.for(KINDS)('%s: a refresh with a proof gets a bound token, usable with its proof only', async (kind) => {
+    const client = await clientOf(kind);
+    const tokens = await client.tokens();
+    const key = dpopKey();
+    const res = await tokenPost(server, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...client.auth() }, { dpop: proof(key, 'POST', `${server.url}/v2/auth/oauth2/token`) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.token_type).toBe('DPoP');
+    const token = res.body.access_token as string;
+    expect((await getWith(`${server.url}/v2/me`, `DPoP ${token}`, proof(key, 'GET', `${server.url}/v2/me`, token))).status).toBe(200);
+    expect((await getWith(`${server.url}/v2/me`, `Bearer ${token}`)).status).toBe(401);
+  });
+
+  it('a registration asking for dpop_bound_access_tokens is refused (not yet held for registered clients), not silently unenforced', async () => {
+    const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'none', dpop_bound_access_tokens: true }),
+    });
+    const body = (await res.json()) as Record<string, string>;
+    expect(res.status, JSON.stringify(body)).toBe(400);
+    expect(body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringMatching(/dpop_bound_access_tokens/) });
   });
 });
