@@ -103,6 +103,15 @@ describe.each<Storage>(['redis', 'sql'])('DPoP-bound tokens at /v2/me and the ga
     expect((await me(`DPoP ${bound}`, proof(key, 'GET', ME, bound))).status).toBe(200);
   });
 
+  it('judges the proof on the Koa routes too (PATCH /v2/me): a bad proof is 401, a good one reaches the scope check, told in the DPoP scheme', async () => {
+    const patch = (dpop: string) =>
+      fetch(`${server.url}/v2/me`, { method: 'PATCH', headers: { authorization: `DPoP ${bound}`, dpop, 'content-type': 'application/json', ...FORWARDED }, body: JSON.stringify({ name: 'Changed' }) }).then(async (res) => ({ status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers }));
+    refusedWith(await patch(proof(key, 'GET', ME, bound)), 'invalid_dpop_proof', 'a GET proof for a PATCH');
+    const scoped = await patch(proof(key, 'PATCH', ME, bound));
+    expect(scoped.status, JSON.stringify(scoped.body)).toBe(403);
+    expect(scoped.headers.get('www-authenticate')).toBe(`DPoP algs="${DPOP_ALGS.join(' ')}", error="insufficient_scope", scope="PROFILE_WRITE"`);
+  });
+
   it("uses a proof once across two instances; a server nonce is accepted by any", async () => {
     const once = proof(key, 'GET', ME, bound);
     expect((await me(`DPoP ${bound}`, once)).status).toBe(200);
@@ -134,6 +143,10 @@ describe.each<Storage>(['redis', 'sql'])('DPoP-bound tokens at /v2/me and the ga
       refusedWith(await check(`DPoP ${bound}`, proof(key, 'GET', 'https://gw.example/v2/bookings/1', bound), { method: 'DELETE', uri: '/v2/bookings/1' }), 'invalid_dpop_proof', 'another method');
       refusedWith(await check(`DPoP ${bound}`, proof(key, 'GET', 'https://api.example/v2/bookings', bound), CALL), 'invalid_dpop_proof', 'another host');
       refusedWith(await check(`Bearer ${bound}`, undefined, CALL), 'invalid_token', 'as Bearer');
+      // A scope the token lacks: 403, in the scheme the token came in.
+      const unscoped = await check(`DPoP ${bound}`, proof(key, 'DELETE', 'https://gw.example/v2/bookings/1', bound), { method: 'DELETE', uri: '/v2/bookings/1' });
+      expect(unscoped.status).toBe(403);
+      expect(unscoped.headers.get('www-authenticate')).toMatch(/^DPoP algs="[^"]+", error="insufficient_scope", scope="BOOKING_WRITE"$/);
       const once = proof(key, 'GET', HTU, bound);
       expect((await check(`DPoP ${bound}`, once, CALL)).status).toBe(200);
       refusedWith(await check(`DPoP ${bound}`, once, CALL), 'invalid_dpop_proof', 'replayed');

@@ -62,7 +62,7 @@ export type Decision =
   | { allow: false; status: 401; tokenSent: boolean; message: string; dpop?: DpopRefusal }
   // No neededScope: access_denied. `boundElsewhere`: the scope is right, the team or organization
   // is not the token's (its challenge says error="access_denied": docs/gateways.md).
-  | { allow: false; status: 403; neededScope?: string; boundElsewhere?: true; message: string };
+  | { allow: false; status: 403; neededScope?: string; boundElsewhere?: true; message: string; dpopScheme?: true };
 
 export type Refusal = Exclude<Decision, { allow: true }>;
 
@@ -260,7 +260,8 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
   if (typeof token === 'string') return { allow: false, status: 401, tokenSent: true, message: token };
   if ('dpop' in token) return { allow: false, status: 401, tokenSent: true, message: token.message, dpop: token };
   const missing = token.unscoped ? undefined : scopes.find((scope) => !scopeSatisfies(token.scopes, scope));
-  if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope` };
+  // A token that came as DPoP is told in its own scheme (RFC 9449 7.1).
+  if (missing) return { allow: false, status: 403, neededScope: missing, message: `this call needs the ${missing} scope`, ...(scheme === 'dpop' ? { dpopScheme: true as const } : {}) };
   if (!reached) return { allow: true, token };
   if (token.teamIds !== undefined) {
     if (withinBinding(token, reached)) return { allow: true, token };
@@ -281,7 +282,7 @@ export async function decideAccess(verify: VerifyToken, call: Call, authorizatio
 export function refuse(decision: Refusal, resourceMetadata?: string): Answer {
   if (decision.status === 400) return rejectRequest(decision.message);
   if (decision.status === 401) return decision.dpop ? rejectProof(decision.dpop, resourceMetadata) : rejectToken(decision.tokenSent, decision.message, resourceMetadata);
-  if (decision.neededScope) return rejectScope(decision.neededScope);
+  if (decision.neededScope) return rejectScope(decision.neededScope, decision.dpopScheme === true);
   if (decision.boundElsewhere) return rejectBinding(decision.message);
   return errorAnswer(403, 'access_denied', decision.message);
 }

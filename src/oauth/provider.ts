@@ -358,6 +358,8 @@ function dpopNonceSecret(cookieKey: string): Buffer {
  * refuses a proof (RFC 9449 7: 400 invalid_dpop_proof), with nothing read or written.
  */
 const boundedDpopHeader: Step = async function boundedDpopHeader(ctx, next) {
+  // The token endpoint is the provider's only one that reads proofs (no PAR, no userinfo here).
+  if (ctx.method !== 'POST' || !ctx.path.endsWith('/token')) return next();
   const header = dpopHeader(ctx.headers, ctx.req.rawHeaders);
   if (typeof header !== 'object') return next();
   ctx.status = 400;
