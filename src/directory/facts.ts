@@ -67,6 +67,9 @@ const NONE: Readonly<ProviderClient> = Object.freeze({});
 /** The facts of a client the provider found (its Client, or our view of it); none for no client. */
 export const factsOf = (client: object | undefined): Readonly<ProviderClient> => (client ?? NONE) as ProviderClient;
 
+/** The facts of a client the provider found, with its id (the library's Client, whose extra fields it types as unknown). */
+export const factsWithId = (client: { clientId: string }): Readonly<ProviderClient & { clientId: string }> => client as ProviderClient & { clientId: string };
+
 /** How a client was reviewed when it is a metadata-document or registered one; undefined for the registry's. */
 export function reviewOf(client: object | undefined): { status: CimdStatus; host: string | null } | undefined {
   const facts = factsOf(client);
