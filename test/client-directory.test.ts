@@ -5,14 +5,14 @@
 // stack, "unexpected failure" or a 500.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { newUser, operator } from './support/fixtures.ts';
+import { newUser, operator, REDIRECT } from './support/fixtures.ts';
 import { getMe, type TestUser } from './support/oauth.ts';
 import { signedIn, type Page } from './support/browser.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import { startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { clientKinds, type KindName } from './support/client-kinds.ts';
-import { usersSetAdmin } from '../src/admin/commands.ts';
+import { clientsCreate, usersSetAdmin } from '../src/admin/commands.ts';
 
 let server: TestServer;
 let docs: DocumentServer;
@@ -158,5 +158,33 @@ describe('the review page answers a decision on an id of any form with a clear r
     }
     // Nothing was decided on the client the form came from.
     expect((await json('clients', 'show', document)).status).toBe('unreviewed');
+  });
+
+  it("the registry table's decisions and suspension page: an id of another kind is sent to its section, an id of none is no such client", async () => {
+    const document = (await usedClient('metadata document, none')).client.clientId;
+    const registered = (await makeClient('registered, none')).clientId;
+    // A pending client: its row in the table has the decision form (approve, reject).
+    const registry = (await clientsCreate(operator(server), { name: 'Pending app', redirectUri: [REDIRECT], scope: ['PROFILE_READ'] })).client_id;
+    const browser = await signedIn(server.url, reviewer);
+    // A NUL byte never reaches a route: the path itself is refused (400).
+    const cases: Array<[string, RegExp | 400]> = [
+      [document, /is a metadata-document client: decide on it under "Apps described by metadata documents"/],
+      [registered, /is a registered client: decide on it under "Apps described by metadata documents"/],
+      ['garbage', /There is no such client/],
+      ['x'.repeat(1500), /There is no such client/],
+      ['nul\u0000byte', 400],
+    ];
+    for (const [id, answer] of cases) {
+      const page: Page = await browser.get(`${server.url}/admin/oauth-clients?status=pending&q=${registry}`);
+      // The table's own form for a registry client, sent to another id's path.
+      const path = `/admin/oauth-clients/${encodeURIComponent(id)}`;
+      page.$(`form[action="/admin/oauth-clients/${registry}/status"]`).first().attr('action', `${path}/status`);
+      const res = await browser.submit(page, `form[action="${path}/status"] button[value="approve"]`);
+      const what = JSON.stringify(id.slice(0, 30));
+      expect(res.status, what).toBe(answer === 400 ? 400 : 303);
+      if (answer !== 400) expect((await browser.get(new URL(res.location!).href)).$('.alert, [role=alert]').text(), what).toMatch(answer);
+      expect((await browser.get(`${server.url}${path}/suspend`)).status, what).toBe(answer === 400 ? 400 : 404);
+    }
+    expect((await json('clients', 'show', registry)).status).toBe('pending');
   });
 });

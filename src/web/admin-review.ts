@@ -18,8 +18,8 @@ import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { mayMove } from '../directory/status.ts';
-import { directoryClient } from '../directory/directory.ts';
+import { mayMove, SOURCE_NAMES } from '../directory/status.ts';
+import { directoryClient, findDirectoryClient } from '../directory/directory.ts';
 import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
@@ -56,6 +56,11 @@ const suspendPath = (clientId: string, version: string, view: ReviewView) =>
 
 export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
   const router = newRouter();
+  /** Why an id sent to the registry's table has no row there: another kind's (decided in its own section), or none. */
+  const notInTable = async (id: string) => {
+    const other = await findDirectoryClient(deps.db, id);
+    return other ? `${id} is a ${SOURCE_NAMES[other.source]}: decide on it under "Apps described by metadata documents".` : 'There is no such client.';
+  };
   const { admin } = pageGuards(deps);
   const by = (ctx: Context) => ({ actor: `user:${adminOf(ctx).id}`, reason: field(ctx, 'reason').trim() || undefined });
 
@@ -124,7 +129,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const view = viewFromForm(field(ctx, 'view'));
     const back = `${BASE}${viewQuery(view)}`;
     const client = await findClient(deps.db, ctx.params.id!);
-    if (!client) return redirectWithFlash(ctx, back, { type: 'error', text: 'There is no such client.' });
+    if (!client) return redirectWithFlash(ctx, back, { type: 'error', text: await notInTable(ctx.params.id!) });
     const refuse = (why: string) => redirectWithFlash(ctx, back, { type: 'error', text: `${client.name}: ${why}.`, about: client.clientId });
     const name = field(ctx, 'action');
     const action = Object.hasOwn(DECISIONS, name) ? DECISIONS[name as DecisionName] : undefined;
