@@ -36,7 +36,7 @@ import { cimdClients, type CimdClients } from './cimd/clients.ts';
 import { fetchBudget } from './cimd/fetch-limits.ts';
 import type { Resolver } from './webhooks/address-policy.ts';
 import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts';
-import { cimdFacts } from './cimd/clients.ts';
+import { reviewOf } from './directory/facts.ts';
 import { isUrlClientId } from './cimd/client-id.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { POLICY } from './settings.ts';
@@ -205,7 +205,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     const tokenIssued = tokenIssuedRecorder(db);
     provider.on('grant.success', (ctx) => {
       const client = ctx.oidc?.client;
-      if (client && cimdFacts(client) && !isUrlClientId(client.clientId)) void tokenIssued(client.clientId).catch((err) => log.warn({ message: (err as Error).message }, 'recording a registered client\'s first token failed'));
+      if (client && reviewOf(client) && !isUrlClientId(client.clientId)) void tokenIssued(client.clientId).catch((err) => log.warn({ message: (err as Error).message }, 'recording a registered client\'s first token failed'));
     });
     registrationSweep = setInterval(() => sweepUnused().catch((err) => log.warn({ message: (err as Error).message }, 'registration sweep failed')), REGISTRATION_SWEEP_MS);
     registrationSweep.unref();

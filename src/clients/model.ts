@@ -22,7 +22,7 @@ export const MAX_TOKEN_REQUESTS_PER_MINUTE = POLICY.MAX_TOKEN_REQUESTS_PER_MINUT
 /** The longest refresh grace window a client may have (as REFRESH_GRACE_SECONDS). */
 export const MAX_REFRESH_GRACE_SECONDS = POLICY.MAX_REFRESH_GRACE_SECONDS.value;
 
-/** The decisions on a client: from which statuses each is possible, where it leads, what it did. */
+/** The decisions on a registry client: from which statuses each is possible, where it leads, what it did (every kind's: src/directory/status.ts). */
 export const DECISIONS = {
   approve: { from: ['pending'], to: 'approved', done: 'approved' },
   reject: { from: ['pending'], to: 'rejected', done: 'rejected' },
@@ -34,11 +34,6 @@ export type DecisionName = keyof typeof DECISIONS;
 
 export function decisionsFor(status: ClientStatus): DecisionName[] {
   return (Object.keys(DECISIONS) as DecisionName[]).filter((name) => (DECISIONS[name].from as readonly ClientStatus[]).includes(status));
-}
-
-/** Whether some decision moves a client from one status to the other. */
-export function canMove(from: ClientStatus, to: ClientStatus): boolean {
-  return decisionsFor(from).some((name) => DECISIONS[name].to === to);
 }
 
 /** Who makes a change, and why: recorded in the audit trail. */

@@ -10,7 +10,6 @@ import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
 import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris, validateResourceUri } from './validate.ts';
 import {
-  canMove,
   hasSecrets,
   clientVersion,
   MAX_ACTIVE_SECRETS,
@@ -25,6 +24,7 @@ import {
   type SecretInfo,
 } from './model.ts';
 import * as repo from './repository.ts';
+import { mayMove } from '../directory/status.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
@@ -149,7 +149,7 @@ export async function setClientStatus(
     if (expected.version !== undefined && expected.version !== clientVersion(current)) {
       throw new ConflictError('this client changed since you opened the page; review it again');
     }
-    if (!canMove(current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
+    if (!mayMove('registry', current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
     await repo.updateClient(trx, clientId, { status: to });
     const events: WebhookEvent[] = [webhookEvent(clientId, 'client.status_changed', { from: current.status, to })];
     // Leaving approved ends every user's grant (revokeEverythingIssued): tell the app whose.

@@ -6,23 +6,18 @@ import type { Db } from '../storage/db.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 import type { ChangeDeps } from '../clients/service.ts';
 import { webhookEvent } from '../webhooks/events.ts';
+import { revokeGrantWith, type GrantRevocation } from '../storage/client-artifacts.ts';
 
-/** Deletes every code and token issued from a grant (the access tokens' deletion announced). */
-async function sweepGrant(provider: Provider, grantId: string): Promise<void> {
-  await Promise.all([provider.AccessToken, provider.RefreshToken, provider.AuthorizationCode].map((model) => model.revokeByGrantId(grantId)));
-}
+/** A grant and what it issued, through the provider's models (each access token's deletion announced). */
+const providerGrants = (provider: Provider): GrantRevocation => ({
+  grant: (grantId) => provider.Grant.adapter.destroy(grantId),
+  artifacts: async (grantId) => {
+    await Promise.all([provider.AccessToken, provider.RefreshToken, provider.AuthorizationCode].map((model) => model.revokeByGrantId(grantId)));
+  },
+});
 
-/**
- * Revokes a grant with every code and token issued from it: the grant first, so that from then on
- * every path refuses its tokens (token-liveness.ts) and the refresh hot path's rotation, which
- * spends a token only while its grant exists, saves nothing more; then its codes and tokens. A
- * token that a request which read the grant just before saves after the sweep is refused by the
- * same rule (its grant is gone), and stays stored only until it expires.
- */
-export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
-  await provider.Grant.adapter.destroy(grantId);
-  await sweepGrant(provider, grantId);
-}
+/** Revokes a grant with every code and token issued from it, in the order revokeGrantWith says. */
+export const revokeGrant = (provider: Provider, grantId: string): Promise<void> => revokeGrantWith(providerGrants(provider), grantId);
 
 export function isLegacyGrant(grant: Grant): boolean {
   return (grant.getOIDCScope() ?? '').split(' ').includes(LEGACY_FULL_ACCESS);

@@ -27,7 +27,8 @@ import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
-import { defaultScopes, isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { defaultScopes, FACT_NAMES, factsOf, isUnreviewed } from '../directory/facts.ts';
 import { registeredClientId } from '../cimd/registration.ts';
 import { POLICY } from '../settings.ts';
 
@@ -205,7 +206,7 @@ export function createProvider(deps: ProviderDeps): Provider {
         const scopes = sent.length ? sent : defaultScopes(client);
         // What the consent page, the grant and the token read from here on.
         if (!sent.length && scopes.length) ctx.oidc.params!.scope = scopes.join(' ');
-        const unmigratedLegacy = (client as unknown as { legacy?: boolean }).legacy === true;
+        const unmigratedLegacy = factsOf(client).legacy === true;
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
@@ -225,7 +226,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host', 'default_scope', 'cimd_held_scopes'],
+      properties: [...FACT_NAMES],
       validator() {},
     },
 
@@ -413,7 +414,7 @@ export function introspectedAudience(body: Record<string, unknown>, platform: st
  * platform API when it has none), with one of its scopes if it lists any.
  */
 export function resourceServerMayIntrospect(client: object, token: WithAudience & { kind: string; scope?: string | undefined }, platform: string): boolean {
-  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = client as { resource_server?: boolean; introspect_scopes?: string[]; resource_uri?: string | null };
+  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = factsOf(client);
   if (!isResourceServer || token.kind !== 'AccessToken') return false;
   if (!audienceOf(token, platform).includes(serves ?? platform)) return false;
   const scopes = (token.scope ?? '').split(' ');

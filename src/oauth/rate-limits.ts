@@ -26,6 +26,7 @@ import { redisScript, type RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { addressGroup } from '../http/client-address.ts';
+import { factsWithId, type ProviderClient } from '../directory/facts.ts';
 
 type LimiterOptions = { keyPrefix: string; points: number; duration: number };
 
@@ -148,7 +149,7 @@ export const counterKey = (clientId: string): string => (isWellFormedClientId(cl
 /** The provider's routes that are limited, as the provider sees its own paths. */
 const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
 
-export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
+export type ClientWithBudget = Pick<ProviderClient, 'clientAuthMethod' | 'token_requests_per_minute'> & { clientId: string };
 
 export interface TokenEndpointLimits {
   /**
@@ -323,7 +324,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       if (ctx.method !== 'POST' || !LIMITED_PROVIDER_PATHS.has(ctx.path)) return next();
       await next();
       try {
-        const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
+        const client = ctx.oidc?.client && factsWithId(ctx.oidc.client);
         // Fulfilled: the provider authenticated the client (every limited route requires it), for a
         // public client by what it presented (the PKCE verifier, a live refresh token). It stands.
         const fulfilled = ctx.status >= 200 && ctx.status < 300;

@@ -33,6 +33,7 @@ import { installApp } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { consentFacts, tierScopes, unreviewedApp, userLimitReached } from '../cimd/tier.ts';
+import { usableBy, WAITING_FOR_REVIEW } from '../directory/facts.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -48,8 +49,7 @@ const refusal = (description: string) => new ForbiddenError(description);
 
 /** A pending client is usable only by its owner (testing before review); others get an error page. */
 function refuseNonOwnerOfPendingClient(client: Client, accountId: string | undefined): void {
-  const owner = (client as unknown as { pending_owner?: string | null }).pending_owner;
-  if (owner && owner !== accountId) throw refusal('this app is waiting for review by an administrator; only its developer can use it until then');
+  if (!usableBy(client, accountId)) throw refusal(WAITING_FOR_REVIEW);
 }
 
 const sameIds = (a: number[], b: number[]) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
