@@ -49,7 +49,8 @@ export async function seedDemo(deps: ClientDeps & PasswordDeps, config: Config):
     name: 'Demo app',
     kind: 'confidential',
     legacy: false,
-    scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
+    // TEAM_BOOKING_READ: the demo's second step, installing it for the demo organization's teams.
+    scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ', 'TEAM_BOOKING_READ'],
     redirectUris: [redirectUri],
   }, DEMO);
   await setClientStatus(deps, client.clientId, 'approved', DEMO);

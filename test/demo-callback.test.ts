@@ -90,6 +90,25 @@ describe('the demo callback page', () => {
     expect(stopped.stderr).toMatch(/ACCESS_TOKEN: the exchange above gave no access_token/);
   });
 
+  it('offers the organization step: the same app asking for the teams\' bookings, installed by the demo user for Demo Organization', async () => {
+    const demoUser = { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) };
+    const browser = new Browser();
+    const first = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), demoUser);
+    const callback = await browser.get((await browser.get((await browser.submit(first, 'button:contains("Allow")')).location!)).location!);
+    const step = callback.$('a.button:contains("Install the demo app for an organization")');
+    expect(callback.$('#demo-organization-step').text()).toBe('Next: the app in an organization');
+    const request = new URL(step.attr('href')!, server.url);
+    expect(request.searchParams.get('scope')).toBe('PROFILE_READ TEAM_BOOKING_READ');
+
+    // One extra step: the consent page asks for the organization and its teams, and Allow installs.
+    const consent = await reachConsent(browser, server.url, request, demoUser);
+    expect(consent.$('.consent-org-installs').text()).toContain('Demo app');
+    const back = await browser.get((await browser.submit(consent, 'button:contains("Allow")')).location!);
+    expect(back.location).toMatch(new RegExp(`^${server.url}/demo/callback\\?code=`));
+    const org = await server.system.db('organizations').where({ name: 'Demo Organization' }).first();
+    expect(await server.system.db('app_installations').where({ org_id: org.id, status: 'active' }).select('scopes')).toEqual([{ scopes: ['TEAM_BOOKING_READ'] }]);
+  });
+
   it('says in words when the code has expired', async () => {
     const browser = new Browser();
     const consent = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) });

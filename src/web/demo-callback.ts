@@ -18,14 +18,19 @@ import { page } from './forms.ts';
 export interface DemoClient {
   clientId: string;
   redirectUri: string;
+  /** Whether it may ask for a team scope (seeded since the demo's organization step): the step is offered. */
+  organizationStep: boolean;
 }
+
+/** The team scope the demo's second step asks for: the consent page then asks which organization and teams, and installs. */
+const DEMO_TEAM_SCOPE = 'TEAM_BOOKING_READ';
 
 /** The client the demo seed created, while it still returns here (also: the start page offers the demo). */
 export async function findDemoClient(db: Db): Promise<DemoClient | undefined> {
   const created = await db('audit_events').where({ actor: DEMO_ACTOR, action: 'client.created' }).first<{ client_id: string | null } | undefined>('client_id');
   const client = created?.client_id ? await findClient(db, created.client_id) : undefined;
   const redirectUri = client?.redirectUris.find((uri) => new URL(uri).pathname === DEMO_CALLBACK_PATH);
-  return client && redirectUri ? { clientId: client.clientId, redirectUri } : undefined;
+  return client && redirectUri ? { clientId: client.clientId, redirectUri, organizationStep: client.scopes.includes(DEMO_TEAM_SCOPE) } : undefined;
 }
 
 /** A word the shell takes literally, whatever the (attacker-chosen) query put in it. */
@@ -52,10 +57,13 @@ export function exchangeCommand(tokenEndpoint: string, demo: DemoClient, code: s
 }
 
 /** The demo's authorization request on this site (a fresh state each time): where the demo starts. */
-export function demoAuthorizePath(demo: DemoClient): string {
-  const query = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: randomBytes(8).toString('hex') });
+export function demoAuthorizePath(demo: DemoClient, scope = 'PROFILE_READ BOOKING_READ'): string {
+  const query = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope, state: randomBytes(8).toString('hex') });
   return `${APP_AUTHORIZE_PATH}?${query}`;
 }
+
+/** The demo's second step: the same app asking for the teams' bookings, which the demo user's organization installs. */
+export const demoOrganizationPath = (demo: DemoClient): string | undefined => (demo.organizationStep ? demoAuthorizePath(demo, `PROFILE_READ ${DEMO_TEAM_SCOPE}`) : undefined);
 
 /**
  * One command for sh, bash and zsh: the exchange (its answer printed), then /v2/me with the
@@ -119,6 +127,7 @@ export function demoCallbackRoutes({ db, publicUrls, provider }: { db: Db; publi
       exchangeAndCall: code && !error ? exchangeAndCallCommand(endpoints.token, meUrl, demo, code) : undefined,
       useToken: `curl -s ${shellQuote(meUrl)} -H "Authorization: Bearer ACCESS_TOKEN"`,
       startAgain: demoAuthorizePath(demo),
+      organizationStep: demoOrganizationPath(demo),
     });
   });
   return router;
