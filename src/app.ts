@@ -140,7 +140,7 @@ function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router 
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}), memory };
   });
   const assets: Array<[string, string]> = [
-    ...['app.css', 'copy.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),
+    ...['app.css', 'copy.js', 'demo-countdown.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),
     // The sign-in check (ALTCHA), served from here: no third party, and its CSP-strict build.
     ['altcha.js', path.join(ALTCHA_DIST, 'external', 'altcha.min.js')],
     ['altcha-pbkdf2.js', path.join(ALTCHA_DIST, 'workers', 'pbkdf2.js')],

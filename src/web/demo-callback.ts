@@ -78,12 +78,17 @@ export function exchangeAndCallCommand(tokenEndpoint: string, meUrl: string, dem
   ].join(' && \\\n');
 }
 
-/** What became of the demo's code, when this server can still tell (it is the demo client's). */
-async function codeState(provider: Provider, demo: DemoClient, code: string): Promise<'valid' | 'expired' | 'used' | 'gone'> {
+/**
+ * What became of the demo's code, when this server can still tell (it is the demo client's), and
+ * while it is valid how many seconds it has left (the page counts them down, then shows only the
+ * way to start again).
+ */
+async function codeState(provider: Provider, demo: DemoClient, code: string): Promise<{ state: 'valid' | 'expired' | 'used' | 'gone'; secondsLeft?: number }> {
   const found = await provider.AuthorizationCode.find(code, { ignoreExpiration: true }).catch(() => undefined);
-  if (!found || found.clientId !== demo.clientId) return 'gone';
-  if ((found as { consumed?: unknown }).consumed) return 'used';
-  return found.isExpired ? 'expired' : 'valid';
+  if (!found || found.clientId !== demo.clientId) return { state: 'gone' };
+  if ((found as { consumed?: unknown }).consumed) return { state: 'used' };
+  if (found.isExpired) return { state: 'expired' };
+  return { state: 'valid', secondsLeft: Math.max(1, found.remainingTTL) };
 }
 
 /** The refusals an authorization can end with, in plain words (the codes and the library's text stay below them). */
@@ -111,13 +116,14 @@ export function demoCallbackRoutes({ db, publicUrls, provider }: { db: Db; publi
     const code = queryValue(ctx, 'code');
     const error = queryValue(ctx, 'error');
     const errorDescription = queryValue(ctx, 'error_description');
-    const state = code && !error ? await codeState(provider, demo, code) : undefined;
+    const found = code && !error ? await codeState(provider, demo, code) : undefined;
     const meUrl = `${publicUrls.baseUrl}${ME_PATH}`;
     await page(ctx, 'demo-callback', {
       title: error ? 'The demo app was not authorized' : code ? 'The demo app got a code' : 'The demo app’s callback',
       code: error ? undefined : code,
       // valid, expired, used, or gone (this server no longer knows it: expired and removed, or used)
-      codeState: state,
+      codeState: found?.state,
+      secondsLeft: found?.secondsLeft,
       state: queryValue(ctx, 'state'),
       error,
       errorWords: error ? errorWords(error, errorDescription) : undefined,
