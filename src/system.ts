@@ -23,7 +23,7 @@ import { createSignInLimits, type SignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { watchProviderEvents } from './oauth/events.ts';
 import { createLogger, type Logger } from './log.ts';
-import { startWebhookQueue } from './webhooks/queue.ts';
+import { startWebhookQueue, type WebhookQueue } from './webhooks/queue.ts';
 import { webhookOutbox, type WebhookOutbox } from './webhooks/outbox.ts';
 import { createDataCipher, type DataCipher } from './storage/data-encryption.ts';
 import { startWebhookWorker } from './webhooks/delivery.ts';
@@ -77,6 +77,8 @@ export interface System {
   sweepRegistrations(): Promise<number>;
   /** Sends the due secret.expiring and secret.expired notices (run every minute; tests call it). */
   sweepSecretExpiry(): Promise<{ expiring: number; expired: number }>;
+  /** The background work running now, by name ('webhook delivery', 'secret expiry sweep', …): what `run` started. */
+  running(): string[];
   close(): Promise<void>;
 }
 
@@ -97,7 +99,24 @@ export interface SystemOverrides {
   challengeIterations?: number;
   /** How often an idle webhook worker polls its queue (default 1 s); tests shorten it to pg-boss's floor, 0.5 s. */
   webhookPollingSeconds?: number;
+  /** Which background subsystems run (see Subsystems); omitted, all of them (main.ts). */
+  run?: Subsystems;
 }
+
+/**
+ * The background work of an instance, each started only when named true here. Without the worker
+ * the instance still queues events (the outbox starts the queue on first need, without pg-boss's
+ * maintenance); another instance, or a later start, delivers them.
+ */
+export interface Subsystems {
+  /** The webhook delivery worker and the queue's maintenance (expiry of stuck attempts, retention). */
+  webhookDelivery?: boolean;
+  /** The periodic sweeps: secret expiry notices, unused open registrations, the purge of expired artifacts (SQL store). */
+  sweeps?: boolean;
+}
+
+/** What production runs: everything. */
+export const ALL_SUBSYSTEMS: Required<Subsystems> = { webhookDelivery: true, sweeps: true };
 
 const PURGE_INTERVAL_MS = POLICY.PURGE_INTERVAL_MS.value;
 // Notices within a minute of being due: an expired secret is refused at its second, this only tells.
@@ -107,6 +126,7 @@ const REGISTRATION_SWEEP_MS = 10 * 60_000;
 
 export async function buildSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
   const clock = overrides.clock ?? systemClock;
+  const run = overrides.run ?? ALL_SUBSYSTEMS;
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const db = overrides.db ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.databasePoolMax, onWarning: (message) => log.warn({ message }, 'database') });
   const redis = overrides.redis ?? (config.redis ? connectRedis(config.redis, (err) => log.warn({ message: err.message }, 'redis')) : undefined);
@@ -150,13 +170,21 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const cimdBudget = config.cimd.fetchLimits && fetchBudget(config.cimd.fetchLimits, limiterFactory(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX));
   const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log, failedAnswerMs: overrides.cimdFailedAnswerMs, clock });
   const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token, clock });
-  // Webhooks: the queue (pg-boss, in this database) and this instance's delivery worker.
+  // Webhooks: the queue (pg-boss, in this database) and, when asked, this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
-  const webhookQueue = await startWebhookQueue(db, { supervise: true, retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err) => log.warn({ message: err.message }, 'webhook queue') });
+  const background = backgroundWork(log);
+  const queueOptions = { retryBaseSeconds: config.webhookRetryBaseSeconds, onError: (err: Error) => log.warn({ message: err.message }, 'webhook queue') };
+  // With the worker the queue starts now, supervised; without it, on the first event to queue
+  // (most instances without a worker, tests, never queue one), as the operator scripts start theirs.
+  let webhookQueue: Promise<WebhookQueue> | undefined;
+  if (run.webhookDelivery) {
+    webhookQueue = Promise.resolve(await startWebhookQueue(db, { supervise: true, ...queueOptions }));
+    await startWebhookWorker({ db, queue: await webhookQueue, cipher, policy: webhookPolicy, metrics, log, pollingSeconds: overrides.webhookPollingSeconds });
+    background.add('webhook delivery');
+  }
   // Where client changes write the events they cause, in their own transaction.
-  const outbox = webhookOutbox(db, async () => webhookQueue);
-  await startWebhookWorker({ db, queue: webhookQueue, cipher, policy: webhookPolicy, metrics, log, pollingSeconds: overrides.webhookPollingSeconds });
+  const outbox = webhookOutbox(db, () => (webhookQueue ??= startWebhookQueue(db, { supervise: false, ...queueOptions })));
   watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
   // The fast path (src/fast/) answers only while its assumptions about the provider hold.
   const fastPaths = await fastPathOn(provider, config.fastPaths, log);
@@ -194,28 +222,22 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
 
   // Secrets expiring or expired: the app is told, once (src/clients/secret-expiry.ts).
   const sweepExpiry = () => sweepSecretExpiry({ db, outbox, clock }, config.secretExpiryNoticeSeconds);
-  const expirySweep = setInterval(() => sweepExpiry().catch((err) => log.warn({ message: (err as Error).message }, 'secret expiry sweep failed')), SECRET_EXPIRY_SWEEP_MS);
-  expirySweep.unref();
+  if (run.sweeps) background.every('secret expiry sweep', SECRET_EXPIRY_SWEEP_MS, sweepExpiry);
 
   // Open dynamic registration: a registered client issued a token stays; the others go after an
   // hour (src/cimd/registration.ts).
   const sweepUnused = () => sweepRegistrations({ db, records });
-  let registrationSweep: NodeJS.Timeout | undefined;
   if (config.dynamicRegistration) {
     const tokenIssued = tokenIssuedRecorder(db);
     provider.on('grant.success', (ctx) => {
       const client = ctx.oidc?.client;
       if (client && cimdFacts(client) && !isUrlClientId(client.clientId)) void tokenIssued(client.clientId).catch((err) => log.warn({ message: (err as Error).message }, 'recording a registered client\'s first token failed'));
     });
-    registrationSweep = setInterval(() => sweepUnused().catch((err) => log.warn({ message: (err as Error).message }, 'registration sweep failed')), REGISTRATION_SWEEP_MS);
-    registrationSweep.unref();
+    if (run.sweeps) background.every('registration sweep', REGISTRATION_SWEEP_MS, sweepUnused);
   }
 
   // Expired rows are invisible to the SQL adapter; this only reclaims the space.
-  const purge = redis
-    ? undefined
-    : setInterval(() => purgeExpiredArtifacts(db).catch((err) => log.warn({ err }, 'purge of expired artifacts failed')), PURGE_INTERVAL_MS);
-  purge?.unref();
+  if (run.sweeps && !redis) background.every('purge of expired artifacts', PURGE_INTERVAL_MS, () => purgeExpiredArtifacts(db));
 
   return {
     listener,
@@ -239,20 +261,41 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     cimd,
     sweepRegistrations: sweepUnused,
     sweepSecretExpiry: sweepExpiry,
+    running: () => background.names(),
     async close() {
-      clearInterval(expirySweep);
-      if (registrationSweep) clearInterval(registrationSweep);
-      if (purge) clearInterval(purge);
+      background.stop();
       storeRecord.stop();
       // Attempts in flight finish (5 s at most); jobs not taken stay queued for the next start.
       outbox.close();
-      await webhookQueue.stop({ graceful: true, timeout: 6000 });
+      await (await webhookQueue?.catch(() => undefined))?.stop({ graceful: true, timeout: 6000 });
       await records.close();
       await tokenCache?.close();
       await grantUses.flush().catch((err) => log.warn({ err }, 'last grant uses not written'));
       await secretUses.flush().catch((err) => log.warn({ err }, 'last secret uses not written'));
       if (!overrides.redis) redis?.disconnect();
       if (!overrides.db) await db.destroy();
+    },
+  };
+}
+
+/** The instance's background work: named, so a test sees what runs, and stopped together. */
+function backgroundWork(log: Logger) {
+  const names = new Set<string>();
+  const timers: NodeJS.Timeout[] = [];
+  return {
+    add: (name: string) => void names.add(name),
+    /** `task` every `ms`, a failure logged (the next run tries again); the timer keeps no process alive. */
+    every(name: string, ms: number, task: () => Promise<unknown>) {
+      const timer = setInterval(() => task().catch((err) => log.warn({ message: (err as Error).message }, `${name} failed`)), ms);
+      timer.unref();
+      timers.push(timer);
+      names.add(name);
+    },
+    names: () => [...names],
+    stop() {
+      for (const timer of timers) clearInterval(timer);
+      timers.length = 0;
+      names.clear();
     },
   };
 }
