@@ -27,11 +27,8 @@ import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { singleUse } from './single-use.ts';
-import { POLICY } from '../settings.ts';
 
 const BASE = DEVELOPER_CLIENTS_PATH;
-/** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
-export const MAX_CLIENTS_PER_OWNER = POLICY.MAX_CLIENTS_PER_OWNER.value;
 const GRID = scopeGrid();
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });
@@ -199,8 +196,6 @@ export function developerRoutes({
     checkLinks(errors, form);
     if (hasErrors(errors) || !isPageKind(form.kind)) return refused(ctx, () => showNew(ctx, errors, form));
     try {
-      const owned = await listClients(db, { ownerUserId: ctx.state.user!.id });
-      if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
       const { client, secret } = await createClient(
         clients,
         { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },

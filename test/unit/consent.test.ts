@@ -3,7 +3,7 @@
 // rules are test/unit/consent-rules.test.ts's; the whole flow over HTTP, test/consent.test.ts and
 // test/org-consent.test.ts.
 import { describe, expect, it } from 'vitest';
-import { allowDecision, boundGrantPlan, consentView, pageDecision, type ConsentFacts, type FoundGrant } from '../../src/oauth/consent.ts';
+import { allowDecision, boundGrantPlan, consentView, pageDecision, type ConsentFacts, type FoundGrant, type OrgGrantChoice } from '../../src/oauth/consent.ts';
 import { ConflictError, InputError } from '../../src/errors.ts';
 import { LEGACY_FULL_ACCESS } from '../../src/scopes.ts';
 
@@ -154,7 +154,8 @@ describe('in an organization\'s context', () => {
     const choice = { orgId: 7, scopes: ['PROFILE_READ'], teamIds: [2, 1], installs: false };
     expect(boundGrantPlan(view, choice, 3)).toEqual({ reuse: 'grant-1', tokenScopes: ['TEAM_BOOKING_READ', 'PROFILE_READ'], binding: { orgId: 7, teamIds: [2, 1], installationId: 3 } });
     // Another team, another installation, or an admin's install: a new grant bound to the choice.
-    for (const [other, installationId] of [[{ ...choice, teamIds: [1] }, 3], [choice, 4], [{ ...choice, installs: true }, 3]] as const) {
+    const others: Array<[OrgGrantChoice, number]> = [[{ ...choice, teamIds: [1] }, 3], [choice, 4], [{ ...choice, installs: true }, 3]];
+    for (const [other, installationId] of others) {
       expect(boundGrantPlan(view, other, installationId)).toEqual({ reuse: undefined, tokenScopes: ['PROFILE_READ'], binding: { orgId: 7, teamIds: other.teamIds, installationId } });
     }
   });
