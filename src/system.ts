@@ -14,6 +14,7 @@ import { grantUseRecorder, type GrantUses } from './oauth/grant-use.ts';
 import { secretUseRecorder, type SecretUses } from './clients/secret-use.ts';
 import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
+import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
@@ -169,7 +170,9 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const bindings = grantBindings(db);
   const cimdBudget = config.cimd.fetchLimits && fetchBudget(config.cimd.fetchLimits, limiterFactory(redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX));
   const cimd = cimdClients({ db, records, config: config.cimd, production: config.env === 'production', resolve: overrides.cimdResolve, budget: cimdBudget, log, failedAnswerMs: overrides.cimdFailedAnswerMs, clock });
-  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token, clock });
+  // A refresh retried within its client's window gets the first answer, on the provider's path and the fast refresh alike.
+  const graceWindows = refreshGraceWindows(artifacts.flights, config.refreshGraceSeconds, clock);
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token, clock, graceWindows });
   // Webhooks: the queue (pg-boss, in this database) and, when asked, this instance's delivery worker.
   const production = config.env === 'production';
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -214,8 +217,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
     records,
-    refreshGraceSeconds: config.refreshGraceSeconds,
-    clock,
+    graceWindows,
     fastPaths,
     leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX),
   });
