@@ -24,8 +24,7 @@ import { keepConnectionsWhole } from './http/unread-bodies.ts';
 import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
-import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import type { Clock } from './clock.ts';
+import type { RefreshGrace } from './oauth/refresh-grace.ts';
 import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
@@ -79,10 +78,8 @@ export interface AppDeps {
   /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds the grants it makes in one. */
   bindings: GrantBindings;
   metrics: Metrics;
-  /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
-  refreshGraceSeconds: number;
-  /** The time the grace window ends by (src/clock.ts). */
-  clock: Clock;
+  /** The refresh grace windows (REFRESH_GRACE_SECONDS, src/oauth/refresh-grace.ts), the same the provider answers by. */
+  graceWindows: RefreshGrace;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
@@ -186,7 +183,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     provider,
     secrets,
     limits: rateLimits.token,
-    grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds, deps.clock),
+    grace: deps.graceWindows,
     rotation: deps.artifacts.refreshRotation,
     together: deps.artifacts.together,
     accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,

@@ -78,7 +78,7 @@ export const POLICY = {
   PASSWORD_HASH_MAX_QUEUED: fixed(32, 'count', 'src/accounts/password.ts', 'password checks waiting per instance, beyond which one is refused at once', 'a short line keeps a flood from queueing unbounded work and memory'),
   MIN_PASSWORD_LENGTH: fixed(8, 'characters', 'src/accounts/store.ts', 'the shortest password a user may be given', "NIST SP 800-63B's minimum"),
   // Clients
-  MAX_CLIENTS_PER_OWNER: fixed(25, 'count', 'src/web/developer.ts', 'clients one user may register in the developer settings (operators are not limited)', 'each may send events and take delivery slots; an operator registers more with `clients create --owner`'),
+  MAX_CLIENTS_PER_OWNER: fixed(25, 'count', 'src/clients/service.ts', 'clients one user may own, registered in the developer settings or by `clients create --owner`', 'each may send events and take delivery slots; clients without an owner are not counted'),
   MAX_REDIRECT_URIS: fixed(10, 'count', 'src/clients/model.ts', "a client's redirect URIs", 'an app needs a few (environments, platforms); each is shown to reviewers'),
   MAX_ACTIVE_SECRETS: fixed(2, 'count', 'src/clients/model.ts', "a client's active secrets", 'two are what a rotation needs ([secret-rotation.md](secret-rotation.md))'),
   MAX_SECRET_LIFETIME_SECONDS: fixed(730 * DAY, 'seconds', 'src/clients/service.ts', 'the longest `--expires-in` of a client secret', 'two years: a secret that expires should be rotated before its owner forgets how'),

@@ -518,6 +518,45 @@ describe('a restart between the change and the delivery', () => {
   });
 });
 
+describe('an instance without the delivery worker (SystemOverrides.run)', () => {
+  it('queues the events of its changes and delivers none; an instance with the worker delivers them', async () => {
+    const pg = await createTestDatabase();
+    const app = await receiver();
+    // Its own connections, so its queries are its own: a worker would poll for jobs twice a second.
+    let quiet: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { run: { webhookDelivery: false } });
+    const polls: string[] = [];
+    quiet.system.db.on('query', (q: { sql: string }) => /strict_fifo_heads/.test(q.sql) && polls.push(q.sql));
+    let worker: AppInstance | undefined;
+    try {
+      expect(quiet.system.running()).not.toContain('webhook delivery');
+      const user = await newUser({ system: quiet.system } as TestServer);
+      const client = await ownedClient(quiet, user.id, 'Queued App');
+      const ctx = ops(quiet);
+      const webhookSecret = await clientsSetWebhook(ctx, client.client_id, app.url);
+      await clientsSetStatus(ctx, client.client_id, 'approved');
+      // Queued in the change's transaction, by the outbox's own queue (started on this need).
+      const jobs = () => pg.db('pgboss.job').where({ name: 'webhook-deliveries' }).select('state', 'data');
+      expect((await jobs()).map((j: { data: { type: string } }) => j.data.type)).toEqual(['client.status_changed']);
+      worker = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, run: { webhookDelivery: true } });
+      expect(worker.system.running()).toContain('webhook delivery');
+      const [event] = await until('the event, delivered by the instance with the worker', app.events, (e) => e.length >= 1);
+      expect(event!.data).toEqual({ client_id: client.client_id, from: 'pending', to: 'approved' });
+      expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
+      // The first instance, up all along, never asked for a job and attempted nothing.
+      expect(polls).toEqual([]);
+      const attempts = async (instance: AppInstance) => (await instance.system.metrics.webhookDeliveries.get()).values.reduce((sum, v) => sum + v.value, 0);
+      await until('the attempt counted', () => attempts(worker!), (n) => n === 1);
+      expect(await attempts(quiet)).toBe(0);
+    } finally {
+      await quiet?.close();
+      await worker?.close();
+      quiet = worker = undefined;
+      await app.close();
+      await pg.drop();
+    }
+  });
+});
+
 describe('on the embedded PGlite', () => {
   // Starting the embedded database (WASM) is CPU work: it starts from a migrated copy (the first
   // start from an empty DATA_DIR is test/embedded.test.ts's subject).

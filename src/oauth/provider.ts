@@ -10,12 +10,13 @@ import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
+import { oauthErrorAnswer } from '../http/envelope.ts';
+import { describeError, UNAVAILABLE } from '../http/error-view.ts';
 import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
-import { AnsweredAgain, refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
+import { AnsweredAgain, refreshGrace, type RefreshGrace } from './refresh-grace.ts';
 import type { Clock } from '../clock.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
@@ -57,6 +58,8 @@ export interface ProviderDeps {
   cimd: CimdClients;
   /** The time the refresh grace window ends by (src/clock.ts). */
   clock: Clock;
+  /** The refresh grace windows (src/oauth/refresh-grace.ts), the same the fast refresh answers by. */
+  graceWindows: RefreshGrace;
 }
 
 function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) {
@@ -82,7 +85,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const cached = { db, records: deps.records };
   const platform = platformResource(config.baseUrl);
   const resources = resourceIndicators(cached, config.baseUrl);
-  const grace = refreshGrace(refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds, deps.clock), deps.tokenLimits);
+  const grace = refreshGrace(deps.graceWindows, deps.tokenLimits);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
