@@ -88,7 +88,7 @@ async function codeState(provider: Provider, demo: DemoClient, code: string): Pr
   if (!found || found.clientId !== demo.clientId) return { state: 'gone' };
   if ((found as { consumed?: unknown }).consumed) return { state: 'used' };
   if (found.isExpired) return { state: 'expired' };
-  return { state: 'valid', secondsLeft: Math.max(1, found.remainingTTL) };
+  return { state: 'valid', secondsLeft: Math.max(1, (found.exp ?? 0) - Math.floor(Date.now() / 1000)) };
 }
 
 /** The refusals an authorization can end with, in plain words (the codes and the library's text stay below them). */
