@@ -4,7 +4,7 @@
 import type { AdminContext } from './commands.ts';
 import { InputError } from '../errors.ts';
 import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
-import { CIMD_STATUSES, type CimdStatus } from '../cimd/store.ts';
+import { CIMD_STATUSES, type CimdStatus } from '../directory/status.ts';
 import { coverage } from '../cimd/host-blocks.ts';
 
 /** A decision on a metadata-document or registered client (the directory's status machine chose `status`: src/directory/status.ts). */

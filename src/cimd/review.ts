@@ -9,10 +9,10 @@ import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
+import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow } from './store.ts';
 import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from './approval.ts';
 import { blockName } from './host-blocks.ts';
-import { mayMove } from '../directory/status.ts';
+import { mayMove, type CimdStatus } from '../directory/status.ts';
 
 type Deps = Pick<ClientDeps, 'db' | 'records' | 'artifacts'>;
 
