@@ -3,7 +3,7 @@
 // directory: directory-commands.ts), `clients list-documents`, and `hosts block|unblock|list`.
 import type { AdminContext } from './commands.ts';
 import { InputError } from '../errors.ts';
-import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../review/review.ts';
 import { CIMD_STATUSES, type CimdStatus } from '../directory/status.ts';
 import { coverage } from '../cimd/host-blocks.ts';
 

@@ -6,7 +6,7 @@ import type { AdminContext } from './commands.ts';
 import * as commands from './commands.ts';
 import * as cimdCommands from './cimd-commands.ts';
 import { directoryClient } from '../client-lookup/lookup.ts';
-import { cimdClientJson } from '../cimd/review.ts';
+import { cimdClientJson } from '../review/review.ts';
 import { CIMD_STATUSES, CLIENT_STATUSES, SOURCE_NAMES, statusAskedBy, type StatusCommand } from '../directory/status.ts';
 import { InputError } from '../errors.ts';
 

@@ -32,7 +32,7 @@ export const CIMD_STATUSES: readonly CimdStatus[] = ['unreviewed', 'approved', '
 export type ClientSource = 'registry' | 'document' | 'registered';
 export type DirectoryStatus = ClientStatus | CimdStatus;
 
-/** The decisions on a metadata-document or registered client (src/cimd/review.ts decideCimdClient). */
+/** The decisions on a metadata-document or registered client (src/review/review.ts decideCimdClient). */
 export const REVIEW_DECISIONS = {
   approve: { from: ['unreviewed', 'rejected'], to: 'approved', done: 'approved' },
   reject: { from: ['unreviewed', 'approved'], to: 'rejected', done: 'rejected: its tokens were revoked' },

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
-import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../oauth/grants.ts';
+import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../apps-with-access/user-grants.ts';
 import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
