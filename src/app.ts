@@ -52,7 +52,7 @@ import type { GrantBindings } from './orgs/bindings.ts';
 import { closedOrgs } from './orgs/closed-orgs.ts';
 import { VERSION } from './version.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { leakReportRoutes } from './credentials/revoke-endpoint.ts';
+import { leakReportRoutes } from './leak-reports/revoke-endpoint.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -86,7 +86,7 @@ export interface AppDeps {
   platformName: string;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
-  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/cimd/registration.ts). */
+  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/registration/registration.ts). */
   dynamicRegistration: boolean;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
@@ -98,7 +98,7 @@ export interface AppDeps {
   records: RecordCache;
   /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
   fastPaths: boolean;
-  /** Reports of leaked credentials per address (src/credentials/revoke-endpoint.ts); none with RATE_LIMITS=off. */
+  /** Reports of leaked credentials per address (src/leak-reports/revoke-endpoint.ts); none with RATE_LIMITS=off. */
   leakReportLimiter?: RateLimiterAbstract | undefined;
 }
 

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
 import type { Db } from './storage/db.ts';
-import { ADMIN_COMMAND } from './admin/command-line.ts';
+import { ADMIN_COMMAND } from './admin-command.ts';
 import { createUser, type PasswordDeps } from './accounts/store.ts';
 import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, LOGIN_PATH, ME_PATH } from './http/paths.ts';

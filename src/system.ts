@@ -18,7 +18,8 @@ import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
 import { loadSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
-import { createRateLimits, limiterFactory } from './oauth/rate-limits.ts';
+import { createRateLimits } from './oauth/rate-limits.ts';
+import { limiterFactory } from './limits/limiter.ts';
 import { passwordHashing, type PasswordHashing } from './accounts/password.ts';
 import { createSignInLimits, type SignInLimits } from './web/sign-in-limits.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
@@ -32,11 +33,11 @@ import { keepArtifactStoreRecorded } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
-import { leakReportLimiter } from './credentials/revoke-endpoint.ts';
+import { leakReportLimiter } from './leak-reports/revoke-endpoint.ts';
 import { cimdClients, type CimdClients } from './cimd/clients.ts';
 import { fetchBudget } from './cimd/fetch-limits.ts';
 import type { Resolver } from './webhooks/address-policy.ts';
-import { sweepRegistrations, tokenIssuedRecorder } from './cimd/registration.ts';
+import { sweepRegistrations, tokenIssuedRecorder } from './registration/registration.ts';
 import { reviewOf } from './directory/facts.ts';
 import { isUrlClientId } from './cimd/client-id.ts';
 import { systemClock, type Clock } from './clock.ts';
@@ -205,7 +206,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   if (run.sweeps) background.every('secret expiry sweep', SECRET_EXPIRY_SWEEP_MS, sweepExpiry);
 
   // Open dynamic registration: a registered client issued a token stays; the others go after an
-  // hour (src/cimd/registration.ts).
+  // hour (src/registration/registration.ts).
   const sweepUnused = () => sweepRegistrations({ db, records });
   if (config.dynamicRegistration) {
     const tokenIssued = tokenIssuedRecorder(db);

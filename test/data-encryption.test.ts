@@ -13,7 +13,7 @@ import { newUser } from './support/fixtures.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { createClient } from '../src/clients/service.ts';
 import { clientsSetWebhook } from '../src/admin/commands.ts';
-import { sendTestEvent } from '../src/webhooks/settings.ts';
+import { sendTestEvent } from '../src/clients/webhook-settings.ts';
 import { createDataCipher } from '../src/storage/data-encryption.ts';
 import { until } from './support/eventually.ts';
 

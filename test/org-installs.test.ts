@@ -19,7 +19,7 @@ import { expectRefusal } from './support/admin-cli.ts';
 import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
 import { editClient } from '../src/clients/changes.ts';
 import { uncachedRecords } from '../src/storage/record-cache.ts';
-import { sendTestEvent } from '../src/webhooks/settings.ts';
+import { sendTestEvent } from '../src/clients/webhook-settings.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';

@@ -12,7 +12,7 @@ import { newUser, operator } from './support/fixtures.ts';
 import type { TestUser } from './support/oauth.ts';
 import { clientsSetWebhook } from '../src/admin/commands.ts';
 import { createClient } from '../src/clients/service.ts';
-import { sendTestEvent, TEST_EVENTS_PER_HOUR } from '../src/webhooks/settings.ts';
+import { sendTestEvent, TEST_EVENTS_PER_HOUR } from '../src/clients/webhook-settings.ts';
 import { ATTEMPT_TIMEOUT_MS } from '../src/webhooks/delivery.ts';
 import { MAX_CLIENTS_PER_OWNER } from '../src/clients/service.ts';
 import { admin as runAdmin } from './support/processes.ts';

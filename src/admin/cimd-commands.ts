@@ -3,8 +3,8 @@
 // directory: directory-commands.ts), `clients list-documents`, and `hosts block|unblock|list`.
 import type { AdminContext } from './commands.ts';
 import { InputError } from '../errors.ts';
-import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
-import { CIMD_STATUSES, type CimdStatus } from '../cimd/store.ts';
+import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../review/review.ts';
+import { CIMD_STATUSES, type CimdStatus } from '../directory/status.ts';
 import { coverage } from '../cimd/host-blocks.ts';
 
 /** A decision on a metadata-document or registered client (the directory's status machine chose `status`: src/directory/status.ts). */

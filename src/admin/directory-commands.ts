@@ -5,12 +5,10 @@
 import type { AdminContext } from './commands.ts';
 import * as commands from './commands.ts';
 import * as cimdCommands from './cimd-commands.ts';
-import { directoryClient } from '../directory/directory.ts';
-import { cimdClientJson } from '../cimd/review.ts';
-import { SOURCE_NAMES, statusAskedBy, type StatusCommand } from '../directory/status.ts';
+import { directoryClient } from '../client-lookup/lookup.ts';
+import { cimdClientJson } from '../review/review.ts';
+import { CIMD_STATUSES, CLIENT_STATUSES, SOURCE_NAMES, statusAskedBy, type StatusCommand } from '../directory/status.ts';
 import { InputError } from '../errors.ts';
-import { CLIENT_STATUSES } from '../clients/model.ts';
-import { CIMD_STATUSES } from '../cimd/store.ts';
 
 /** approve / reject / suspend: a registry client's outcome (for the one-line text), or a document's client. */
 export async function clientsDecide(ctx: AdminContext, clientId: string, command: StatusCommand) {

@@ -24,7 +24,7 @@ import { createDataCipher } from '../storage/data-encryption.ts';
 import { uncachedRecords } from '../storage/record-cache.ts';
 import { passwordHashing, type PasswordHashing } from '../accounts/password.ts';
 import { askServer, channelPath } from './channel.ts';
-import { ADMIN_COMMAND } from './command-line.ts';
+import { ADMIN_COMMAND } from '../admin-command.ts';
 
 class Refusal extends Error {}
 /** The running server answered the command (src/admin/channel.ts): its output is printed, its exit code returned. */

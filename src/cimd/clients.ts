@@ -12,7 +12,6 @@ import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { Resolver } from '../webhooks/address-policy.ts';
 import type { Logger } from '../log.ts';
-import { ALL_SCOPES, scopeShape } from '../scopes.ts';
 import { providerView } from '../directory/view.ts';
 import { documentUrl, isUrlClientId } from './client-id.ts';
 import { readDocument, type CimdDocument } from './document.ts';
@@ -20,7 +19,7 @@ import { DocumentError, FETCH_TIMEOUT_MS, fetchDocument, ruledFetch } from './fe
 import { UNLIMITED_FETCHES, type FetchBudget } from './fetch-limits.ts';
 import { hostnameOf, siteOf } from './host-blocks.ts';
 import { hostOf, readStanding, recordSighting, type CimdStanding } from './store.ts';
-import { pendingChange, withinApproval, type ClientAsks } from './approval.ts';
+import { clientScopes, pendingChange, withinApproval, type ClientAsks } from './approval.ts';
 import type { Clock } from '../clock.ts';
 import { POLICY } from '../settings.ts';
 
@@ -44,8 +43,6 @@ export const REFUSAL_KEPT_MS = POLICY.REFUSAL_KEPT_MS.value;
 export const UNUSABLE_DOCUMENT = 'the client_id metadata document could not be fetched or is not usable by this server';
 export const FAILED_FETCH_ANSWER_MS = FETCH_TIMEOUT_MS;
 
-export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
-const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
 
 /**
  * The provider view's default_scope: the declared scopes the client may use now (`usable`, its
@@ -58,13 +55,6 @@ export const defaultScope = (declared: readonly string[], usable: string): strin
   return scopes.length ? scopes.join(' ') : null;
 };
 
-/**
- * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
- * none. The tier is applied to each request, not here (the provider checks the client's scopes
- * before ours, and an unreviewed client asking for more is told why: src/oauth/provider.ts,
- * extraParams.scope), and again at consent (src/web/interactions.ts).
- */
-export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
 
 /**
  * What a metadata-document or registered client may use now: all it asks for while unreviewed (the

@@ -2,7 +2,7 @@
 // may have at most CIMD_MAX_USERS users (users holding a grant of it); the next one is refused with
 // access_denied. The page says the app is unreviewed and where it comes from.
 import type { Db } from '../storage/db.ts';
-import { isUserScope } from './clients.ts';
+import { isUserScope } from './approval.ts';
 import { factsOf, isUnreviewed, reviewOf, scopesOf } from '../directory/facts.ts';
 import { usersOf } from './store.ts';
 

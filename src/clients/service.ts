@@ -20,11 +20,10 @@ import {
   type ClientKind,
   type ClientLinks,
   type ClientRecord,
-  type ClientStatus,
   type SecretInfo,
 } from './model.ts';
 import * as repo from './repository.ts';
-import { mayMove } from '../directory/status.ts';
+import { mayMove, type ClientStatus } from '../directory/status.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';

@@ -3,8 +3,15 @@
 // and the few standard fields a rule needs. Read through factsOf, and only there: the one place
 // that says what type they have. The rules every kind shares that hang on them — "is it
 // unreviewed", "a pending client is usable only by its owner" — are said here once.
-import type { StoredSecret } from '../clients/secrets.ts';
-import type { CimdStatus } from '../cimd/store.ts';
+import type { CimdStatus } from './status.ts';
+
+/** A client secret as stored: its hash, never the secret. */
+export interface StoredSecret {
+  id: number;
+  hash: string;
+  /** When it expires (ms since the epoch); null or absent: never. */
+  expires?: number | null;
+}
 
 /** The custom metadata of a provider view (extraClientMetadata). Absent: not that kind's. */
 export interface ClientFacts {

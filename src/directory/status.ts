@@ -1,17 +1,38 @@
 // One status machine for every kind of client: which decisions each kind allows, from which
-// statuses, to which. The registry's (pending, approved, rejected, suspended) are its DECISIONS
-// (src/clients/model.ts); a metadata-document or registered client is unreviewed until an
+// statuses, to which. The registry's (pending, approved, rejected, suspended) are its DECISIONS;
+// a metadata-document or registered client is unreviewed until an
 // administrator approves or rejects it, and either decision may be taken back by the other.
 // The operator scripts' approve/reject/suspend, the review page and the services ask here.
-import { DECISIONS, type ClientStatus } from '../clients/model.ts';
-import type { CimdStatus } from '../cimd/store.ts';
 import { InputError } from '../errors.ts';
+
+export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
+
+/** Every status, in the order the review page lists clients. */
+export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
+
+/** The decisions on a registry client: from which statuses each is possible, where it leads, what it did. */
+export const DECISIONS = {
+  approve: { from: ['pending'], to: 'approved', done: 'approved' },
+  reject: { from: ['pending'], to: 'rejected', done: 'rejected' },
+  suspend: { from: ['approved'], to: 'suspended', done: 'suspended: its tokens stopped working' },
+  reinstate: { from: ['suspended'], to: 'approved', done: 'reinstated' },
+} as const satisfies Record<string, { from: readonly ClientStatus[]; to: ClientStatus; done: string }>;
+
+export type DecisionName = keyof typeof DECISIONS;
+
+export function decisionsFor(status: ClientStatus): DecisionName[] {
+  return (Object.keys(DECISIONS) as DecisionName[]).filter((name) => (DECISIONS[name].from as readonly ClientStatus[]).includes(status));
+}
+
+/** A metadata-document or registered client's status (kept by src/cimd/store.ts). */
+export type CimdStatus = 'unreviewed' | 'approved' | 'rejected';
+export const CIMD_STATUSES: readonly CimdStatus[] = ['unreviewed', 'approved', 'rejected'];
 
 /** Where a client is described: the registry, a metadata document (its URL), or an RFC 7591 registration. */
 export type ClientSource = 'registry' | 'document' | 'registered';
 export type DirectoryStatus = ClientStatus | CimdStatus;
 
-/** The decisions on a metadata-document or registered client (src/cimd/review.ts decideCimdClient). */
+/** The decisions on a metadata-document or registered client (src/review/review.ts decideCimdClient). */
 export const REVIEW_DECISIONS = {
   approve: { from: ['unreviewed', 'rejected'], to: 'approved', done: 'approved' },
   reject: { from: ['unreviewed', 'approved'], to: 'rejected', done: 'rejected: its tokens were revoked' },

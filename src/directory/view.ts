@@ -1,11 +1,11 @@
 // The provider's view of a client of any kind, built here once: the registry's
 // (src/oauth/client-adapter.ts), a metadata document's (src/cimd/clients.ts) and a registered
-// one's (src/cimd/registration.ts) differ only in what they pass in. What every kind shares — the
+// one's (src/registration/registration.ts) differ only in what they pass in. What every kind shares — the
 // code flow's response types and modes, its grants, the native-app rule, the secret placeholder —
 // is said here; each kind's facts (src/directory/facts.ts) are its own.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
-import { isNativeRedirect } from '../clients/validate.ts';
+import { isNativeRedirect } from '../http/loopback.ts';
 import type { ClientFacts } from './facts.ts';
 
 // The schema requires a client_secret for secret-based auth methods, but we keep only hashes.

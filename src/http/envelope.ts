@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
 import pino from 'pino';
+import { loggerStream } from '../seams/pino.ts';
 import type { Logger } from '../log.ts';
 import { errorPageHtml, sameSitePath } from './error-pages.ts';
 import { describeError, type ErrorView } from './error-view.ts';
@@ -100,10 +101,7 @@ export type RequestLineWriter = (line: RequestLine) => void;
  * of its bindings on the hot path).
  */
 export function requestLineWriter(log: Logger, level: 'info' | 'debug' = 'info'): RequestLineWriter {
-  const { streamSym, chindingsSym } = pino.symbols;
-  const internals = log as unknown as Record<symbol, unknown>;
-  const stream = internals[streamSym] as { write(text: string): unknown };
-  const bindings = String(internals[chindingsSym] ?? '');
+  const { stream, bindings } = loggerStream(log);
   const value = pino.levels.values[level];
   return (line) => {
     if (!log.isLevelEnabled(level)) return;

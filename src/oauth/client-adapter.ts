@@ -9,7 +9,7 @@ import type { CachedDb } from '../storage/record-cache.ts';
 import { isUrlClientId } from '../cimd/client-id.ts';
 import type { CimdClients } from '../cimd/clients.ts';
 import { DocumentError } from '../cimd/fetch.ts';
-import { registeredClient, storeRegistration } from '../cimd/registration.ts';
+import { registeredClient, storeRegistration } from '../registration/registration.ts';
 
 /** A registry client as the provider's Client model reads it. */
 function registryView({ client, secrets }: UsableClient): AdapterPayload {
@@ -66,7 +66,7 @@ export class ClientAdapter implements Adapter {
   constructor(
     private readonly clients: CachedDb,
     private readonly cimd?: CimdClients,
-    /** DYNAMIC_REGISTRATION=open: registered clients (src/cimd/registration.ts) exist too. */
+    /** DYNAMIC_REGISTRATION=open: registered clients (src/registration/registration.ts) exist too. */
     private readonly registration = false,
   ) {}
 

@@ -28,9 +28,10 @@ import { makeTokenIds } from '../fast/library.ts';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
-import { isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { isUserScope } from '../cimd/approval.ts';
 import { defaultScopes, FACT_NAMES, factsOf, isUnreviewed } from '../directory/facts.ts';
-import { registeredClientId } from '../cimd/registration.ts';
+import { registeredClientId } from '../registration/registration.ts';
 import { POLICY } from '../settings.ts';
 
 
@@ -119,7 +120,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       // a registered resource server; without it, a token is for the platform API as before.
       resourceIndicators: resources,
       // Open dynamic registration (RFC 7591) only when an operator sets DYNAMIC_REGISTRATION=open:
-      // registered clients are unreviewed, in the limited tier (src/cimd/registration.ts); no
+      // registered clients are unreviewed, in the limited tier (src/registration/registration.ts); no
       // registration access token (no RFC 7592 management), no secret.
       registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false, idFactory: registeredClientId },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.

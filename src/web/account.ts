@@ -14,7 +14,7 @@ import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.t
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
-import { ADMIN_COMMAND } from '../admin/command-line.ts';
+import { ADMIN_COMMAND } from '../admin-command.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 

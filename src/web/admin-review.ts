@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { findClient, reviewClients, setClientStatus, type ClientDeps } from '../clients/service.ts';
 import type { ReviewRow } from '../clients/repository.ts';
-import { clientVersion, decisionsFor, DECISIONS, type DecisionName } from '../clients/model.ts';
+import { clientVersion } from '../clients/model.ts';
 import { decideChange, pendingChangeOf, pendingChanges } from '../clients/changes.ts';
 import { findUserById } from '../accounts/store.ts';
 import { AppError, NotFoundError } from '../errors.ts';
@@ -18,9 +18,9 @@ import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { mayMove, SOURCE_NAMES } from '../directory/status.ts';
-import { directoryClient, findDirectoryClient } from '../directory/directory.ts';
-import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { decisionsFor, DECISIONS, mayMove, SOURCE_NAMES, type DecisionName } from '../directory/status.ts';
+import { directoryClient, findDirectoryClient } from '../client-lookup/lookup.ts';
+import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../review/review.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
 /** Metadata-document clients listed on the page (the scripts list them all: clients list-documents). */
@@ -159,7 +159,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const action = field(ctx, 'action');
     const decision = by(ctx);
     try {
-      // The fingerprint of what the page showed: a decision on what was reviewed (src/cimd/review.ts).
+      // The fingerprint of what the page showed: a decision on what was reviewed (src/review/review.ts).
       const seen = { seen: field(ctx, 'seen') || undefined };
       if (['approve', 'reject', 'approve_change', 'reject_change'].includes(action)) {
         // Any id (a URL, a registered id, garbage): the directory's one answer, never a query error.

@@ -19,7 +19,7 @@ import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { parseIntegerId } from '../ids.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
-import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../webhooks/settings.ts';
+import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../clients/webhook-settings.ts';
 import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '../webhooks/secrets.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
 import type { WebhookPageDeps } from './index.ts';

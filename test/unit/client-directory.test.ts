@@ -2,7 +2,7 @@
 // kind, and the facts read back from a provider view.
 import { describe, expect, it } from 'vitest';
 import { mayMove, statusAskedBy } from '../../src/directory/status.ts';
-import { idOfNoKind } from '../../src/directory/directory.ts';
+import { idOfNoKind } from '../../src/client-lookup/lookup.ts';
 import { factsOf, isUnreviewed, reviewOf, usableBy } from '../../src/directory/facts.ts';
 
 describe('the status machine', () => {

@@ -6,9 +6,10 @@
 // query. The provider's hot path keeps its own cached reads (src/oauth/client-adapter.ts).
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
-import type { ClientKind, ClientRecord, ClientStatus } from '../clients/model.ts';
+import type { ClientKind, ClientRecord } from '../clients/model.ts';
 import { readClient } from '../clients/repository.ts';
-import { findCimdClient, type CimdClientRow, type CimdStatus } from '../cimd/store.ts';
+import { findCimdClient, type CimdClientRow } from '../cimd/store.ts';
+import type { CimdStatus, ClientStatus } from '../directory/status.ts';
 import type { ClientAsks } from '../cimd/approval.ts';
 import { isUrlClientId, MAX_CLIENT_ID_URL } from '../cimd/client-id.ts';
 import { InputError, NotFoundError } from '../errors.ts';
@@ -89,7 +90,7 @@ export async function findDirectoryClient(q: Q, clientId: string): Promise<Direc
     const record = await readClient(q, clientId);
     if (record) return registryClient(record);
   }
-  // A URL is a document client's id; a registered client's never is (src/cimd/registration.ts).
+  // A URL is a document client's id; a registered client's never is (src/registration/registration.ts).
   const row = await findCimdClient(q, clientId);
   return row && reviewedClient(row);
 }

@@ -14,11 +14,12 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
-import { defaultScope, reviewedAsks } from './clients.ts';
-import { documentLinks, type CimdAuthMethod } from './document.ts';
-import { DocumentError } from './fetch.ts';
-import { approvalOf, blockCovering, type CimdStatus, type StoredApproval } from './store.ts';
-import { hostnameOf } from './host-blocks.ts';
+import { defaultScope, reviewedAsks } from '../cimd/clients.ts';
+import { documentLinks, type CimdAuthMethod } from '../cimd/document.ts';
+import { DocumentError } from '../cimd/fetch.ts';
+import { approvalOf, blockCovering, type StoredApproval } from '../cimd/store.ts';
+import type { CimdStatus } from '../directory/status.ts';
+import { hostnameOf } from '../cimd/host-blocks.ts';
 import { POLICY } from '../settings.ts';
 
 /**

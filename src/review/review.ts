@@ -3,16 +3,16 @@
 // scopes, redirect URIs and links its document asked for when last seen: what the administrator
 // saw, recorded with the decision), reject (invalid_client from then on, and everything it was
 // issued revoked), decide a pending change (what an approved client's document asks for beyond
-// its approval: approval.ts), block a host (every client whose document it serves refused, now and
+// its approval: src/cimd/approval.ts), block a host (every client whose document it serves refused, now and
 // later, with everything they were issued), unblock. Each is recorded in the audit trail.
 import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
-import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from './approval.ts';
-import { blockName } from './host-blocks.ts';
-import { mayMove } from '../directory/status.ts';
+import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow } from '../cimd/store.ts';
+import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from '../cimd/approval.ts';
+import { blockName } from '../cimd/host-blocks.ts';
+import { mayMove, type CimdStatus } from '../directory/status.ts';
 
 type Deps = Pick<ClientDeps, 'db' | 'records' | 'artifacts'>;
 
