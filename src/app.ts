@@ -46,7 +46,7 @@ import type { TokenCache } from './storage/token-cache.ts';
 import type { RecordCache } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { Envelope } from './http/envelope.ts';
-import type { WebhookPageDeps } from './web/index.ts';
+import type { WebhookPageDeps } from './web/developer.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
 import { closedOrgs } from './orgs/closed-orgs.ts';

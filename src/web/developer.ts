@@ -1,6 +1,8 @@
 // Developer settings: register clients, see, edit, rename and delete them, rotate their secrets.
 // The same service layer as the operator scripts (src/clients/), with the signed-in user as owner
 // and actor; the pages word their refusals themselves and show each next to its field.
+import type { DataCipher } from '../storage/data-encryption.ts';
+import type { AddressPolicy } from '../webhooks/address-policy.ts';
 import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
@@ -22,11 +24,18 @@ import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
 import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../clients/webhook-settings.ts';
 import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '../webhooks/secrets.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
-import type { WebhookPageDeps } from './index.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { singleUse } from './single-use.ts';
+
+/** What the webhook settings of the developer pages need. */
+export interface WebhookPageDeps {
+  /** Where webhooks may go (src/webhooks/address-policy.ts). */
+  policy: AddressPolicy;
+  /** Encrypts the signing secrets the page makes (DATA_ENCRYPTION_KEYS). */
+  cipher: DataCipher;
+}
 
 const BASE = DEVELOPER_CLIENTS_PATH;
 const GRID = scopeGrid();
