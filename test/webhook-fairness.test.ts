@@ -6,7 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { DELIVERING, startTestServer, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { newUser, operator } from './support/fixtures.ts';
 import type { TestUser } from './support/oauth.ts';
@@ -39,7 +39,7 @@ async function post(browser: Browser, base: string, path: string, fields: Record
 describe('fair delivery', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer('sql', ENV);
+    server = await startTestServer('sql', ENV, DELIVERING);
   });
   afterAll(() => server?.close());
 

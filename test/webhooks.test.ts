@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
+import { DELIVERING, startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
 import { createTestDatabase } from './support/services.ts';
 import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { Browser, type Page } from './support/browser.ts';
@@ -71,7 +71,7 @@ describe('webhooks', () => {
   let dev: TestUser & { id: number };
   let other: TestUser & { id: number };
   beforeAll(async () => {
-    server = await startTestServer('redis', ENV);
+    server = await startTestServer('redis', ENV, DELIVERING);
     [dev, other] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Other')]);
   });
   afterAll(() => server?.close());
@@ -352,7 +352,7 @@ describe('the address rule in production', () => {
   beforeAll(async () => {
     pg = await createTestDatabase({ migrate: 'bare' });
     const { WEBHOOK_ALLOW_LOOPBACK: _refusedInProduction, ...env } = ENV;
-    instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db });
+    instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
   });
   afterAll(async () => {
     await instance?.close();
@@ -426,7 +426,7 @@ describe('the address rule outside production', () => {
   beforeAll(async () => {
     pg = await createTestDatabase();
     const { WEBHOOK_ALLOW_LOOPBACK: _notSet, ...env } = ENV;
-    instance = await startInstance({ ...env, DATABASE_URL: pg.url }, { db: pg.db });
+    instance = await startInstance({ ...env, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
   });
   afterAll(async () => {
     await instance?.close();
@@ -460,7 +460,7 @@ describe('the address rule outside production', () => {
 describe('what a failed delivery records', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer('sql', ENV);
+    server = await startTestServer('sql', ENV, DELIVERING);
   });
   afterAll(() => server?.close());
 
@@ -493,7 +493,7 @@ describe('a restart between the change and the delivery', () => {
     const probe = await receiver();
     const port = Number(new URL(probe.url).port);
     await probe.close();
-    let first: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+    let first: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
     let second: AppInstance | undefined;
     let app: Awaited<ReturnType<typeof receiver>> | undefined;
     try {
@@ -505,7 +505,7 @@ describe('a restart between the change and the delivery', () => {
       await first.close();
       first = undefined;
       app = await receiver([], port);
-      second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+      second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
       const [event] = await until('the event after the restart', app.events, (e) => e.length >= 1);
       expect(event!.type).toBe('secret.generated');
       expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
@@ -564,7 +564,7 @@ describe('on the embedded PGlite', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-pglite-'));
     await copyMigratedDataDir(dataDir);
     const app = await receiver();
-    const instance = await startInstance({ ...ENV, DATA_DIR: dataDir });
+    const instance = await startInstance({ ...ENV, DATA_DIR: dataDir }, DELIVERING);
     try {
       const user = await newUser({ system: instance.system } as TestServer);
       const client = await ownedClient(instance, user.id, 'Embedded App');
@@ -586,7 +586,7 @@ describe('several instances', () => {
   it('deliver each event once, by one of them', async () => {
     const pg = await createTestDatabase();
     const app = await receiver();
-    const instances = [await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db }), await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db })];
+    const instances = [await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING }), await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING })];
     try {
       const user = await newUser({ system: instances[0]!.system } as TestServer);
       const clients = [await ownedClient(instances[0]!, user.id, 'Multi A'), await ownedClient(instances[1]!, user.id, 'Multi B')];
