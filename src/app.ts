@@ -24,8 +24,7 @@ import { keepConnectionsWhole } from './http/unread-bodies.ts';
 import { introspection } from './fast/introspection.ts';
 import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
-import { refreshGraceWindows } from './oauth/refresh-grace.ts';
-import type { Clock } from './clock.ts';
+import type { RefreshGrace } from './oauth/refresh-grace.ts';
 import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
 import { findUserById } from './accounts/store.ts';
@@ -49,13 +48,13 @@ import type { TokenCache } from './storage/token-cache.ts';
 import type { RecordCache } from './storage/record-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
 import type { Envelope } from './http/envelope.ts';
-import type { WebhookPageDeps } from './web/index.ts';
+import type { WebhookPageDeps } from './web/developer.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
 import { closedOrgs } from './orgs/closed-orgs.ts';
 import { VERSION } from './version.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { leakReportRoutes } from './credentials/revoke-endpoint.ts';
+import { leakReportRoutes } from './leak-reports/revoke-endpoint.ts';
 
 export interface AppDeps {
   provider: Provider;
@@ -81,17 +80,15 @@ export interface AppDeps {
   /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds the grants it makes in one. */
   bindings: GrantBindings;
   metrics: Metrics;
-  /** REFRESH_GRACE_SECONDS: a refresh retried within it gets the same answer (src/oauth/refresh-grace.ts). */
-  refreshGraceSeconds: number;
-  /** The time the grace window ends by (src/clock.ts). */
-  clock: Clock;
+  /** The refresh grace windows (REFRESH_GRACE_SECONDS, src/oauth/refresh-grace.ts), the same the provider answers by. */
+  graceWindows: RefreshGrace;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
   platformName: string;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
-  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/cimd/registration.ts). */
+  /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/registration/registration.ts). */
   dynamicRegistration: boolean;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
   publicUrls: PublicUrls;
@@ -103,7 +100,7 @@ export interface AppDeps {
   records: RecordCache;
   /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
   fastPaths: boolean;
-  /** Reports of leaked credentials per address (src/credentials/revoke-endpoint.ts); none with RATE_LIMITS=off. */
+  /** Reports of leaked credentials per address (src/leak-reports/revoke-endpoint.ts); none with RATE_LIMITS=off. */
   leakReportLimiter?: RateLimiterAbstract | undefined;
 }
 
@@ -142,7 +139,7 @@ function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router 
     ctx.body = { status: ctx.status === 200 ? 'ready' : 'unavailable', database, ...(redis ? { redis: cache } : {}), memory };
   });
   const assets: Array<[string, string]> = [
-    ...['app.css', 'copy.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),
+    ...['app.css', 'copy.js', 'demo-countdown.js', 'sign-in-check.js'].map((file): [string, string] => [file, path.join(VIEWS_DIR, 'assets', file)]),
     // The sign-in check (ALTCHA), served from here: no third party, and its CSP-strict build.
     ['altcha.js', path.join(ALTCHA_DIST, 'external', 'altcha.min.js')],
     ['altcha-pbkdf2.js', path.join(ALTCHA_DIST, 'workers', 'pbkdf2.js')],
@@ -190,7 +187,7 @@ function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
     provider,
     secrets,
     limits: rateLimits.token,
-    grace: refreshGraceWindows(deps.artifacts.flights, deps.refreshGraceSeconds, deps.clock),
+    grace: deps.graceWindows,
     rotation: deps.artifacts.refreshRotation,
     together: deps.artifacts.together,
     accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
 import type { Db } from './storage/db.ts';
-import { ADMIN_COMMAND } from './admin/command-line.ts';
+import { ADMIN_COMMAND } from './admin-command.ts';
 import { createUser, type PasswordDeps } from './accounts/store.ts';
 import { createClient, setClientStatus, type ClientDeps } from './clients/service.ts';
 import { APP_AUTHORIZE_PATH, DEMO_CALLBACK_PATH, LOGIN_PATH, ME_PATH } from './http/paths.ts';
@@ -49,7 +49,8 @@ export async function seedDemo(deps: ClientDeps & PasswordDeps, config: Config):
     name: 'Demo app',
     kind: 'confidential',
     legacy: false,
-    scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ'],
+    // TEAM_BOOKING_READ: the demo's second step, installing it for the demo organization's teams.
+    scopes: ['PROFILE_READ', 'PROFILE_WRITE', 'BOOKING_READ', 'TEAM_BOOKING_READ'],
     redirectUris: [redirectUri],
   }, DEMO);
   await setClientStatus(deps, client.clientId, 'approved', DEMO);

@@ -62,3 +62,18 @@ export class LimitError extends AppError {
     super(message, 429, 'limit_reached');
   }
 }
+
+/**
+ * A refusal of our pages in their own words: the error page (rendered by the envelope, like every
+ * error) shows its title, its message as what happened, and what to do, instead of its cause's row.
+ */
+export class PageRefusal extends AppError {
+  override name = 'PageRefusal';
+  readonly title: string;
+  readonly whatToDo: string | undefined;
+  constructor(status: number, code: string, words: { title: string; happened: string; whatToDo?: string }) {
+    super(words.happened, status, code);
+    this.title = words.title;
+    this.whatToDo = words.whatToDo;
+  }
+}

@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, withListeningPort } from './config.ts';
-import { buildSystem } from './system.ts';
+import { ALL_SUBSYSTEMS, buildSystem } from './system.ts';
 import { metricsListener } from './http/metrics.ts';
 import { acquireLock, DataDirInUse } from './storage/embedded-lock.ts';
 import { demoReminder, seedDemo } from './demo.ts';
@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   }
   config = withListeningPort(config, (server.address() as AddressInfo).port);
 
-  const system = await buildSystem(config);
+  // The server runs every background subsystem: the webhook worker and the sweeps.
+  const system = await buildSystem(config, { run: ALL_SUBSYSTEMS });
   starting.ready(system.listener);
   const { log } = system;
 

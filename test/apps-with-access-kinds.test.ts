@@ -1,7 +1,7 @@
 // "Apps with access" for every kind of client (issue 47): the registry's, described by a metadata
 // document or registered openly. The app is listed, by its name, and the user can revoke its
 // access there; a refresh token reported as leaked (POST /v2/auth/credentials/revoke,
-// src/credentials/leaks.ts) is revoked with its grant, and the user sees the notice there.
+// src/leak-reports/leaks.ts) is revoked with its grant, and the user sees the notice there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { newUser } from './support/fixtures.ts';

@@ -4,7 +4,7 @@
 // block|unblock|list), each change reaching the running server at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { Browser, type Page } from './support/browser.ts';
+import { Browser, signedIn, type Page } from './support/browser.ts';
 import { authorizeUrl, getMe, type TestUser } from './support/oauth.ts';
 import { newUser, operator } from './support/fixtures.ts';
 import { admin as runAdmin } from './support/processes.ts';
@@ -76,18 +76,12 @@ describe('operator scripts', () => {
 });
 
 describe('the review page', () => {
-  async function signIn(user: TestUser): Promise<Browser> {
-    const browser = new Browser();
-    const login = await browser.get(`${server.url}/login`);
-    expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
-    return browser;
-  }
   const section = (page: Page) => page.$('#metadata-documents');
 
   it('lists metadata-document clients with their host; approve, reject (a reason required), block the host and unblock it', async () => {
     const clientId = docs.agent('/page-agent.json');
     await agentTokens(server.url, clientId, await newUser(server), 'PROFILE_READ');
-    const browser = await signIn(admin);
+    const browser = await signedIn(server.url, admin);
     let page = await browser.get(`${server.url}/admin/oauth-clients`);
     const row = () => section(page).find('tr').filter((_, tr) => page.$(tr).text().includes(clientId));
     expect(row().text()).toContain(new URL(docs.url).host);
@@ -114,7 +108,7 @@ describe('the review page', () => {
   });
 
   it('is for administrators only', async () => {
-    const browser = await signIn(await newUser(server));
+    const browser = await signedIn(server.url, await newUser(server));
     const res = await browser.request(`${server.url}/admin/oauth-clients/documents`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'action=approve&client_id=x' });
     expect([403, 404]).toContain(res.status);
   });

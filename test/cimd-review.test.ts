@@ -13,7 +13,7 @@ import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, reachConsent, tokenRequest, type TestUser } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, agentTokens, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { admin as runAdmin } from './support/processes.ts';
-import { decideCimdClient } from '../src/cimd/review.ts';
+import { decideCimdClient } from '../src/review/review.ts';
 import { usersSetAdmin } from '../src/admin/commands.ts';
 
 const ENV = {

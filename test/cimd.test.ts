@@ -7,7 +7,7 @@ import { approvedClient, newUser, operator, REDIRECT } from './support/fixtures.
 import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, getMe, reachConsent, tokenRequest } from './support/oauth.ts';
 import { AGENT_REDIRECT, agentCode, agentTokens, logSink, pkcePair, startDocumentServer, type DocumentServer } from './support/cimd.ts';
-import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/cimd/review.ts';
+import { blockCimdHost, decideCimdClient, unblockCimdHost } from '../src/review/review.ts';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { REFUSAL_KEPT_MS, UNUSABLE_DOCUMENT } from '../src/cimd/clients.ts';
 import { testClock } from './support/clock.ts';

@@ -7,13 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { startInstance, type AppInstance, type TestServer } from './support/server.ts';
+import { DELIVERING, startInstance, type AppInstance, type TestServer } from './support/server.ts';
 import { createTestDatabase, type TestDatabase } from './support/services.ts';
 import { newUser } from './support/fixtures.ts';
 import { admin as runAdmin } from './support/processes.ts';
 import { createClient } from '../src/clients/service.ts';
 import { clientsSetWebhook } from '../src/admin/commands.ts';
-import { sendTestEvent } from '../src/webhooks/settings.ts';
+import { sendTestEvent } from '../src/clients/webhook-settings.ts';
 import { createDataCipher } from '../src/storage/data-encryption.ts';
 import { until } from './support/eventually.ts';
 
@@ -62,7 +62,7 @@ describe('secrets at rest', () => {
     await pg?.drop();
   });
 
-  const start = (keys: string) => startInstance({ ...ENV, DATABASE_URL: pg.url, DATA_ENCRYPTION_KEYS: keys }, { db: pg.db });
+  const start = (keys: string) => startInstance({ ...ENV, DATABASE_URL: pg.url, DATA_ENCRYPTION_KEYS: keys }, { db: pg.db, ...DELIVERING });
   const kids = async (base: string) => ((await (await fetch(`${base}/v2/auth/oauth2/jwks`)).json()) as { keys: Array<{ kid: string; d?: string }> }).keys;
   const ctxOf = (server: AppInstance) => ({ db: pg.db, artifacts: server.system.artifacts, outbox: server.system.outbox, records: server.system.records, by: { actor: 'operator:test' }, cipher: server.system.cipher, allowLoopback: true });
 

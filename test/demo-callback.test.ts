@@ -9,6 +9,7 @@ import { Browser } from './support/browser.ts';
 import { getMe, reachConsent } from './support/oauth.ts';
 import { loadConfig } from '../src/config.ts';
 import { seedDemo } from '../src/demo.ts';
+import { exchangeCommand, findDemoClient } from '../src/web/demo-callback.ts';
 
 let server: TestServer;
 let output = '';
@@ -59,7 +60,10 @@ describe('the demo callback page', () => {
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.$('#demo-code').text()).toBe(code);
     expect(page.$('#demo-state').text()).toBe(new URL(pick(/2\. open\s+(\S+)/)).searchParams.get('state'));
-    expect(page.$('.notice').text()).toContain('60 seconds');
+    // A warning that counts down (views/assets/demo-countdown.js), the commands only while the code works.
+    expect(page.$('#demo-code-state.warning').text()).toMatch(/only for \d+ more seconds \(codes are valid for 60 seconds\)/);
+    expect(Number(page.$('#demo-code-state').attr('data-expires-in'))).toBeGreaterThan(50);
+    expect(page.$('script[src="/assets/demo-countdown.js"]')).toHaveLength(1);
     expect(page.html).not.toContain(secret);
     expect(page.$('#demo-exchange').text()).toContain('${CLIENT_SECRET:?');
     // Copy buttons for each command (shown by /assets/copy.js).
@@ -83,11 +87,34 @@ describe('the demo callback page', () => {
     // The page again (a reload): the code is spent, and the page says so; so does a second exchange.
     const reloaded = await browser.get(back.location!);
     expect(reloaded.$('#demo-code-state').text()).toMatch(/already exchanged/);
+    // A dead code leads with the way on, and shows no command that cannot work.
+    expect(reloaded.$('a.button').first().text()).toBe('Start the demo again');
+    expect(reloaded.$('a.button').first().hasClass('primary')).toBe(true);
+    expect(reloaded.$('#demo-exchange-and-call, #demo-exchange, #demo-use-token')).toHaveLength(0);
     const again = await runInShell(page.$('#demo-exchange').text(), { CLIENT_SECRET: secret });
     expect(JSON.parse(again.stdout)).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/already used/) });
     const stopped = await runInShell(command, { CLIENT_SECRET: secret });
     expect(stopped.code).not.toBe(0);
     expect(stopped.stderr).toMatch(/ACCESS_TOKEN: the exchange above gave no access_token/);
+  });
+
+  it('offers the organization step: the same app asking for the teams\' bookings, installed by the demo user for Demo Organization', async () => {
+    const demoUser = { email: pick(/user:\s+(\S+) \//), password: pick(/\/ password (\S+)/) };
+    const browser = new Browser();
+    const first = await reachConsent(browser, server.url, new URL(pick(/2\. open\s+(\S+)/)), demoUser);
+    const callback = await browser.get((await browser.get((await browser.submit(first, 'button:contains("Allow")')).location!)).location!);
+    const step = callback.$('a.button:contains("Install the demo app for an organization")');
+    expect(callback.$('#demo-organization-step').text()).toBe('Next: the app in an organization');
+    const request = new URL(step.attr('href')!, server.url);
+    expect(request.searchParams.get('scope')).toBe('PROFILE_READ TEAM_BOOKING_READ');
+
+    // One extra step: the consent page asks for the organization and its teams, and Allow installs.
+    const consent = await reachConsent(browser, server.url, request, demoUser);
+    expect(consent.$('.consent-org-installs').text()).toContain('Demo app');
+    const back = await browser.get((await browser.submit(consent, 'button:contains("Allow")')).location!);
+    expect(back.location).toMatch(new RegExp(`^${server.url}/demo/callback\\?code=`));
+    const org = await server.system.db('organizations').where({ name: 'Demo Organization' }).first();
+    expect(await server.system.db('app_installations').where({ org_id: org.id, status: 'active' }).select('scopes')).toEqual([{ scopes: ['TEAM_BOOKING_READ'] }]);
   });
 
   it('says in words when the code has expired', async () => {
@@ -99,7 +126,8 @@ describe('the demo callback page', () => {
       vi.setSystemTime(Date.now() + 61_000);
       const page = await browser.get(back.location!);
       expect(page.$('#demo-code-state').text()).toMatch(/expired: codes are valid for 60 seconds/);
-      expect(page.$('.notice')).toHaveLength(0);
+      expect(page.$('.notice, .warning')).toHaveLength(0);
+      expect(page.$('#demo-exchange-and-call')).toHaveLength(0);
     } finally {
       vi.useRealTimers();
     }
@@ -137,7 +165,10 @@ describe('the demo callback page', () => {
     expect(page.html).not.toContain('<script>alert(1)');
     expect(page.html).not.toContain('<b>s</b>');
     expect(page.$('#demo-code').text()).toBe(hostile);
-    // The shell reads the code as one literal word.
-    expect(page.$('#demo-exchange').text()).toContain(`'code=x'\\''; touch /tmp/pwned; echo '\\''<script>alert(1)</script>'`);
+    // A code this server never issued gets no command; where a command is shown, the shell reads
+    // the code in it as one literal word.
+    expect(page.$('#demo-exchange')).toHaveLength(0);
+    const demo = (await findDemoClient(server.system.db))!;
+    expect(exchangeCommand(`${server.url}/v2/auth/oauth2/token`, demo, hostile)).toContain(`'code=x'\\''; touch /tmp/pwned; echo '\\''<script>alert(1)</script>'`);
   });
 });

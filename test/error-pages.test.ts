@@ -88,6 +88,37 @@ describe('error pages', () => {
     expectErrorPage(await new Browser().get(`${server.url}/no/such/page`), 404, 'Page not found', 'not_found');
   });
 
+  it("the pages' own refusals are the one error page, in their words and statuses (thrown, rendered by the envelope)", async () => {
+    const browser = new Browser();
+    const login = await browser.get(`${server.url}/login`);
+    expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
+    // A page form from another site: 403, its words, no technical fold.
+    const forged = await browser.request(`${server.url}/settings/developer/oauth-clients`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'csrf=forged&name=x' });
+    expect(forged.status).toBe(403);
+    expect(read(forged)).toMatchObject({ title: 'This form has expired', foldCount: 0 });
+    expect(read(forged).plain).toContain('The form was not sent from this site, or it is too old. Please go back, reload the page and try again.');
+    // An administrators' page for a user who is not one: 403, what an operator does.
+    const adminOnly = await browser.get(`${server.url}/admin/oauth-clients`);
+    expect(adminOnly.status).toBe(403);
+    expect(read(adminOnly)).toMatchObject({ title: 'Administrators only', foldCount: 0 });
+    expect(read(adminOnly).plain).toContain(`users set-admin ${user.email}`);
+    // Signed out, a form sent: 401.
+    const signedOut = await new Browser().request(`${server.url}/settings/developer/oauth-clients`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'csrf=x' });
+    expect(signedOut.status).toBe(401);
+    expect(read(signedOut)).toMatchObject({ title: 'Please sign in', foldCount: 0 });
+  });
+
+  it('an error page of a signed-in user keeps a working Sign out', async () => {
+    const browser = new Browser();
+    const login = await browser.get(`${server.url}/login`);
+    expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
+    const missing = await browser.get(`${server.url}/settings/developer/oauth-clients/no-such-client`);
+    expectErrorPage(missing, 404, 'Page not found', 'not_found');
+    expect(missing.$('form[action="/logout"] input[name=csrf]').val()).not.toBe('');
+    expect((await browser.submit(missing, 'form[action="/logout"]')).status).toBe(303);
+    expect((await browser.get(`${server.url}/settings/developer/oauth-clients`)).status).toBe(303); // signed out: to the sign-in page
+  });
+
   it('keeps the JSON error shapes of the token endpoint and the API', async () => {
     const token = await fetch(`${server.url}/v2/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=x' });
     expect(Object.keys(await token.json()).sort()).toEqual(['error', 'error_description']);

@@ -1,6 +1,10 @@
 // The shipped nginx recipe (deploy/nginx/templates/gateway.conf.template), run by Debian's nginx in
 // front of our server and of a stand-in scheduling API that echoes what reached it.
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -8,7 +12,7 @@ import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
-import { freePort, nginxTestsEnabled, startNginx, type RunningNginx } from './support/nginx.ts';
+import { freePort, nginxTestsEnabled, selfSignedCertificate, startNginx, type RunningNginx, type TlsFiles } from './support/nginx.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { dpopKey, proof } from './support/dpop.ts';
 
@@ -307,5 +311,83 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
     } finally {
       await blind.stop();
     }
+  });
+});
+
+/** One request over TLS to the gateway, trusting only `ca` (the test's self-signed certificate), for the name localhost. */
+function sendTls(base: string, ca: string | undefined, method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Answer & { setCookies: string[] }> {
+  return new Promise((resolve, reject) => {
+    const { port } = new URL(base);
+    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port, path: target, method, headers: { Host: `localhost:${port}`, ...headers }, agent: false, ...(ca ? { ca } : {}) }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        const raw = res.rawHeaders;
+        const all = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name.toLowerCase());
+        resolve({ status: res.statusCode!, all, body: text, setCookies: all('set-cookie') });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// Issue 50 item 2: the recipe's TLS lines, uncommented as docs/production.md says, with a
+// self-signed certificate: this server behind it on an https APP_URL with TRUST_PROXY=true.
+describe.runIf(enabled)('the nginx recipe terminating TLS', () => {
+  let server: TestServer;
+  let api: Awaited<ReturnType<typeof startEchoApi>>;
+  let nginx: RunningNginx;
+  let tls: TlsFiles;
+  let ca: string;
+  let publicUrl: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    publicUrl = `https://localhost:${port}`;
+    tls = selfSignedCertificate(fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-tls-')));
+    ca = fs.readFileSync(tls.certificate, 'utf8');
+    [server, api] = await Promise.all([startTestServer('redis', { APP_URL: publicUrl, TRUST_PROXY: 'true' }), startEchoApi()]);
+    nginx = await startNginx({ oauthServer: new URL(server.url).host, schedulingApi: api.hostPort }, { tls, port });
+  });
+  afterAll(async () => {
+    await nginx?.stop();
+    await Promise.all([server?.close(), api?.close()]);
+    if (tls) fs.rmSync(path.dirname(tls.certificate), { recursive: true, force: true });
+  });
+
+  it('serves the metadata, the pages (their cookies Secure), /v2/me, a refresh and a gated call over TLS', async () => {
+    const metadata = await sendTls(nginx.url, ca, 'GET', '/.well-known/oauth-authorization-server/v2/auth/oauth2');
+    expect(metadata.status, nginx.errorLog()).toBe(200);
+    expect(JSON.parse(metadata.body)).toMatchObject({ issuer: `${publicUrl}/v2/auth/oauth2`, token_endpoint: `${publicUrl}/v2/auth/oauth2/token` });
+
+    // The pages' cookies are Secure on an https APP_URL.
+    const login = await sendTls(nginx.url, ca, 'GET', '/login');
+    expect(login.status).toBe(200);
+    expect(login.setCookies.length).toBeGreaterThan(0);
+    for (const cookie of login.setCookies) expect(cookie.toLowerCase()).toContain('; secure');
+
+    const client = await approvedClient(server, ['BOOKING_READ', 'PROFILE_READ']);
+    const user = await newUser(server);
+    const tokens = await boundTokensFor(server, client, String(user.id), 'BOOKING_READ PROFILE_READ');
+    const me = await sendTls(nginx.url, ca, 'GET', '/v2/me', { Authorization: `Bearer ${tokens.access_token}` });
+    expect(me.status).toBe(200);
+    expect(JSON.parse(me.body).data.email).toBe(user.email);
+
+    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id, client_secret: client.client_secret }).toString();
+    const refreshed = await sendTls(nginx.url, ca, 'POST', '/v2/auth/oauth2/token', { 'Content-Type': 'application/x-www-form-urlencoded' }, form);
+    expect(refreshed.status, refreshed.body).toBe(200);
+    expect(JSON.parse(refreshed.body)).toMatchObject({ token_type: 'bearer', refresh_token: expect.any(String) });
+
+    const gated = await sendTls(nginx.url, ca, 'GET', '/v2/bookings/uid-9', { Authorization: `Bearer ${JSON.parse(refreshed.body).access_token}` });
+    expect(gated.status).toBe(200);
+    expect(api.received.at(-1)).toMatchObject({ url: '/v2/bookings/uid-9', auth: expect.arrayContaining([['x-auth-user-id', String(user.id)]]) });
+  });
+
+  it('is TLS indeed: a client that does not trust the certificate is refused, and plain http on the port is an error', async () => {
+    await expect(sendTls(nginx.url, undefined, 'GET', '/v2/me')).rejects.toThrow(/self[- ]signed|unable to verify/i);
+    const plain = await send(nginx.url.replace('https:', 'http:'), 'GET', '/v2/me');
+    expect(plain.status).toBe(400);
   });
 });

@@ -4,8 +4,9 @@
 // a test clock (test/support/clock.ts) moved a minute on instead of waiting. An artifact's expiry
 // is the store's own (SQL expires_at against now(), proven on real time in
 // test/adapters.contract.test.ts): here its row is made expired.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startInstance, startTestServer, type TestServer } from './support/server.ts';
+import { createTestDatabase } from './support/services.ts';
 import { approvedClient, newUser, tokensFor } from './support/fixtures.ts';
 import { tokenRequest } from './support/oauth.ts';
 import { testClock } from './support/clock.ts';
@@ -105,5 +106,35 @@ describe('housekeeping', () => {
     });
     expect(writes.length).toBeGreaterThanOrEqual(1);
     expect(writes.length).toBeLessThan(grants.length);
+  });
+});
+
+describe('background work started only when asked (SystemOverrides.run)', () => {
+  it('sets the sweeps\' timers only with sweeps on: secret expiry, registrations, the SQL purge', async () => {
+    const pg = await createTestDatabase();
+    const env = { DATABASE_URL: pg.url, DYNAMIC_REGISTRATION: 'open', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' };
+    // The intervals src/system.ts sets itself (its sweeps): the first frame past the spy is in it.
+    const caller = () => (new Error().stack ?? '').split('\n').slice(1).find((frame) => !/housekeeping\.test\.ts|node_modules/.test(frame)) ?? '';
+    const real = globalThis.setInterval;
+    const fromSystem: number[] = [];
+    const intervals = vi.spyOn(globalThis, 'setInterval').mockImplementation(((task: () => void, ms: number) => {
+      if (/src\/system\.ts/.test(caller())) fromSystem.push(ms);
+      return real(task, ms);
+    }) as typeof setInterval);
+    const started = [];
+    try {
+      const off = await startInstance(env, { db: pg.db, run: {} });
+      started.push(off);
+      expect(off.system.running()).toEqual([]);
+      expect(fromSystem).toEqual([]);
+      const on = await startInstance(env, { db: pg.db, run: { sweeps: true } });
+      started.push(on);
+      expect(on.system.running().sort()).toEqual(['purge of expired artifacts', 'registration sweep', 'secret expiry sweep']);
+      expect(fromSystem.sort()).toEqual([60_000, 600_000, 600_000]);
+    } finally {
+      intervals.mockRestore();
+      for (const instance of started) await instance.close();
+      await pg.drop();
+    }
   });
 });

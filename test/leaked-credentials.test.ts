@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type Storage, type TestServer } from './support/server.ts';
+import { DELIVERING, startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { receiver, until } from './support/webhook-receiver.ts';
@@ -77,7 +77,7 @@ describe.each<Storage>(['redis', 'sql'])('leaked credentials (%s)', (storage) =>
   const markers = new Set<string>();
 
   beforeAll(async () => {
-    server = await startTestServer(storage, ENV);
+    server = await startTestServer(storage, ENV, DELIVERING);
     ops = { ...operator(server), cipher: server.system.cipher, allowLoopback: true };
     // Every query of the driver (knex's and the prepared reads'), passed on unchanged.
     const query = pg.Client.prototype.query;

@@ -10,7 +10,7 @@
 // grant_bindings row (what the consent page does, H3's part): revocation reads only that row.
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
+import { DELIVERING, startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { getMe, reachConsent, tokenRequest, type TestUser } from './support/oauth.ts';
 import { Browser, type Page } from './support/browser.ts';
@@ -19,7 +19,7 @@ import { expectRefusal } from './support/admin-cli.ts';
 import { clientsCreate, clientsSetWebhook } from '../src/admin/commands.ts';
 import { editClient } from '../src/clients/changes.ts';
 import { uncachedRecords } from '../src/storage/record-cache.ts';
-import { sendTestEvent } from '../src/webhooks/settings.ts';
+import { sendTestEvent } from '../src/clients/webhook-settings.ts';
 import * as orgs from '../src/orgs/store.ts';
 import { changeInstallation, installApp, lockInstallationForBinding, grantStillCovered, memberLeftOrg, memberLeftTeam, setAppPolicy, uninstallApp, type InstallationDeps } from '../src/orgs/installations.ts';
 import { orgAppsPaths, ORGANIZATIONS_PATH } from '../src/http/paths.ts';
@@ -43,11 +43,11 @@ describe('organization installations (redis)', () => {
   let deps: InstallationDeps;
 
   beforeAll(async () => {
-    server = await startTestServer(storage, ENV);
+    server = await startTestServer(storage, ENV, DELIVERING);
     // A second instance of the app on the same database (and Redis prefix).
     other = await startInstance(
       { ...ENV, DATABASE_URL: server.pg.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
-      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
+      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}), ...DELIVERING },
     );
     const { db, outbox, artifacts, bindings, records } = server.system;
     deps = { db, outbox, artifacts, bindings, records };

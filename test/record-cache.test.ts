@@ -13,7 +13,7 @@ import { clientArtifacts } from '../src/storage/client-artifacts.ts';
 import { webhookOutbox } from '../src/webhooks/outbox.ts';
 import { uncachedRecords } from '../src/storage/record-cache.ts';
 import { artifactKey } from '../src/storage/artifact-key.ts';
-import { revokeAppAccess } from '../src/oauth/grants.ts';
+import { revokeAppAccess } from '../src/apps-with-access/user-grants.ts';
 import { clientsCreate, clientsSetRateLimit, clientsSetStatus, secretsGenerate, secretsRevoke, usersCreate, type AdminContext } from '../src/admin/commands.ts';
 import { eventually } from './support/eventually.ts';
 

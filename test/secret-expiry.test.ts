@@ -8,7 +8,7 @@
 // database's own now(): there a secret's row is made expired (expiredInDatabase).
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type Storage, type TestServer } from './support/server.ts';
+import { DELIVERING, startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { expectRefusal, useAdminCli } from './support/admin-cli.ts';
 import type { CliResult } from './support/processes.ts';
@@ -29,7 +29,7 @@ describe('secrets that expire (redis)', () => {
   let ops: AdminContext;
   const clock = testClock();
   beforeAll(async () => {
-    server = await startTestServer(storage, ENV, { clock });
+    server = await startTestServer(storage, ENV, { clock, ...DELIVERING });
     ops = { ...operator(server), cipher: server.system.cipher, allowLoopback: true };
   });
   afterAll(() => server?.close());

@@ -7,6 +7,8 @@ import { Browser, type Page } from './support/browser.ts';
 import { authorizeUrl, type TestUser } from './support/oauth.ts';
 import { newUser, operator, REDIRECT } from './support/fixtures.ts';
 import { clientsCreate, usersSetAdmin } from '../src/admin/commands.ts';
+import { addOrgMember, createOrg } from '../src/orgs/store.ts';
+import { createClient } from '../src/clients/service.ts';
 import { loadConfig } from '../src/config.ts';
 import { seedDemo } from '../src/demo.ts';
 
@@ -45,10 +47,11 @@ describe('the start page', () => {
     expect(links(page)).toEqual([
       { text: 'Apps with access', href: '/settings/connected-apps' },
       { text: 'Developer settings', href: '/settings/developer/oauth-clients' },
+      { text: 'Organizations', href: '/settings/organizations' },
       { text: 'Discovery document', href: `${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2` },
     ]);
     // The discovery link works, and BASE_URL is APP_URL unless set.
-    const discovery = await fetch(links(page)[2]!.href!);
+    const discovery = await fetch(links(page)[3]!.href!);
     expect(discovery.status).toBe(200);
     expect(((await discovery.json()) as { issuer: string }).issuer).toBe(`${server.url}/v2/auth/oauth2`);
     expect(loadConfig({ NODE_ENV: 'test', APP_URL: 'https://id.example.com' }).baseUrl).toBe('https://id.example.com');
@@ -59,7 +62,7 @@ describe('the start page', () => {
     const page = await (await signedIn(user)).get(url('/'));
     expect(page.$('a.button.primary')).toHaveLength(0);
     expect(page.$('.topbar .who').text()).toBe(user.email);
-    expect(links(page).map((l) => l.text)).toEqual(['Apps with access', 'Developer settings', 'Discovery document']);
+    expect(links(page).map((l) => l.text)).toEqual(['Apps with access', 'Developer settings', 'Organizations', 'Discovery document']);
   });
 
   it('shows an administrator the review queue with the number of clients waiting', async () => {
@@ -121,5 +124,62 @@ describe('error pages for someone signed out', () => {
     const page = await (await signedIn(user)).get(url('/settings/developer/oauth-clients/no-such-client'));
     expect(page.status).toBe(404);
     expect(wayOn(page).map((l) => l.href)).not.toContain('/');
+  });
+});
+
+// Issue 50 item 5: every page a person can use is reached by following links from `/`, for
+// whoever may use it, and nobody is shown a link to a page that is not theirs.
+describe('every page is reached from the start page', () => {
+  /** The pages reached from `/` by following same-site links (GET only; never sign-out). */
+  async function reachable(browser: Browser): Promise<Set<string>> {
+    const seen = new Set<string>();
+    const queue = ['/'];
+    while (queue.length && seen.size < 60) {
+      const path = queue.shift()!;
+      if (seen.has(path)) continue;
+      seen.add(path);
+      const page = await browser.get(url(path));
+      if (page.status !== 200 || !(page.headers.get('content-type') ?? '').startsWith('text/html')) continue;
+      page.$('a[href]').each((_, a) => {
+        const target = new URL(page.$(a).attr('href')!, url(path));
+        if (target.origin !== server.url || target.pathname === '/logout' || target.pathname.startsWith('/auth/')) return;
+        if (!seen.has(target.pathname)) queue.push(target.pathname);
+      });
+    }
+    return seen;
+  }
+
+  it('for a visitor, a user, an organization owner and an administrator: each reaches the pages they may use, and only those', async () => {
+    const owner = await newUser(server, 'Olga Owner');
+    const org = await createOrg(server.system.db, { name: 'Linked Org' });
+    await addOrgMember(server.system.db, org.id, owner.id, 'owner');
+    const { client } = await createClient(server.system, { name: 'Linked App', kind: 'confidential', legacy: false, scopes: ['PROFILE_READ'], redirectUris: [REDIRECT], ownerUserId: owner.id }, { actor: 'test' });
+    const userPages = ['/', '/settings/connected-apps', '/settings/developer/oauth-clients', '/settings/developer/oauth-clients/new', '/settings/organizations'];
+
+    const visitor = await reachable(new Browser());
+    expect([...visitor]).toEqual(expect.arrayContaining(['/', '/login']));
+    expect([...visitor].filter((p) => p.startsWith('/admin'))).toEqual([]);
+
+    const asUser = await reachable(await signedIn(user));
+    expect([...asUser]).toEqual(expect.arrayContaining(userPages));
+    expect([...asUser].filter((p) => p.startsWith('/admin') || p.startsWith(`/settings/organizations/`))).toEqual([]);
+
+    const asOwner = await reachable(await signedIn(owner));
+    expect([...asOwner]).toEqual(expect.arrayContaining([...userPages, `/settings/organizations/${org.id}/apps`, `/settings/developer/oauth-clients/${client.clientId}`]));
+    expect([...asOwner].filter((p) => p.startsWith('/admin'))).toEqual([]);
+
+    const asAdmin = await reachable(await signedIn(admin));
+    expect([...asAdmin]).toEqual(expect.arrayContaining([...userPages, '/admin/oauth-clients']));
+  });
+
+  it('the top bar leads home from every page, marked as the current page only at home', async () => {
+    const browser = await signedIn(user);
+    for (const path of ['/', '/settings/connected-apps', '/settings/organizations']) {
+      const page = await browser.get(url(path));
+      const home = page.$('.topbar nav a[href="/"]');
+      expect(home.text(), path).toBe('Home');
+      expect(home.attr('aria-current'), path).toBe(path === '/' ? 'page' : undefined);
+      expect(page.$('.topbar nav a[href="/settings/organizations"]').text(), path).toBe('Organizations');
+    }
   });
 });

@@ -7,7 +7,7 @@ import { startTestServer, type Storage, type TestServer } from './support/server
 import { approvedClient, newUser, operator, tokensFor, type TestClient } from './support/fixtures.ts';
 import { comparable, raw } from './support/raw-http.ts';
 import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
-import { revokeAppAccess } from '../src/oauth/grants.ts';
+import { revokeAppAccess } from '../src/apps-with-access/user-grants.ts';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const basic = (c: TestClient) => ({ authorization: `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString('base64')}` });

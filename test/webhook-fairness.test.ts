@@ -6,15 +6,17 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { DELIVERING, startTestServer, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { newUser, operator } from './support/fixtures.ts';
 import type { TestUser } from './support/oauth.ts';
 import { clientsSetWebhook } from '../src/admin/commands.ts';
 import { createClient } from '../src/clients/service.ts';
-import { sendTestEvent, TEST_EVENTS_PER_HOUR } from '../src/webhooks/settings.ts';
+import { sendTestEvent, TEST_EVENTS_PER_HOUR } from '../src/clients/webhook-settings.ts';
 import { ATTEMPT_TIMEOUT_MS } from '../src/webhooks/delivery.ts';
-import { MAX_CLIENTS_PER_OWNER } from '../src/web/developer.ts';
+import { MAX_CLIENTS_PER_OWNER } from '../src/clients/service.ts';
+import { admin as runAdmin } from './support/processes.ts';
+import { expectRefusal } from './support/admin-cli.ts';
 import { LimitError } from '../src/errors.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -37,7 +39,7 @@ async function post(browser: Browser, base: string, path: string, fields: Record
 describe('fair delivery', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer('sql', ENV);
+    server = await startTestServer('sql', ENV, DELIVERING);
   });
   afterAll(() => server?.close());
 
@@ -123,5 +125,17 @@ describe('fair delivery', () => {
     expect(refused.status).toBe(429);
     expect(refused.$('main').text()).toMatch(new RegExp(`You have ${MAX_CLIENTS_PER_OWNER} clients, the most one account may register`));
     expect(await server.pg.db('oauth_clients').where('owner_user_id', owner.id).count({ n: '*' }).then((r) => Number(r[0]!.n))).toBe(MAX_CLIENTS_PER_OWNER);
+  });
+
+  it(`refuses a ${MAX_CLIENTS_PER_OWNER + 1}th client of an owner in the operator script too, with the same words (the client service counts)`, async () => {
+    const owner = await newUser(server, 'Scripted');
+    for (let i = 0; i < MAX_CLIENTS_PER_OWNER - 1; i++) await newClient(owner.id, `App ${i}`);
+    const create = (name: string) => runAdmin(['--json', 'clients', 'create', '--name', name, '--redirect-uri', 'https://app.example.com/cb', '--scope', 'PROFILE_READ', '--owner', owner.email], { DATABASE_URL: server.pg.url });
+    expect((await create('One More')).code).toBe(0);
+    const refused = await create('Too Many');
+    expectRefusal(refused, new RegExp(`^error: you have ${MAX_CLIENTS_PER_OWNER} clients, the most one account may register: delete one you no longer use first$`));
+    expect(await server.pg.db('oauth_clients').where('owner_user_id', owner.id).count({ n: '*' }).then((r) => Number(r[0]!.n))).toBe(MAX_CLIENTS_PER_OWNER);
+    // A client without an owner is not counted against anyone.
+    expect((await runAdmin(['--json', 'clients', 'create', '--name', 'Operators App', '--redirect-uri', 'https://app.example.com/cb', '--scope', 'PROFILE_READ'], { DATABASE_URL: server.pg.url })).code).toBe(0);
   });
 });

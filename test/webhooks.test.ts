@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
+import { DELIVERING, startInstance, startTestServer, type AppInstance, type TestServer } from './support/server.ts';
 import { createTestDatabase } from './support/services.ts';
 import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { Browser, type Page } from './support/browser.ts';
@@ -71,7 +71,7 @@ describe('webhooks', () => {
   let dev: TestUser & { id: number };
   let other: TestUser & { id: number };
   beforeAll(async () => {
-    server = await startTestServer('redis', ENV);
+    server = await startTestServer('redis', ENV, DELIVERING);
     [dev, other] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Other')]);
   });
   afterAll(() => server?.close());
@@ -352,7 +352,7 @@ describe('the address rule in production', () => {
   beforeAll(async () => {
     pg = await createTestDatabase({ migrate: 'bare' });
     const { WEBHOOK_ALLOW_LOOPBACK: _refusedInProduction, ...env } = ENV;
-    instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db });
+    instance = await startInstance({ ...env, ...PRODUCTION, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
   });
   afterAll(async () => {
     await instance?.close();
@@ -426,7 +426,7 @@ describe('the address rule outside production', () => {
   beforeAll(async () => {
     pg = await createTestDatabase();
     const { WEBHOOK_ALLOW_LOOPBACK: _notSet, ...env } = ENV;
-    instance = await startInstance({ ...env, DATABASE_URL: pg.url }, { db: pg.db });
+    instance = await startInstance({ ...env, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
   });
   afterAll(async () => {
     await instance?.close();
@@ -460,7 +460,7 @@ describe('the address rule outside production', () => {
 describe('what a failed delivery records', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer('sql', ENV);
+    server = await startTestServer('sql', ENV, DELIVERING);
   });
   afterAll(() => server?.close());
 
@@ -493,7 +493,7 @@ describe('a restart between the change and the delivery', () => {
     const probe = await receiver();
     const port = Number(new URL(probe.url).port);
     await probe.close();
-    let first: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+    let first: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
     let second: AppInstance | undefined;
     let app: Awaited<ReturnType<typeof receiver>> | undefined;
     try {
@@ -505,7 +505,7 @@ describe('a restart between the change and the delivery', () => {
       await first.close();
       first = undefined;
       app = await receiver([], port);
-      second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db });
+      second = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING });
       const [event] = await until('the event after the restart', app.events, (e) => e.length >= 1);
       expect(event!.type).toBe('secret.generated');
       expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
@@ -518,6 +518,45 @@ describe('a restart between the change and the delivery', () => {
   });
 });
 
+describe('an instance without the delivery worker (SystemOverrides.run)', () => {
+  it('queues the events of its changes and delivers none; an instance with the worker delivers them', async () => {
+    const pg = await createTestDatabase();
+    const app = await receiver();
+    // Its own connections, so its queries are its own: a worker would poll for jobs twice a second.
+    let quiet: AppInstance | undefined = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { run: { webhookDelivery: false } });
+    const polls: string[] = [];
+    quiet.system.db.on('query', (q: { sql: string }) => /strict_fifo_heads/.test(q.sql) && polls.push(q.sql));
+    let worker: AppInstance | undefined;
+    try {
+      expect(quiet.system.running()).not.toContain('webhook delivery');
+      const user = await newUser({ system: quiet.system } as TestServer);
+      const client = await ownedClient(quiet, user.id, 'Queued App');
+      const ctx = ops(quiet);
+      const webhookSecret = await clientsSetWebhook(ctx, client.client_id, app.url);
+      await clientsSetStatus(ctx, client.client_id, 'approved');
+      // Queued in the change's transaction, by the outbox's own queue (started on this need).
+      const jobs = () => pg.db('pgboss.job').where({ name: 'webhook-deliveries' }).select('state', 'data');
+      expect((await jobs()).map((j: { data: { type: string } }) => j.data.type)).toEqual(['client.status_changed']);
+      worker = await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, run: { webhookDelivery: true } });
+      expect(worker.system.running()).toContain('webhook delivery');
+      const [event] = await until('the event, delivered by the instance with the worker', app.events, (e) => e.length >= 1);
+      expect(event!.data).toEqual({ client_id: client.client_id, from: 'pending', to: 'approved' });
+      expect(verifySignature(webhookSecret, app.received[0]!)).toBe(true);
+      // The first instance, up all along, never asked for a job and attempted nothing.
+      expect(polls).toEqual([]);
+      const attempts = async (instance: AppInstance) => (await instance.system.metrics.webhookDeliveries.get()).values.reduce((sum, v) => sum + v.value, 0);
+      await until('the attempt counted', () => attempts(worker!), (n) => n === 1);
+      expect(await attempts(quiet)).toBe(0);
+    } finally {
+      await quiet?.close();
+      await worker?.close();
+      quiet = worker = undefined;
+      await app.close();
+      await pg.drop();
+    }
+  });
+});
+
 describe('on the embedded PGlite', () => {
   // Starting the embedded database (WASM) is CPU work: it starts from a migrated copy (the first
   // start from an empty DATA_DIR is test/embedded.test.ts's subject).
@@ -525,7 +564,7 @@ describe('on the embedded PGlite', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-pglite-'));
     await copyMigratedDataDir(dataDir);
     const app = await receiver();
-    const instance = await startInstance({ ...ENV, DATA_DIR: dataDir });
+    const instance = await startInstance({ ...ENV, DATA_DIR: dataDir }, DELIVERING);
     try {
       const user = await newUser({ system: instance.system } as TestServer);
       const client = await ownedClient(instance, user.id, 'Embedded App');
@@ -547,7 +586,7 @@ describe('several instances', () => {
   it('deliver each event once, by one of them', async () => {
     const pg = await createTestDatabase();
     const app = await receiver();
-    const instances = [await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db }), await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db })];
+    const instances = [await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING }), await startInstance({ ...ENV, DATABASE_URL: pg.url }, { db: pg.db, ...DELIVERING })];
     try {
       const user = await newUser({ system: instances[0]!.system } as TestServer);
       const clients = [await ownedClient(instances[0]!, user.id, 'Multi A'), await ownedClient(instances[1]!, user.id, 'Multi B')];

@@ -25,7 +25,8 @@ import {
   type ClientDeps,
 } from '../clients/service.ts';
 import { usersWithGrants } from '../clients/repository.ts';
-import { CLIENT_STATUSES, hasSecrets, type Actor, type ClientKind, type ClientRecord, type ClientStatus } from '../clients/model.ts';
+import { hasSecrets, type Actor, type ClientKind, type ClientRecord } from '../clients/model.ts';
+import { CLIENT_STATUSES, type ClientStatus } from '../directory/status.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { decideChange, pendingChangeOf } from '../clients/changes.ts';
 import { parseScopeArgs } from '../scopes.ts';
@@ -33,7 +34,7 @@ import { InputError, NotFoundError } from '../errors.ts';
 import { parseDuration } from '../durations.ts';
 import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
-import { regenerateWebhookSecret, setWebhookUrl } from '../webhooks/settings.ts';
+import { regenerateWebhookSecret, setWebhookUrl } from '../clients/webhook-settings.ts';
 import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';

@@ -15,6 +15,8 @@ import { escapeUnsafeJson, escapeUnsafeText } from '../text.ts';
 import * as commands from './commands.ts';
 import * as installationCommands from './installation-commands.ts';
 import * as cimdCommands from './cimd-commands.ts';
+import * as directoryCommands from './directory-commands.ts';
+import { registryOnly } from './directory-commands.ts';
 import { startWebhookQueue, type WebhookQueue } from '../webhooks/queue.ts';
 import { webhookOutbox } from '../webhooks/outbox.ts';
 import type { AdminContext } from './commands.ts';
@@ -22,7 +24,7 @@ import { createDataCipher } from '../storage/data-encryption.ts';
 import { uncachedRecords } from '../storage/record-cache.ts';
 import { passwordHashing, type PasswordHashing } from '../accounts/password.ts';
 import { askServer, channelPath } from './channel.ts';
-import { ADMIN_COMMAND } from './command-line.ts';
+import { ADMIN_COMMAND } from '../admin-command.ts';
 
 class Refusal extends Error {}
 /** The running server answered the command (src/admin/channel.ts): its output is printed, its exit code returned. */
@@ -178,14 +180,14 @@ function table(headers: string[], rows: unknown[][]): string {
   return cells.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ')).join('\n');
 }
 
-type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string };
+type ClientRow = { client_id: string; status: string; kind: string; scopes: string[]; name: string | null };
 type DocumentRow = { client_id: string; status: string; host_blocked: boolean; users: number; host: string | null; pending_change: { status: string } | null };
 const documentStatus = (c: DocumentRow) => `${c.status}${c.pending_change?.status === 'pending' ? ' (change pending)' : ''}${c.host_blocked ? ' (host blocked)' : ''}`;
 const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
   table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [documentStatus(c), c.users, c.host ?? '(registered by itself)', c.client_id]));
 type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
-  table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name]));
+  table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name ?? '-']));
 const userTable = ({ users }: { users: UserRow[] }) =>
   table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.name]));
 
@@ -313,18 +315,17 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
     .option('--owner <user>', 'a user (id or e-mail) who manages the app in the developer settings, as if they had registered it')
     .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
-  for (const [name, status, what, effect] of [
-    ['approve', 'approved', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document client (its URL), the full tier', 'users can now authorize it'],
-    ['reject', 'rejected', 'reject a pending client (already rejected: no change); a metadata-document client (its URL) is refused from then on, its tokens revoked', 'it cannot be authorized'],
-    ['suspend', 'suspended', 'suspend an approved client: its codes, tokens and grants stop working at once (already suspended: no change)', 'its codes, tokens and grants stopped working'],
+  for (const [name, what, effect] of [
+    ['approve', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document or registered client (its URL or id), the full tier', 'users can now authorize it'],
+    ['reject', 'reject a pending client (already rejected: no change); a metadata-document or registered client (its URL or id) is refused from then on, its tokens revoked', 'it cannot be authorized'],
+    ['suspend', 'suspend an approved registry client: its codes, tokens and grants stop working at once (already suspended: no change); a metadata-document or registered client is rejected instead', 'its codes, tokens and grants stopped working'],
   ] as const) {
     clients
       .command(`${name} <id>`)
       .description(what)
       .action(
         action(
-          async (ctx, id: string) =>
-            (await cimdCommands.isCimdClient(ctx, id)) ? { document: await cimdCommands.cimdSetStatus(ctx, id, status) } : commands.clientsChangeStatus(ctx, id, status),
+          (ctx, id: string) => directoryCommands.clientsDecide(ctx, id, name),
           (r) => ('document' in r ? printText(r.document) : statusOutcome(r, effect)),
           { json: (r) => ('document' in r ? r.document : r.client) },
         ),
@@ -337,26 +338,27 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     clients
       .command(`${name} <id>`)
       .description(what)
-      .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdDecideChange(ctx, id, approve) : commands.clientsDecideChange(ctx, id, approve)), printText));
+      .action(action((ctx, id: string) => directoryCommands.clientsDecideChange(ctx, id, approve), printText));
   }
   clients
     .command('delete <id>')
     .description('delete a client for good: the client, its secrets, its users\' grants and every token it holds (asks for --force, saying what would go)')
     .option('--force', 'delete it (without: nothing changes, and the refusal says what would be removed)')
     .action(
-      action((ctx, id: string, opts: { force?: boolean }) => commands.clientsDelete(ctx, id, opts), (r) =>
+      action(registryOnly('clients delete', (ctx, id: string, opts: { force?: boolean }) => commands.clientsDelete(ctx, id, opts)), (r) =>
         `deleted client ${show(r.client_id)} ("${show(r.name)}"): ${r.secrets_removed} secret${r.secrets_removed === 1 ? '' : 's'} and the access of ${r.users_with_access_removed} user${r.users_with_access_removed === 1 ? '' : 's'} removed`,
       ),
     );
   clients
     .command('show <id>')
     .description('show a client and its active secrets (never the secrets themselves); for a metadata-document client (its URL), what its document said when last seen')
-    .action(action(async (ctx, id: string): Promise<object> => ((await cimdCommands.isCimdClient(ctx, id)) ? cimdCommands.cimdShow(ctx, id) : commands.clientsShow(ctx, id)), printText, { readOnly: true }));
+    .action(action((ctx, id: string) => directoryCommands.clientsShow(ctx, id), printText, { readOnly: true }));
   clients
     .command('list')
     .description('list clients')
-    .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended)')
-    .action(action((ctx, opts: { status?: string }) => commands.clientsList(ctx, opts.status), clientTable, { readOnly: true }));
+    .option('--status <status>', 'only clients in this status (pending, approved, rejected, suspended; unreviewed for metadata-document and registered clients)')
+    .option('--kind <kind>', 'registry (default), metadata_document, registered, or all')
+    .action(action((ctx, opts: { status?: string; kind?: string }) => directoryCommands.clientsList(ctx, opts), clientTable, { readOnly: true }));
   clients
     .command('list-documents')
     .description('list clients known by a metadata document URL (docs/agents.md), unreviewed first')
@@ -365,21 +367,21 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   clients
     .command('rename <id> <name>')
     .description('change the name shown on the consent page (same rules as at creation)')
-    .action(action((ctx, id: string, name: string) => commands.clientsRename(ctx, id, name)));
+    .action(action(registryOnly('clients rename', (ctx, id: string, name: string) => commands.clientsRename(ctx, id, name))));
   clients
     .command('set-scopes <id> <scopes...>')
     .description("replace the client's scopes (names separated by spaces or commas)")
     .option('--force', 'apply even though the legacy migration guard refuses (users on the old URL will fail)')
     .option('--optional <scopes>', 'scope(s), among those set, that the user may untick on the consent page (repeatable); without it, every scope is required', collect)
-    .action(action((ctx, id: string, scopes: string[], opts: { force?: boolean; optional?: string[] }) => commands.clientsSetScopes(ctx, id, scopes, opts)));
+    .action(action(registryOnly('clients set-scopes', (ctx, id: string, scopes: string[], opts: { force?: boolean; optional?: string[] }) => commands.clientsSetScopes(ctx, id, scopes, opts))));
   clients
     .command('set-rate-limit <id> <per-minute>')
     .description('token, revocation and introspection requests per minute this client may make once authenticated ("default": the server\'s)')
-    .action(action((ctx, id: string, perMinute: string) => commands.clientsSetRateLimit(ctx, id, perMinute)));
+    .action(action(registryOnly('clients set-rate-limit', (ctx, id: string, perMinute: string) => commands.clientsSetRateLimit(ctx, id, perMinute))));
   clients
     .command('set-refresh-grace <id> <seconds>')
     .description('seconds within which a retried refresh gets the same answer, 0 to 60 (0: off; "default": REFRESH_GRACE_SECONDS, at most 2 for public clients)')
-    .action(action((ctx, id: string, seconds: string) => commands.clientsSetRefreshGrace(ctx, id, seconds)));
+    .action(action(registryOnly('clients set-refresh-grace', (ctx, id: string, seconds: string) => commands.clientsSetRefreshGrace(ctx, id, seconds))));
   clients
     .command('set-dpop <id> <on|off>')
     .description('on: every token request of this client must carry a DPoP proof, so all its tokens are bound to a key (RFC 9449 5.2; docs/dpop.md)')
@@ -387,18 +389,18 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')
-    .action(action((ctx, id: string, uri: string) => commands.clientsAddRedirectUri(ctx, id, uri)));
+    .action(action(registryOnly('clients add-redirect-uri', (ctx, id: string, uri: string) => commands.clientsAddRedirectUri(ctx, id, uri))));
   clients
     .command('remove-redirect-uri <id> <uri>')
     .description('remove a redirect URI (a client keeps at least one)')
-    .action(action((ctx, id: string, uri: string) => commands.clientsRemoveRedirectUri(ctx, id, uri)));
+    .action(action(registryOnly('clients remove-redirect-uri', (ctx, id: string, uri: string) => commands.clientsRemoveRedirectUri(ctx, id, uri))));
 
   clients
     .command('set-webhook <id> [url]')
     .description('set the URL the server posts signed events to (a public address; https in production), or remove it with --clear; the first URL gets a signing secret, printed once')
     .option('--new-secret', 'make a new signing secret (printed once); the previous one keeps signing for 24 hours')
     .option('--clear', 'remove the webhook URL: no more events are sent')
-    .action(action((ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts), withSigningSecretNote, { json: withDeprecatedSecretName }));
+    .action(action(registryOnly('clients set-webhook', (ctx, id: string, url: string | undefined, opts: { clear?: boolean; newSecret?: boolean }) => commands.clientsSetWebhook(ctx, id, url, opts)), withSigningSecretNote, { json: withDeprecatedSecretName }));
 
   const orgs = program.command('orgs').description('manage organizations and their members (docs/organizations.md)');
   orgs
@@ -493,22 +495,22 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .command('generate <id>')
     .description('generate a new secret, shown once; refused while 2 are active')
     .option('--expires-in <duration>', 'its lifetime (90s, 12h, 90d; at most 730d); by default it lasts until revoked')
-    .action(action((ctx, id: string, opts: { expiresIn?: string }) => commands.secretsGenerate(ctx, id, opts), withSecretNote));
+    .action(action(registryOnly('secrets generate', (ctx, id: string, opts: { expiresIn?: string }) => commands.secretsGenerate(ctx, id, opts)), withSecretNote));
   secrets
     .command('rotate <id>')
     .description('rotate with overlap: a new secret now, shown once; the current one expires by itself after the overlap (refused while 2 are active)')
     .requiredOption('--overlap <duration>', 'how long the current secret keeps working (0s to 7d; 0s revokes it at once)')
     .option('--expires-in <duration>', "the new secret's lifetime (at most 730d); by default it lasts until revoked or rotated")
-    .action(action((ctx, id: string, opts: { overlap: string; expiresIn?: string }) => commands.secretsRotate(ctx, id, opts), withSecretNote));
+    .action(action(registryOnly('secrets rotate', (ctx, id: string, opts: { overlap: string; expiresIn?: string }) => commands.secretsRotate(ctx, id, opts)), withSecretNote));
   secrets
     .command('revoke <id> <secret-id>')
     .description('revoke a secret; requests with it are refused from now on (one used in the last 10 minutes needs --force)')
     .option('--force', 'revoke even if the app used the secret in the last 10 minutes')
-    .action(action((ctx, id: string, secretId: string, opts: { force?: boolean }) => commands.secretsRevoke(ctx, id, secretId, opts)));
+    .action(action(registryOnly('secrets revoke', (ctx, id: string, secretId: string, opts: { force?: boolean }) => commands.secretsRevoke(ctx, id, secretId, opts))));
   secrets
     .command('list <id>')
     .description('list active secrets (ids, dates and expiry, never the secrets)')
-    .action(action((ctx, id: string) => commands.secretsList(ctx, id), printText, { readOnly: true }));
+    .action(action(registryOnly('secrets list', (ctx, id: string) => commands.secretsList(ctx, id)), printText, { readOnly: true }));
 
   return program;
 }

@@ -7,7 +7,18 @@
 // that fails or shrinks for a while loses nothing stored. Pure functions, for clients.ts,
 // registration.ts and review.ts.
 import { createHash } from 'node:crypto';
-import { clientScopes } from './clients.ts';
+import { ALL_SCOPES, scopeShape } from '../scopes.ts';
+
+export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
+const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
+
+/**
+ * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
+ * none. The tier is applied to each request, not here (the provider checks the client's scopes
+ * before ours, and an unreviewed client asking for more is told why: src/oauth/provider.ts,
+ * extraParams.scope), and again at consent (src/web/interactions.ts).
+ */
+export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
 
 /** The links the consent page shows (a privacy policy, terms of service); null: none. */
 export interface ClientDocLinks {
@@ -20,7 +31,7 @@ export const NO_LINKS: ClientDocLinks = { policyUri: null, tosUri: null };
 /**
  * What a client asks for (its document as last read, or its registration), or what an approval
  * covered. `scopes` as the document says them: empty is "none declared", every user scope
- * (clients.ts clientScopes).
+ * (clientScopes).
  */
 export interface ClientAsks {
   scopes: string[];

@@ -12,15 +12,14 @@ import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { Resolver } from '../webhooks/address-policy.ts';
 import type { Logger } from '../log.ts';
-import { ALL_SCOPES, scopeShape } from '../scopes.ts';
-import { isNativeRedirect } from '../clients/validate.ts';
+import { providerView } from '../directory/view.ts';
 import { documentUrl, isUrlClientId } from './client-id.ts';
 import { readDocument, type CimdDocument } from './document.ts';
 import { DocumentError, FETCH_TIMEOUT_MS, fetchDocument, ruledFetch } from './fetch.ts';
 import { UNLIMITED_FETCHES, type FetchBudget } from './fetch-limits.ts';
 import { hostnameOf, siteOf } from './host-blocks.ts';
-import { hostOf, readStanding, recordSighting, type CimdStanding, type CimdStatus } from './store.ts';
-import { pendingChange, withinApproval, type ClientAsks } from './approval.ts';
+import { hostOf, readStanding, recordSighting, type CimdStanding } from './store.ts';
+import { clientScopes, pendingChange, withinApproval, type ClientAsks } from './approval.ts';
 import type { Clock } from '../clock.ts';
 import { POLICY } from '../settings.ts';
 
@@ -44,33 +43,6 @@ export const REFUSAL_KEPT_MS = POLICY.REFUSAL_KEPT_MS.value;
 export const UNUSABLE_DOCUMENT = 'the client_id metadata document could not be fetched or is not usable by this server';
 export const FAILED_FETCH_ANSWER_MS = FETCH_TIMEOUT_MS;
 
-export const isUserScope = (scope: string) => scopeShape(scope).audience === 'you';
-const USER_SCOPES = ALL_SCOPES.filter(isUserScope);
-
-/** What the provider's view of a CIMD client carries besides standard metadata (extraClientMetadata). */
-export interface CimdFacts {
-  cimd_status?: CimdStatus;
-  /** A document client's host (its URL's, which served the document); null for a self-registered client, which has none. */
-  cimd_host?: string | null;
-  /**
-   * The scope its metadata declared (a document's or a registration's `scope`), which a request
-   * without `scope` asks for (RFC 6749 3.3, a pre-defined default); null: it declared none.
-   */
-  default_scope?: string | null;
-  /** Scopes an approved client asks for beyond its approval: refused until an administrator reviews them (approval.ts). */
-  cimd_held_scopes?: string[];
-}
-
-/** The tier of a client the provider found: undefined for a client of the registry. */
-export function cimdFacts(client: object | undefined): { cimd_status: CimdStatus; cimd_host: string | null } | undefined {
-  const facts = client as CimdFacts | undefined;
-  return facts?.cimd_status ? { cimd_status: facts.cimd_status, cimd_host: facts.cimd_host ?? null } : undefined;
-}
-
-export const isUnreviewed = (client: object | undefined) => cimdFacts(client)?.cimd_status === 'unreviewed';
-
-/** What a request without `scope` asks for: the scope the client declared; none for a registry client (`scope` required). */
-export const defaultScopes = (client: object | undefined): string[] => (client as CimdFacts | undefined)?.default_scope?.split(' ').filter(Boolean) ?? [];
 
 /**
  * The provider view's default_scope: the declared scopes the client may use now (`usable`, its
@@ -82,20 +54,7 @@ export const defaultScope = (declared: readonly string[], usable: string): strin
   const scopes = declared.filter((s) => allowed.has(s));
   return scopes.length ? scopes.join(' ') : null;
 };
-/** Of `scopes`, those the client asks for that no administrator has approved yet (an approved client's document widened). */
-export const heldForReview = (client: object | undefined, scopes: readonly string[]): string[] => {
-  const held = (client as CimdFacts | undefined)?.cimd_held_scopes ?? [];
-  return scopes.filter((s) => held.includes(s));
-};
 
-
-/**
- * The client's scopes: what its document asks for (its `scope`), or every user scope when it says
- * none. The tier is applied to each request, not here (the provider checks the client's scopes
- * before ours, and an unreviewed client asking for more is told why: src/oauth/provider.ts,
- * extraParams.scope), and again at consent (src/web/interactions.ts).
- */
-export const clientScopes = (asked: readonly string[]): string[] => (asked.length ? [...asked] : [...USER_SCOPES]);
 
 /**
  * What a metadata-document or registered client may use now: all it asks for while unreviewed (the
@@ -118,23 +77,12 @@ export function reviewedAsks(asks: ClientAsks, standing: Pick<CimdStanding, 'sta
   };
 }
 
-function providerView(doc: CimdDocument, standing: CimdStanding): AdapterPayload {
-  const isPublic = doc.authMethod === 'none';
-  const reviewed = reviewedAsks({ scopes: doc.scopes, redirectUris: doc.redirectUris, links: doc.links }, standing);
-  return {
-    client_id: doc.clientId,
-    client_name: doc.name,
-    response_types: ['code'],
-    response_modes: ['query'],
-    grant_types: ['authorization_code', 'refresh_token'],
-    // As for registered public clients (src/oauth/client-adapter.ts): loopback redirects on any port.
-    application_type: isPublic && reviewed.redirect_uris.some(isNativeRedirect) ? 'native' : 'web',
-    token_endpoint_auth_method: doc.authMethod,
-    ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}),
-    ...reviewed,
-    default_scope: defaultScope(doc.scopes, reviewed.scope),
-    cimd_host: hostOf(doc.clientId),
-  };
+function documentView(doc: CimdDocument, standing: CimdStanding): AdapterPayload {
+  const { redirect_uris: redirectUris, ...reviewed } = reviewedAsks({ scopes: doc.scopes, redirectUris: doc.redirectUris, links: doc.links }, standing);
+  return providerView(
+    { clientId: doc.clientId, name: doc.name, redirectUris, authMethod: doc.authMethod, flow: 'code' },
+    { ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}), ...reviewed, default_scope: defaultScope(doc.scopes, reviewed.scope), cimd_host: hostOf(doc.clientId) },
+  );
 }
 
 export interface CimdDeps {
@@ -240,7 +188,7 @@ export function cimdClients(deps: CimdDeps): CimdClients {
       if (standing.block) throw new DocumentError(`apps from ${standing.block} are blocked on this server`);
       if (standing.status === 'rejected') throw new DocumentError('this app was rejected by an administrator');
       const doc = await documentOf(clientId, url, requester, standing.known || kept.has(clientId));
-      return providerView(doc, standing);
+      return documentView(doc, standing);
     },
     forget: () => {
       kept.clear();

@@ -6,7 +6,7 @@
 // shares the counts. A document already kept, or once fetched and used (a known client), is not
 // limited: its refetches come at most once per cache time.
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { consume, type limiterFactory } from '../oauth/rate-limits.ts';
+import { consume, type limiterFactory } from '../limits/limiter.ts';
 import type { CimdFetchLimits } from '../config.ts';
 import { addressGroup } from '../http/client-address.ts';
 

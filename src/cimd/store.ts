@@ -9,11 +9,9 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import type { CimdDocument } from './document.ts';
 import { covers, hostnameOf, hostnameOfHost, siteOf } from './host-blocks.ts';
 import { fingerprint, pendingChange, type CimdPendingChange, type ClientAsks } from './approval.ts';
+import type { CimdStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
-
-export type CimdStatus = 'unreviewed' | 'approved' | 'rejected';
-export const CIMD_STATUSES: readonly CimdStatus[] = ['unreviewed', 'approved', 'rejected'];
 
 /** What decides a client's tier, read through the record cache. */
 export interface CimdStanding {

@@ -2,12 +2,13 @@
 // may have at most CIMD_MAX_USERS users (users holding a grant of it); the next one is refused with
 // access_denied. The page says the app is unreviewed and where it comes from.
 import type { Db } from '../storage/db.ts';
-import { cimdFacts, isUserScope } from './clients.ts';
+import { isUserScope } from './approval.ts';
+import { factsOf, isUnreviewed, reviewOf, scopesOf } from '../directory/facts.ts';
 import { usersOf } from './store.ts';
 
 /** The reason a new user may not authorize this client now, or undefined. */
 export async function userLimitReached(db: Db, client: { clientId: string }, accountId: string, maxUsers: number): Promise<string | undefined> {
-  if (cimdFacts(client)?.cimd_status !== 'unreviewed') return undefined;
+  if (!isUnreviewed(client)) return undefined;
   const { count, includes } = await usersOf(db, client.clientId, accountId);
   if (includes || count < maxUsers) return undefined;
   return `This app has not been reviewed yet and already has as many users as an unreviewed app may have (${maxUsers}). Try again once it has been reviewed.`;
@@ -19,8 +20,8 @@ export async function userLimitReached(db: Db, client: { clientId: string }, acc
  * itself (the hosts it names were never checked).
  */
 export function unreviewedApp(client: object): { host: string | null } | undefined {
-  const facts = cimdFacts(client);
-  return facts && facts.cimd_status !== 'approved' ? { host: facts.cimd_host } : undefined;
+  const review = reviewOf(client);
+  return review && review.status !== 'approved' ? { host: review.host } : undefined;
 }
 
 /**
@@ -31,17 +32,17 @@ export function unreviewedApp(client: object): { host: string | null } | undefin
  * an unreviewed client shows none.
  */
 export function consentFacts(client: object): { reviewed?: boolean; developer?: { name: string; email: string } | undefined; byOperators?: boolean; selfRegistered?: boolean; policyUri?: string | null; tosUri?: string | null } {
-  const facts = cimdFacts(client);
-  if (!facts) return {};
-  const reviewed = facts.cimd_status === 'approved';
-  const { policyUri, tosUri } = client as { policyUri?: string; tosUri?: string };
+  const review = reviewOf(client);
+  if (!review) return {};
+  const reviewed = review.status === 'approved';
+  const { policyUri, tosUri } = factsOf(client);
   const links = { policyUri: (reviewed && policyUri) || null, tosUri: (reviewed && tosUri) || null };
-  if (facts.cimd_host === null) return { reviewed, developer: undefined, byOperators: false, selfRegistered: true, ...links };
-  return { reviewed, developer: { name: '', email: facts.cimd_host }, byOperators: false, ...links };
+  if (review.host === null) return { reviewed, developer: undefined, byOperators: false, selfRegistered: true, ...links };
+  return { reviewed, developer: { name: '', email: review.host }, byOperators: false, ...links };
 }
 
 /** The scopes a client may be granted now: its own, only user scopes while it is an unreviewed metadata-document client. */
-export function tierScopes(client: { scope?: string | undefined }): string[] {
-  const scopes = client.scope?.split(' ').filter(Boolean) ?? [];
-  return cimdFacts(client)?.cimd_status === 'unreviewed' ? scopes.filter(isUserScope) : scopes;
+export function tierScopes(client: object): string[] {
+  const scopes = scopesOf(client);
+  return isUnreviewed(client) ? scopes.filter(isUserScope) : scopes;
 }

@@ -1,7 +1,9 @@
-// What a client is: its kinds and statuses, the administrators' decisions that move it between
-// statuses, and its limits. Spelled once here; the pages, the scripts and the service read them.
+// What a registry client is: its kinds and its limits (its statuses and the decisions between them
+// are every kind's status machine, src/directory/status.ts). Spelled once here; the pages, the
+// scripts and the service read them.
 import { createHash } from 'node:crypto';
 import { POLICY } from '../settings.ts';
+import type { ClientStatus } from '../directory/status.ts';
 
 /**
  * confidential: a server-side app with a secret; public: a native or browser app (PKCE, no secret);
@@ -11,35 +13,12 @@ export type ClientKind = 'confidential' | 'public' | 'resource_server';
 
 /** Kinds that authenticate with a secret (and rotate two of them). */
 export const hasSecrets = (kind: ClientKind) => kind !== 'public';
-export type ClientStatus = 'pending' | 'approved' | 'rejected' | 'suspended';
-
-/** Every status, in the order the review page lists clients. */
-export const CLIENT_STATUSES: readonly ClientStatus[] = ['pending', 'approved', 'suspended', 'rejected'];
 
 export const MAX_REDIRECT_URIS = POLICY.MAX_REDIRECT_URIS.value;
 export const MAX_ACTIVE_SECRETS = POLICY.MAX_ACTIVE_SECRETS.value; // docs/secret-rotation.md
 export const MAX_TOKEN_REQUESTS_PER_MINUTE = POLICY.MAX_TOKEN_REQUESTS_PER_MINUTE.value;
 /** The longest refresh grace window a client may have (as REFRESH_GRACE_SECONDS). */
 export const MAX_REFRESH_GRACE_SECONDS = POLICY.MAX_REFRESH_GRACE_SECONDS.value;
-
-/** The decisions on a client: from which statuses each is possible, where it leads, what it did. */
-export const DECISIONS = {
-  approve: { from: ['pending'], to: 'approved', done: 'approved' },
-  reject: { from: ['pending'], to: 'rejected', done: 'rejected' },
-  suspend: { from: ['approved'], to: 'suspended', done: 'suspended: its tokens stopped working' },
-  reinstate: { from: ['suspended'], to: 'approved', done: 'reinstated' },
-} as const satisfies Record<string, { from: readonly ClientStatus[]; to: ClientStatus; done: string }>;
-
-export type DecisionName = keyof typeof DECISIONS;
-
-export function decisionsFor(status: ClientStatus): DecisionName[] {
-  return (Object.keys(DECISIONS) as DecisionName[]).filter((name) => (DECISIONS[name].from as readonly ClientStatus[]).includes(status));
-}
-
-/** Whether some decision moves a client from one status to the other. */
-export function canMove(from: ClientStatus, to: ClientStatus): boolean {
-  return decisionsFor(from).some((name) => DECISIONS[name].to === to);
-}
 
 /** Who makes a change, and why: recorded in the audit trail. */
 export interface Actor {

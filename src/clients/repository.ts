@@ -7,8 +7,10 @@ import { freshSharedReads } from '../storage/fresh-reads.ts';
 import { preparedRead } from '../storage/prepared.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { NotFoundError } from '../errors.ts';
-import { isWellFormedClientId, type StoredSecret } from './secrets.ts';
-import type { ChangeRequest, ClientKind, ClientRecord, ClientStatus, PendingChange, SecretInfo } from './model.ts';
+import { isWellFormedClientId } from './secrets.ts';
+import type { StoredSecret } from '../directory/facts.ts';
+import type { ChangeRequest, ClientKind, ClientRecord, PendingChange, SecretInfo } from './model.ts';
+import type { ClientStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
 

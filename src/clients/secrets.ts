@@ -5,6 +5,7 @@
 // values (no dictionary to try); it keeps client authentication cheap on the hot path.
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { generateCredential } from '../credentials/format.ts';
+import type { StoredSecret } from '../directory/facts.ts';
 
 export function generateClientSecret(): string {
   return generateCredential('client_secret');
@@ -25,13 +26,6 @@ export const isWellFormedClientId = (id: string): boolean => CLIENT_ID_FORMAT.te
 
 export function hashClientSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
-
-export interface StoredSecret {
-  id: number;
-  hash: string;
-  /** When it expires (ms since the epoch); null or absent: never. */
-  expires?: number | null;
 }
 
 /**

@@ -4,13 +4,12 @@
 import type { Knex } from 'knex';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
-import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import { ConflictError, InputError, LimitError, NotFoundError } from '../errors.ts';
 import { recordAudit } from '../audit.ts';
 import { assertSafeToSetScopes } from './legacy.ts';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secrets.ts';
 import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris, validateResourceUri } from './validate.ts';
 import {
-  canMove,
   hasSecrets,
   clientVersion,
   MAX_ACTIVE_SECRETS,
@@ -21,10 +20,10 @@ import {
   type ClientKind,
   type ClientLinks,
   type ClientRecord,
-  type ClientStatus,
   type SecretInfo,
 } from './model.ts';
 import * as repo from './repository.ts';
+import { mayMove, type ClientStatus } from '../directory/status.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
@@ -109,12 +108,23 @@ export async function createClient({ db, records }: CachedDb, input: NewClient, 
   const resourceUri = input.resourceUri === undefined ? null : validateResourceUri(input.resourceUri, input.allowLoopback === true);
   if (resourceUri && (await repo.resourceServerIdFor(db, resourceUri))) throw new InputError(`another resource server already serves ${resourceUri}`);
   return db.transaction(async (trx) => {
+    if (input.ownerUserId != null) await refuseOverOwnerCap(trx, input.ownerUserId);
     const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links, resourceUri };
     const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
     const secret = secretValue ? { id: (await repo.insertSecret(trx, clientId, hashClientSecret(secretValue))).id, value: secretValue } : undefined;
     await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links), ...(resourceUri ? { resource_uri: resourceUri } : {}) }) });
     return { client, ...(secret ? { secret } : {}) };
   });
+}
+
+/** Clients one user may own, registered on the developer page or by `clients create --owner` alike: each may send events and take delivery slots. */
+export const MAX_CLIENTS_PER_OWNER = POLICY.MAX_CLIENTS_PER_OWNER.value;
+
+async function refuseOverOwnerCap(trx: Knex.Transaction, ownerUserId: number): Promise<void> {
+  // The owner's row locked: two registrations at once are counted one after the other.
+  await trx('users').where('id', ownerUserId).forUpdate().first('id');
+  const owned = await repo.listClientRecords(trx, { ownerUserId });
+  if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
 }
 
 export const findClient = (db: Db, clientId: string) => repo.readClient(db, clientId);
@@ -149,7 +159,7 @@ export async function setClientStatus(
     if (expected.version !== undefined && expected.version !== clientVersion(current)) {
       throw new ConflictError('this client changed since you opened the page; review it again');
     }
-    if (!canMove(current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
+    if (!mayMove('registry', current.status, to)) throw new InputError(`${/^[aeiou]/.test(current.status) ? 'an' : 'a'} ${current.status} client cannot become ${to}`);
     await repo.updateClient(trx, clientId, { status: to });
     const events: WebhookEvent[] = [webhookEvent(clientId, 'client.status_changed', { from: current.status, to })];
     // Leaving approved ends every user's grant (revokeEverythingIssued): tell the app whose.

@@ -7,12 +7,6 @@ import { allowsLoopback, REDIRECT_URI_LOOPBACK } from '../http/loopback.ts';
 import { MAX_REDIRECT_URIS, type ClientKind, type ClientLinks } from './model.ts';
 import { POLICY } from '../settings.ts';
 
-/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
-export function isNativeRedirect(uri: string): boolean {
-  const url = new URL(uri);
-  return url.protocol === 'http:' ? allowsLoopback(url, REDIRECT_URI_LOOPBACK) : url.protocol !== 'https:';
-}
-
 /** https anywhere; http only on loopback; a private-use scheme (RFC 8252 7.1) only for public clients. */
 export function validateRedirectUri(uri: string, kind: ClientKind): string {
   if (kind === 'resource_server') throw new InputError('a resource server has no redirect URIs: it obtains no tokens, it only introspects them');

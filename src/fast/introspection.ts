@@ -12,7 +12,7 @@
 // not see, a store that fails — returns undefined, and the provider answers it, errors, counters
 // and events included.
 import type Provider from 'oidc-provider';
-import { rateLimitHeaders, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import { rateLimitHeaders, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { introspectedAudience, resourceServerMayIntrospect } from '../oauth/provider.ts';
 import { visibleScope } from '../scopes.ts';
 import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
@@ -22,6 +22,7 @@ import { liveAccessTokenOf } from '../oauth/token-liveness.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
 import { hasOnlyKnownExtra } from './assumptions.ts';
 import { refusedAs } from '../credentials/format.ts';
+import { factsWithId } from '../directory/facts.ts';
 
 // The parameters the provider reads at this endpoint (lib/actions/introspection.js, with our
 // client authentication methods); it refuses any of them sent twice and ignores others.
@@ -61,7 +62,7 @@ export function introspection(provider: Provider, secrets: ClientSecrets, limits
     if (token.clientId !== client.clientId && (!resourceServerMayIntrospect(client, token, platform) || live.client.subjectType !== 'public')) return HAND_OVER.not_visible;
     // As the provider records and counts it: after the answer is decided, before it is sent (rate-limits.ts).
     secrets.used(secretId!);
-    const budget = await limits.spend(client as unknown as ClientWithBudget, ip, message).catch(() => undefined);
+    const budget = await limits.spend(factsWithId(client), ip, message).catch(() => undefined);
     // The provider's fields in its order, as src/oauth/provider.ts reshapes them (ourResponseShapes):
     // active and sub first (set before the rest), then the token's extra claims (a bound grant's
     // org_id and team_ids), then the others.

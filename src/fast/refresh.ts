@@ -17,16 +17,18 @@
 import type Provider from 'oidc-provider';
 import type { Logger } from '../log.ts';
 import type { ArtifactStorage, RefreshRotation } from '../storage/artifacts.ts';
-import { rateLimitHeaders, type BudgetState, type ClientWithBudget, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
-import type { GraceClient, RefreshGrace } from '../oauth/refresh-grace.ts';
+import { rateLimitHeaders, type BudgetState, type TokenEndpointLimits } from '../oauth/rate-limits.ts';
+import type { RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
-import { oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
+import { oauthErrorAnswer } from '../http/envelope.ts';
+import { UNAVAILABLE } from '../http/error-view.ts';
 import { clientOfSecret, HAND_OVER, TOKEN_ENDPOINT_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
 import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
 import { refusedAs } from '../credentials/format.ts';
+import { factsOf, factsWithId } from '../directory/facts.ts';
 
 const GRANT = 'refresh_token';
 // Exactly these, each at most once: anything more is the provider's to read.
@@ -143,7 +145,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     // presentation holds the flight already, this one is the provider's to answer too.
     // No DPoP proof here (one is the provider's to read): a retry must send none either.
     const answered = { clientId: client.clientId, body: next.body };
-    const seconds = grace.secondsFor(client as unknown as GraceClient);
+    const seconds = grace.secondsFor(factsOf(client));
     // The client authenticated: its budget counts this request (rate-limits.ts), sent with the
     // rotation in one write; if the provider answers after all, it does not count it again.
     let spent: Promise<BudgetState | undefined> | undefined;
@@ -151,7 +153,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     try {
       rotated = await together(() => {
         // With the (client, user) count, which holds back later refreshes: one command (rate-limits.ts).
-        spent = limits.spendWithRefresh(client as unknown as ClientWithBudget, ip, message, found.token.accountId!).catch(() => undefined);
+        spent = limits.spendWithRefresh(factsWithId(client), ip, message, found.token.accountId!).catch(() => undefined);
         return rotation.rotate(presented, next.refresh, next.access, seconds > 0 ? grace.flights.settled(presented, answered, seconds) : undefined);
       });
     } catch (err) {

@@ -12,9 +12,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
 import pino from 'pino';
+import { loggerStream } from '../seams/pino.ts';
 import type { Logger } from '../log.ts';
-import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { errorPageHtml, sameSitePath } from './error-pages.ts';
+import { describeError, type ErrorView } from './error-view.ts';
 import { routeName, type Metrics } from './metrics.ts';
 import { CHECK_PATH, ME_PATH, OAUTH_ENDPOINTS } from './paths.ts';
 import { clientAddress, type ProxyWarning } from './untrusted-proxy.ts';
@@ -52,39 +53,6 @@ export const apiErrorAnswer = (status: number, code: string, message: string, he
   body: { status: 'error', error: { code, message } },
 });
 
-export interface ErrorView {
-  status: number;
-  code: string;
-  message: string;
-  retryAfter?: number;
-  /** A 405's `Allow` header: the methods the path takes. */
-  allow?: string;
-  /** The error's class name (oidc-provider's or ours): tells causes with one code apart on the page. */
-  kind?: string;
-}
-
-const RETRY_AFTER_SECONDS = 5;
-export const UNAVAILABLE: ErrorView = {
-  status: 503,
-  code: 'temporarily_unavailable',
-  message: 'The service is briefly unavailable. Please try again in a few seconds.',
-  retryAfter: RETRY_AFTER_SECONDS,
-};
-
-type ErrorLike = { allow?: unknown; name?: unknown; status?: unknown; statusCode?: unknown; expose?: unknown; code?: unknown; error?: unknown; error_description?: unknown; message?: unknown };
-
-/** What to tell the client about an error, whoever raised it. */
-export function describeError(err: unknown): ErrorView {
-  if (isStorageUnavailable(err)) return UNAVAILABLE;
-  const e = (err ?? {}) as ErrorLike;
-  const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.status === 'number' ? e.status : 500;
-  if (status >= 500 || status < 400) return { status: 500, code: 'server_error', message: 'Something went wrong on our side. Please try again.' };
-  // oidc-provider: `error` and `error_description`; ours: `code` and the message; Koa's HttpError: the message when exposed.
-  const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' && /^[a-z_]+$/.test(e.code) ? e.code : 'invalid_request';
-  const message = typeof e.error_description === 'string' ? e.error_description : e.expose !== false && typeof e.message === 'string' ? e.message : code;
-  return { status, code, message, ...(status === 405 && typeof e.allow === 'string' ? { allow: e.allow } : {}), ...(typeof e.name === 'string' ? { kind: e.name } : {}) };
-}
-
 /** The error in its route family's JSON shape; undefined where the answer is a page. */
 export function errorAnswerFor(path: string, view: ErrorView): Answer | undefined {
   const headers: Record<string, string> = { ...(view.retryAfter ? { 'Retry-After': String(view.retryAfter) } : {}), ...(view.allow ? { Allow: view.allow } : {}) };
@@ -102,7 +70,7 @@ export async function respondWithError(ctx: Context, view: ErrorView): Promise<v
   if (view.allow) ctx.set('Allow', view.allow);
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined });
+  ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined, layout: ctx.state.errorPageLayout?.() });
 }
 
 // ——— The request id and the log line ———
@@ -133,10 +101,7 @@ export type RequestLineWriter = (line: RequestLine) => void;
  * of its bindings on the hot path).
  */
 export function requestLineWriter(log: Logger, level: 'info' | 'debug' = 'info'): RequestLineWriter {
-  const { streamSym, chindingsSym } = pino.symbols;
-  const internals = log as unknown as Record<symbol, unknown>;
-  const stream = internals[streamSym] as { write(text: string): unknown };
-  const bindings = String(internals[chindingsSym] ?? '');
+  const { stream, bindings } = loggerStream(log);
   const value = pino.levels.values[level];
   return (line) => {
     if (!log.isLevelEnabled(level)) return;

@@ -3,7 +3,7 @@
 // renderError.
 import { renderPage } from '../views.ts';
 import { causeOf, type WayOn } from './error-causes.ts';
-import type { ErrorView } from './envelope.ts';
+import type { ErrorView } from './error-view.ts';
 
 // Our own errors (src/errors.ts) carry messages written for users; the library's are for developers.
 const OWN_ERRORS = new Set(['InputError', 'NotFoundError', 'ForbiddenError', 'ConflictError']);
@@ -13,13 +13,27 @@ const sentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(
 export interface ErrorPageOptions {
   /** Where "Try again" leads (the same address, for a GET that may work in a moment). */
   retryUrl?: string | undefined;
+  /** The pages' layout data for a signed-in user (the sign-out form's CSRF token, the current path): src/web/forms.ts. */
+  layout?: PageLayout | undefined;
+}
+
+export type PageLayout = Record<string, unknown>;
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The pages' layout data for this request's error page, set by the pages for a signed-in user (src/web/session.ts). */
+    errorPageLayout?: () => PageLayout;
+  }
 }
 
 /** The error page's HTML for a view (also the provider's renderError): plain words, then the technical detail folded. */
-export function errorPageHtml(view: ErrorView, user?: unknown, { retryUrl }: ErrorPageOptions = {}): Promise<string> {
+export function errorPageHtml(view: ErrorView, user?: unknown, { retryUrl, layout }: ErrorPageOptions = {}): Promise<string> {
+  // A page's refusal in its own words: no cause row, no technical fold, the default way on.
+  if (view.words) return renderPage('error', { ...layout, user, title: view.words.title, happened: view.message, whatToDo: view.words.whatToDo });
   const cause = causeOf(view);
   const wayOn: WayOn[] = [...(cause.retry && retryUrl ? [{ href: retryUrl, text: 'Try again' }] : []), ...cause.wayOn];
   return renderPage('error', {
+    ...layout,
     user,
     title: cause.title,
     happened: cause.ownMessage && OWN_ERRORS.has(view.kind ?? '') ? sentence(view.message) : cause.happened,

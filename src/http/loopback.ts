@@ -32,3 +32,9 @@ export function allowsLoopback(target: URL | string, allowed: boolean, hosts: Re
   if (target instanceof URL) return target.protocol === 'http:' && hosts.has(target.hostname);
   return net.isIP(target) ? isLoopbackAddress(target) : isLoopbackName(target);
 }
+
+/** A redirect only a native app can receive: loopback http or a private-use scheme (RFC 8252). */
+export function isNativeRedirect(uri: string): boolean {
+  const url = new URL(uri);
+  return url.protocol === 'http:' ? allowsLoopback(url, REDIRECT_URI_LOOPBACK) : url.protocol !== 'https:';
+}

@@ -3,7 +3,8 @@
 // GET /metrics only by metricsListener, on its own port (METRICS_PORT), never on the public one.
 import http from 'node:http';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { registerPlainMetric, requestMetrics, type Series } from './request-metrics.ts';
+import { requestMetrics } from './request-metrics.ts';
+import { registerPlainMetric, type Series } from '../seams/prom-client.ts';
 import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROTECTED_RESOURCE_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).

@@ -17,7 +17,7 @@ export const OAUTH_ENDPOINTS: ReadonlySet<string> = new Set([TOKEN_PATH, REVOCAT
 
 export const ME_PATH = '/v2/me';
 export const CHECK_PATH = '/v2/auth/check';
-/** Where anyone revokes a leaked credential of ours (src/credentials/revoke-endpoint.ts). */
+/** Where anyone revokes a leaked credential of ours (src/leak-reports/revoke-endpoint.ts). */
 export const LEAK_REVOKE_PATH = '/v2/auth/credentials/revoke';
 
 /** The start page on APP_URL (src/web/start.ts): what this server is, and the ways in. */

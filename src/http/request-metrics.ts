@@ -2,35 +2,17 @@
 // in plain maps on the request path and turned into series only when scraped: prom-client's own
 // metrics validate and hash their label set on every observation, which under load cost
 // a large share of a gateway decision (docs/benchmark.md). The series are those prom-client's
-// Counter and Histogram would write.
-import type { Metric, Registry } from 'prom-client';
+// Counter and Histogram would write (registered through src/seams/prom-client.ts).
+import type { Registry } from 'prom-client';
+import { registerPlainMetric, type Series } from '../seams/prom-client.ts';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-
-export interface Series {
-  metricName?: string;
-  labels: Record<string, string | number>;
-  value: number;
-}
 
 interface Latency {
   /** Observations per bucket (not cumulative); the last one is +Inf. */
   buckets: number[];
   sum: number;
   count: number;
-}
-
-/** A metric the registry writes like its own: name, help, type and what get() returns. */
-export function registerPlainMetric(registry: Registry, name: string, help: string, type: 'counter' | 'histogram', values: () => Series[]): void {
-  const metric = {
-    name,
-    help,
-    type,
-    aggregator: 'sum',
-    get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
-    reset: () => {},
-  };
-  registry.registerMetric(metric as unknown as Metric);
 }
 
 export function requestMetrics(registry: Registry) {

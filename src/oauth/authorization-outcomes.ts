@@ -6,6 +6,7 @@ import type { Db } from '../storage/db.ts';
 import { renderPage } from '../views.ts';
 import { takeLegacyGrants } from '../clients/legacy.ts';
 import { revokeGrant } from './grants.ts';
+import { usableBy, WAITING_FOR_REVIEW } from '../directory/facts.ts';
 import { LEGACY_FULL_ACCESS } from '../scopes.ts';
 
 type Next = () => Promise<void>;
@@ -28,15 +29,14 @@ function redirectToClient(ctx: KoaContextWithOIDC): boolean {
 export async function keepPendingClientsFromRedirecting(ctx: KoaContextWithOIDC, next: Next): Promise<void> {
   await next();
   if (!ctx.oidc || !AUTHORIZATION_ROUTES.has(ctx.oidc.route)) return;
-  const owner = (ctx.oidc.client as unknown as { pending_owner?: string | null } | undefined)?.pending_owner;
-  if (!owner || owner === ctx.oidc.session?.accountId || !redirectToClient(ctx)) return;
+  if (usableBy(ctx.oidc.client, ctx.oidc.session?.accountId) || !redirectToClient(ctx)) return;
   ctx.remove('Location');
   ctx.status = 403;
   ctx.type = 'html';
   ctx.body = await renderPage('error', {
     title: 'This app is not available yet',
     error: 'access_denied',
-    description: 'This app is waiting for review by an administrator; only its developer can use it until then. Nothing was shared with it.',
+    description: WAITING_FOR_REVIEW,
   });
 }
 

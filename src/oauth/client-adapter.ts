@@ -1,78 +1,49 @@
 // The provider's Client model, read from the client registry tables. Only approved clients exist
 // as far as the provider is concerned. Dynamic registration is off, so only find() is used.
-import { createHmac, randomBytes } from 'node:crypto';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
-import { isNativeRedirect } from '../clients/validate.ts';
+import { isUnscopedLegacy } from '../clients/model.ts';
+import { providerView } from '../directory/view.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
 import { isUrlClientId } from '../cimd/client-id.ts';
 import type { CimdClients } from '../cimd/clients.ts';
 import { DocumentError } from '../cimd/fetch.ts';
-import { registeredClient, storeRegistration } from '../cimd/registration.ts';
+import { registeredClient, storeRegistration } from '../registration/registration.ts';
 
-// The schema requires a client_secret for secret-based auth methods, but we keep only hashes.
-// This placeholder is unguessable and never accepted: compareClientSecret checks the hashes.
-const placeholderKey = randomBytes(32);
-const placeholderSecret = (clientId: string) => createHmac('sha256', placeholderKey).update(clientId).digest('base64url');
-
-
-/**
- * A resource server as the provider sees it: it authenticates with its secrets, has no redirect
- * URIs and may use no grant — only introspection (see its policy in src/oauth/provider.ts).
- */
-function resourceServer({ client, secrets }: UsableClient): AdapterPayload {
-  return {
-    client_id: client.clientId,
-    client_name: client.name,
-    redirect_uris: [],
-    response_types: [],
-    grant_types: [],
-    token_endpoint_auth_method: 'client_secret_basic',
-    client_secret: placeholderSecret(client.clientId),
-    secret_hashes: secrets,
-    resource_server: true,
-    // It may introspect only tokens with at least one of these scopes; none listed: any token.
-    introspect_scopes: client.scopes,
-    // The resource it serves (RFC 8707): it sees only tokens for it; null: the platform API's.
-    resource_uri: client.resourceUri ?? null,
-    // Its budget, as any client's: a gateway introspects on every call it serves.
-    token_requests_per_minute: client.tokenRequestsPerMinute,
-  };
-}
-
-/** A client record as the provider's Client model reads it. */
-function providerView({ client, secrets }: UsableClient): AdapterPayload {
-  if (client.kind === 'resource_server') return resourceServer({ client, secrets });
-  const confidential = client.kind === 'confidential';
-  return {
-    client_id: client.clientId,
-    client_name: client.name,
-    redirect_uris: client.redirectUris,
-    response_types: ['code'],
-    // Only the query response mode (RFC 6749): no fragment, no auto-submitting form_post page.
-    response_modes: ['query'],
-    grant_types: ['authorization_code', 'refresh_token'],
-    // A public client with a loopback or private-use redirect is a native app (RFC 8252): the
-    // provider then accepts its loopback redirect on any port (7.3). Everything else matches exactly.
-    application_type: !confidential && client.redirectUris.some(isNativeRedirect) ? 'native' : 'web',
-    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
-    ...(confidential ? { client_secret: placeholderSecret(client.clientId) } : {}),
+/** A registry client as the provider's Client model reads it. */
+function registryView({ client, secrets }: UsableClient): AdapterPayload {
+  const source = { clientId: client.clientId, name: client.name, redirectUris: client.redirectUris };
+  // Its budget, as any client's (clients set-rate-limit); null: the server's default.
+  const budget = { token_requests_per_minute: client.tokenRequestsPerMinute };
+  if (client.kind === 'resource_server') {
+    // It authenticates with its secrets, has no redirect URIs and may use no grant: only
+    // introspection (see its policy in src/oauth/provider.ts).
+    return providerView({ ...source, redirectUris: [], authMethod: 'client_secret_basic', flow: 'none' }, {
+      secret_hashes: secrets,
+      resource_server: true,
+      // It may introspect only tokens with at least one of these scopes; none listed: any token.
+      introspect_scopes: client.scopes,
+      // The resource it serves (RFC 8707): it sees only tokens for it; null: the platform API's.
+      resource_uri: client.resourceUri ?? null,
+      ...budget,
+    });
+  }
+  const unscopedLegacy = isUnscopedLegacy(client);
+  return providerView({ ...source, authMethod: client.kind === 'confidential' ? 'client_secret_basic' : 'none', flow: 'code' }, {
     // A legacy client that has not selected scopes may ask for any of them, or for none (docs/legacy-migration.md).
-    scope: (client.legacy && client.scopes.length === 0 ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
-    // Custom metadata (see extraClientMetadata in src/oauth/provider.ts).
+    scope: (unscopedLegacy ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
     secret_hashes: secrets,
     // True while a legacy client has not selected scopes yet (step 2 of docs/legacy-migration.md not done).
-    legacy: client.legacy && client.scopes.length === 0,
-    // A pending client is usable only by its owner, for testing before review.
+    legacy: unscopedLegacy,
+    // A pending client is usable only by its owner, for testing before review (directory/facts.ts usableBy).
     pending_owner: client.status === 'pending' ? String(client.ownerUserId) : null,
-    // The operator's budget for this client (clients set-rate-limit); null: the server's default.
-    token_requests_per_minute: client.tokenRequestsPerMinute,
+    ...budget,
     // The operator's refresh grace window for this client (clients set-refresh-grace); null: the default.
     refresh_grace_seconds: client.refreshGraceSeconds,
     // Every token request with a DPoP proof (clients set-dpop; docs/dpop.md).
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
-  };
+  });
 }
 
 // The provider's view of each cached record, made once: a client is looked up on every token
@@ -89,7 +60,7 @@ export async function clientView(clients: CachedDb, clientId: string): Promise<R
   const usable = await findUsableClient(clients, clientId);
   if (!usable) return undefined;
   let view = views.get(usable);
-  if (!view) views.set(usable, (view = providerView(usable)));
+  if (!view) views.set(usable, (view = registryView(usable)));
   return view;
 }
 
@@ -97,7 +68,7 @@ export class ClientAdapter implements Adapter {
   constructor(
     private readonly clients: CachedDb,
     private readonly cimd?: CimdClients,
-    /** DYNAMIC_REGISTRATION=open: registered clients (src/cimd/registration.ts) exist too. */
+    /** DYNAMIC_REGISTRATION=open: registered clients (src/registration/registration.ts) exist too. */
     private readonly registration = false,
   ) {}
 

@@ -8,7 +8,8 @@ import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { activeSecretReader } from '../clients/service.ts';
 import type { SecretUses } from '../clients/secret-use.ts';
-import { matchClientSecret, type StoredSecret } from '../clients/secrets.ts';
+import { matchClientSecret } from '../clients/secrets.ts';
+import { factsOf } from '../directory/facts.ts';
 import type { Clock } from '../clock.ts';
 
 export interface ClientSecrets {
@@ -26,7 +27,7 @@ export function clientSecrets(db: Db, artifacts: Pick<ClientArtifacts, 'secretMa
   return {
     // A malformed secret of ours matches no stored hash (each is the hash of a whole one), so its
     // status is never read (docs/credentials.md); checking its form first would only cost the time.
-    match: (client, presented) => matchClientSecret(presented, (client as { secret_hashes?: StoredSecret[] }).secret_hashes ?? [], clock.now()),
+    match: (client, presented) => matchClientSecret(presented, factsOf(client).secret_hashes ?? [], clock.now()),
     isActive: marked ? async (secretId) => !(await marked(secretId)) : activeSecretReader(db),
     // A failed write is the database's outage, which the next request meets and reports.
     used: (secretId) => void uses.record(String(secretId), secretId).catch(() => {}),

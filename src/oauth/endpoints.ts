@@ -22,7 +22,7 @@ const only = (applies: (ctx: Context) => boolean, steps: Step[]): Step => {
 // The provider's routes under its mount, exactly as spelled (resume uids are nanoids). The token,
 // revocation and introspection endpoints are the back channel's (tokenEndpoints).
 const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
-// Open dynamic registration (DYNAMIC_REGISTRATION=open, src/cimd/registration.ts): POST only.
+// Open dynamic registration (DYNAMIC_REGISTRATION=open, src/registration/registration.ts): POST only.
 const REGISTRATION_ROUTE = /^\/register$/;
 const TOKEN_ROUTES = /^\/(token|revoke|introspect)$/;
 const AUTHORIZE_ROUTES = /^\/authorize(\/[A-Za-z0-9_-]+)?$/;

@@ -5,12 +5,14 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { codeRefusalOf, type CodeRefusal } from '../fast/library.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
-import { AUTHORIZATION_CODE_TTL } from './provider.ts';
-import { heldForReview } from '../cimd/clients.ts';
+import { POLICY } from '../settings.ts';
+import { heldForReview, scopesOf } from '../directory/facts.ts';
 
 const AGAIN = 'start the authorization again for a new code';
 
-// A function, not a constant: provider.ts imports this module and owns the code lifetime.
+// The code lifetime is read from the settings table, as provider.ts reads it (it imports this module).
+const AUTHORIZATION_CODE_TTL = POLICY.AUTHORIZATION_CODE_TTL.value;
+
 export const codeRefusalText = (refusal: CodeRefusal): string => ({
   expired: `the authorization code expired (codes are valid for ${AUTHORIZATION_CODE_TTL} seconds): ${AGAIN}`,
   used: `the authorization code was already used (a code works once; the tokens issued for it are revoked): ${AGAIN}`,
@@ -40,7 +42,7 @@ const HELD_FOR_REVIEW = 'an administrator has not yet reviewed these scopes for 
 /** The scopes asked for beyond the client's, when each is one an approval has not covered yet; else none. */
 function heldScopesAsked(params: { scope?: unknown } | undefined, client: object | undefined): string[] {
   const asked = typeof params?.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
-  const own = new Set((client as { scope?: string } | undefined)?.scope?.split(' ') ?? []);
+  const own = new Set(scopesOf(client));
   const beyond = asked.filter((s) => !own.has(s));
   const held = heldForReview(client, beyond);
   return held.length === beyond.length ? held : [];

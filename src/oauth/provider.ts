@@ -10,12 +10,13 @@ import type { ClientSecrets } from './client-secrets.ts';
 import { ALL_SCOPES, isKnownScope, LEGACY_FULL_ACCESS, parseScopeList, visibleScope } from '../scopes.ts';
 import { recordLegacyRequest } from '../clients/legacy.ts';
 import { APP_AUTHORIZE_PATH, INTERACTION_PATH, PROVIDER_PATH } from '../http/paths.ts';
-import { describeError, oauthErrorAnswer, UNAVAILABLE } from '../http/envelope.ts';
+import { oauthErrorAnswer } from '../http/envelope.ts';
+import { describeError, UNAVAILABLE } from '../http/error-view.ts';
 import { errorPageHtml, sameSitePath } from '../http/error-pages.ts';
 import { isStorageUnavailable } from '../storage/unavailable.ts';
 import { endLegacyGrantsOnScopedAuthorization, keepPendingClientsFromRedirecting } from './authorization-outcomes.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
-import { AnsweredAgain, refreshGrace, refreshGraceWindows } from './refresh-grace.ts';
+import { AnsweredAgain, refreshGrace, type RefreshGrace } from './refresh-grace.ts';
 import type { Clock } from '../clock.ts';
 import { keepBuiltClients } from './built-clients.ts';
 import { boundedParams, checkLength } from './authorization-params.ts';
@@ -29,8 +30,10 @@ import { hkdfSync } from 'node:crypto';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
-import { defaultScopes, isUnreviewed, isUserScope, UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
-import { registeredClientId } from '../cimd/registration.ts';
+import { UNREVIEWED_REFRESH_TTL, type CimdClients } from '../cimd/clients.ts';
+import { isUserScope } from '../cimd/approval.ts';
+import { defaultScopes, FACT_NAMES, factsOf, isUnreviewed } from '../directory/facts.ts';
+import { registeredClientId } from '../registration/registration.ts';
 import { POLICY } from '../settings.ts';
 
 
@@ -58,6 +61,8 @@ export interface ProviderDeps {
   cimd: CimdClients;
   /** The time the refresh grace window ends by (src/clock.ts). */
   clock: Clock;
+  /** The refresh grace windows (src/oauth/refresh-grace.ts), the same the fast refresh answers by. */
+  graceWindows: RefreshGrace;
 }
 
 function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) {
@@ -83,7 +88,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const cached = { db, records: deps.records };
   const platform = platformResource(config.baseUrl);
   const resources = resourceIndicators(cached, config.baseUrl);
-  const grace = refreshGrace(refreshGraceWindows(deps.artifacts.flights, config.refreshGraceSeconds, deps.clock), deps.tokenLimits);
+  const grace = refreshGrace(deps.graceWindows, deps.tokenLimits);
 
   const configuration: Configuration = {
     adapter: adapterFactory(deps),
@@ -122,7 +127,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       // a registered resource server; without it, a token is for the platform API as before.
       resourceIndicators: resources,
       // Open dynamic registration (RFC 7591) only when an operator sets DYNAMIC_REGISTRATION=open:
-      // registered clients are unreviewed, in the limited tier (src/cimd/registration.ts); no
+      // registered clients are unreviewed, in the limited tier (src/registration/registration.ts); no
       // registration access token (no RFC 7592 management), no secret.
       registration: { enabled: config.dynamicRegistration, initialAccessToken: false, issueRegistrationAccessToken: false, idFactory: registeredClientId },
       // A client may revoke (RFC 7009) and introspect (RFC 7662) only the tokens issued to it.
@@ -212,7 +217,7 @@ export function createProvider(deps: ProviderDeps): Provider {
         const scopes = sent.length ? sent : defaultScopes(client);
         // What the consent page, the grant and the token read from here on.
         if (!sent.length && scopes.length) ctx.oidc.params!.scope = scopes.join(' ');
-        const unmigratedLegacy = (client as unknown as { legacy?: boolean }).legacy === true;
+        const unmigratedLegacy = factsOf(client).legacy === true;
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
         const refused = scopes.filter((s) => !isKnownScope(s) || !allowed.has(s));
@@ -232,7 +237,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
 
     extraClientMetadata: {
-      properties: ['secret_hashes', 'legacy', 'pending_owner', 'token_requests_per_minute', 'refresh_grace_seconds', 'resource_server', 'introspect_scopes', 'resource_uri', 'cimd_status', 'cimd_host', 'default_scope', 'cimd_held_scopes'],
+      properties: [...FACT_NAMES],
       validator() {},
     },
 
@@ -445,7 +450,7 @@ export function introspectedAudience(body: Record<string, unknown>, platform: st
  * platform API when it has none), with one of its scopes if it lists any.
  */
 export function resourceServerMayIntrospect(client: object, token: WithAudience & { kind: string; scope?: string | undefined }, platform: string): boolean {
-  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = client as { resource_server?: boolean; introspect_scopes?: string[]; resource_uri?: string | null };
+  const { resource_server: isResourceServer, introspect_scopes: wanted = [], resource_uri: serves } = factsOf(client);
   if (!isResourceServer || token.kind !== 'AccessToken') return false;
   if (!audienceOf(token, platform).includes(serves ?? platform)) return false;
   const scopes = (token.scope ?? '').split(' ');

@@ -1,5 +1,5 @@
 // Abuse limits of the token endpoints, where client secrets are guessed (the sign-in forms have
-// their own: src/web/sign-in-limits.ts, on the same counters). Counters live in Redis when
+// their own: src/web/sign-in-limits.ts, on the same counters of src/limits/limiter.ts). Counters live in Redis when
 // configured, so every instance sees the same ones; otherwise in this process.
 //
 // The rule: limits stop attackers and never legitimate users. Client secrets are 256-bit random
@@ -21,89 +21,17 @@ import { namedClientId } from '../fast/credentials.ts';
 import { isWellFormedClientId } from '../clients/secrets.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { redisScript, type RedisClient } from '../storage/redis.ts';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RedisClient } from '../storage/redis.ts';
+import { consume, limiterFactory, pointsCounter, type Counted } from '../limits/limiter.ts';
 import type { RateLimitConfig } from '../config.ts';
 import { oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { addressGroup } from '../http/client-address.ts';
-
-type LimiterOptions = { keyPrefix: string; points: number; duration: number };
-
-/**
- * A point counted in Redis, as rate-limiter-flexible's own script counts it (the key holds the
- * points used and expires with the window; the reply is those points and the milliseconds left)
- * but without its first command, a SET NX of 0 with the window's expiry: INCRBY makes a missing
- * key itself, and a key without an expiry gets the window's here, as there. One command fewer on
- * every counted request (each token request an authenticated client sends is one).
- */
-const COUNT_SCRIPT = `local consumed = redis.call('incrby', KEYS[1], ARGV[1])
-local ttl = redis.call('pttl', KEYS[1])
-if ttl == -1 then
-  redis.call('expire', KEYS[1], ARGV[2])
-  ttl = 1000 * ARGV[2]
-end
-return {consumed, ttl}`;
-
-export function limiterFactory(redis: RedisClient | undefined, prefix: string) {
-  return (options: LimiterOptions): RateLimiterAbstract =>
-    redis
-      ? new RateLimiterRedis({ storeClient: redis, ...options, keyPrefix: `${prefix}rl:${options.keyPrefix}`, customIncrTtlLuaScript: COUNT_SCRIPT })
-      : new RateLimiterMemory(options);
-}
-
-/** A point counted under `key` of the limiter made with `keyPrefix` (the same Redis key), in a window of `seconds`. */
-export interface PointToCount {
-  keyPrefix: string;
-  key: string;
-  seconds: number;
-}
-/** What a counted point left: the points its key has used in the window, and the milliseconds before the window ends. */
-export interface Counted {
-  consumed: number;
-  msLeft: number;
-}
-
-// COUNT_SCRIPT for each key in turn: the points of several counters in one command.
-const COUNT_EACH_SCRIPT = `local counted = {}
-for i = 1, #KEYS do
-  local consumed = redis.call('incrby', KEYS[i], 1)
-  local ttl = redis.call('pttl', KEYS[i])
-  if ttl == -1 then
-    redis.call('expire', KEYS[i], ARGV[i])
-    ttl = 1000 * ARGV[i]
-  end
-  counted[2 * i - 1] = consumed
-  counted[2 * i] = ttl
-end
-return counted`;
-
-/**
- * Counts a point on each of several limiters' keys in one command, as each limiter would (the same
- * Redis keys, the same script): on a single node or Sentinel, where keys need not share a hash
- * slot; undefined elsewhere (a Cluster, or no Redis), where each limiter counts its own.
- */
-export function pointsCounter(redis: RedisClient | undefined, prefix: string): ((points: PointToCount[]) => Promise<Counted[]>) | undefined {
-  if (!redis || redis.isCluster) return undefined;
-  const countEach = redisScript(redis, 'rateLimitCountEach', COUNT_EACH_SCRIPT);
-  return async (points) => {
-    const replies = (await countEach(points.length, ...points.map((p) => `${prefix}rl:${p.keyPrefix}:${p.key}`), ...points.map((p) => p.seconds))) as number[];
-    return points.map((_, i) => ({ consumed: Number(replies[2 * i]), msLeft: Number(replies[2 * i + 1]) }));
-  };
-}
+import { factsWithId, type ProviderClient } from '../directory/facts.ts';
 
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 /** On a request counted against its client's budget already. */
 const COUNTED = Symbol('counted against the client budget');
-
-/** Consumes a point and says how many the key has used in its window (a refusal is an answer). */
-export async function consume(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
-  try {
-    return await limiter.consume(key);
-  } catch (err) {
-    if (err instanceof RateLimiterRes) return err;
-    throw err;
-  }
-}
 
 /** 1, 2, 4 … seconds for each attempt past the free ones, up to the maximum. */
 const growingDelay = (over: number, max: number) => (over > 0 ? Math.min(2 ** (over - 1), max) : 0);
@@ -148,7 +76,7 @@ export const counterKey = (clientId: string): string => (isWellFormedClientId(cl
 /** The provider's routes that are limited, as the provider sees its own paths. */
 const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
 
-export type ClientWithBudget = { clientId: string; clientAuthMethod?: string; token_requests_per_minute?: number | null };
+export type ClientWithBudget = Pick<ProviderClient, 'clientAuthMethod' | 'token_requests_per_minute'> & { clientId: string };
 
 export interface TokenEndpointLimits {
   /**
@@ -323,7 +251,7 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       if (ctx.method !== 'POST' || !LIMITED_PROVIDER_PATHS.has(ctx.path)) return next();
       await next();
       try {
-        const client = ctx.oidc?.client as unknown as ClientWithBudget | undefined;
+        const client = ctx.oidc?.client && factsWithId(ctx.oidc.client);
         // Fulfilled: the provider authenticated the client (every limited route requires it), for a
         // public client by what it presented (the PKCE verifier, a live refresh token). It stands.
         const fulfilled = ctx.status >= 200 && ctx.status < 300;

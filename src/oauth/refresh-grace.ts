@@ -31,6 +31,7 @@ import { NO_STORE } from '../http/envelope.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
 import type { Clock } from '../clock.ts';
 import { POLICY } from '../settings.ts';
+import { factsOf, type ProviderClient } from '../directory/facts.ts';
 
 type Next = () => Promise<void>;
 
@@ -47,10 +48,7 @@ const POLL_MS = 25;
 export const PUBLIC_CLIENT_GRACE_SECONDS = POLICY.PUBLIC_CLIENT_GRACE_SECONDS.value;
 
 /** What the window depends on: the client's own setting and whether it is public. */
-export interface GraceClient {
-  clientAuthMethod?: string;
-  refresh_grace_seconds?: number | null;
-}
+export type GraceClient = Pick<ProviderClient, 'clientAuthMethod' | 'refresh_grace_seconds'>;
 
 /** The client's grace window in seconds (0: off): its own, else the server's default for its kind. */
 export function graceSecondsOf(client: GraceClient, serverDefault: number): number {
@@ -215,7 +213,7 @@ export function refreshGrace({ flights: grace, secondsFor, clock }: RefreshGrace
     async answersAgain(ctx, presented) {
       // The client the provider authenticated: its window, and the only one a remembered answer is for.
       const client = ctx.oidc.client;
-      const seconds = client ? secondsFor(client as unknown as GraceClient) : 0;
+      const seconds = client ? secondsFor(factsOf(client)) : 0;
       if (!client || seconds <= 0) return false;
       try {
         // Single flight: the first presentation in the window goes on to the grant; a retry or a

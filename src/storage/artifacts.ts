@@ -1,6 +1,7 @@
 // Where oidc-provider's artifacts (sessions, interactions, codes, tokens, grants) live: Redis when
 // configured, otherwise the SQL database.
-import { inOneWrite, type RedisClient } from './redis.ts';
+import type { RedisClient } from './redis.ts';
+import { inOneWrite } from '../seams/ioredis.ts';
 import type { Adapter } from 'oidc-provider';
 import type { Db } from './db.ts';
 import { SqlAdapter } from './sql-adapter.ts';

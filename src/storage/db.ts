@@ -1,8 +1,8 @@
-// knex on a real PostgreSQL (DATABASE_URL) or on the embedded PGlite in DATA_DIR.
+// knex on a real PostgreSQL (DATABASE_URL) or on the embedded PGlite in DATA_DIR (its knex client: src/seams/knex-pglite.ts).
 import knexFactory, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
 import { migrationSource } from '../../migrations/index.ts';
 import { ownerOnlyDataDir, tightenDataDir } from './data-dir.ts';
+import { embeddedClient } from '../seams/knex-pglite.ts';
 
 export type Db = Knex;
 
@@ -13,6 +13,9 @@ export interface DbOptions {
   /** Where knex's own warnings go (connection errors while PostgreSQL is down); by default nowhere. */
   onWarning?: (message: string) => void;
 }
+
+// PGlite writes its files past the umask while opening and closing: they are made owner-only (src/storage/data-dir.ts).
+const EmbeddedClient = embeddedClient(tightenDataDir);
 
 export function connectDb({ databaseUrl, dataDir, poolMax = 10, onWarning = () => {} }: DbOptions): Db {
   const log = { warn: onWarning, error: onWarning, deprecate: onWarning, debug: () => {} };
@@ -29,44 +32,6 @@ export function connectDb({ databaseUrl, dataDir, poolMax = 10, onWarning = () =
   ownerOnlyDataDir(dataDir, onWarning);
   // PGlite is single-connection: knex-pglite pins the pool to one connection.
   return knexFactory({ client: EmbeddedClient, dialect: 'postgres', connection: { filename: dataDir }, log } as unknown as Knex.Config);
-}
-
-type PgLiteConnection = { close(): Promise<void> };
-type PgLiteClient = new (config: Knex.Config) => {
-  config: { connection: { filename: string } };
-  logger: { warn?: (message: string) => void };
-  processResponse(obj: { method?: string }, runner: unknown): unknown;
-  _acquireOnlyConnection(): Promise<PgLiteConnection>;
-  destroyRawConnection(connection: PgLiteConnection): Promise<void>;
-};
-
-class EmbeddedClient extends (ClientPgLite as unknown as PgLiteClient) {
-  /**
-   * knex-pglite names a query's command after knex's method, and knex's PostgreSQL dialect reads
-   * only UPDATE and DELETE as "answer the number of rows": `delete()` (method `del`) and
-   * `increment()` (method `counter`) resolved to the driver's result object instead, so every
-   * `deleted > 0` was false on the embedded database. Named as PostgreSQL names them here.
-   */
-  override processResponse(obj: { method?: string }, runner: unknown): unknown {
-    const method = obj.method === 'del' ? 'delete' : obj.method === 'counter' ? 'update' : obj.method;
-    return super.processResponse({ ...obj, method }, runner);
-  }
-
-  // The files PGlite wrote past the umask while opening and closing are made owner-only (src/storage/data-dir.ts).
-  override async _acquireOnlyConnection(): Promise<PgLiteConnection> {
-    const connection = await super._acquireOnlyConnection();
-    this.tighten();
-    return connection;
-  }
-
-  override async destroyRawConnection(connection: PgLiteConnection): Promise<void> {
-    await super.destroyRawConnection(connection);
-    this.tighten();
-  }
-
-  private tighten(): void {
-    tightenDataDir(this.config.connection.filename, (message) => this.logger.warn?.(message));
-  }
 }
 
 // Several instances may start at once on a fresh database, and knex's own migration lock is not

@@ -1,13 +1,14 @@
 // The Redis connection (ioredis): a single node, a Cluster, or a Sentinel-managed master.
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../config.ts';
+import { failFastOnceConnected } from '../seams/ioredis.ts';
 
 /** What the storage code needs; both a single connection and a Cluster provide it. */
 export type RedisClient = Redis | Cluster;
 
 // While Redis is down, a command fails at once (→ 503 with Retry-After) instead of waiting: one
 // sent when the connection drops fails with it (no retry), and once the first connection was made,
-// one sent while it is down is not queued (see failFastOnceConnected). Queued, each command of a
+// one sent while it is down is not queued (failFastOnceConnected, src/seams/ioredis.ts). Queued, each command of a
 // request waited for a reconnection attempt (up to 2 s each), and a refresh, which sends several
 // one after another, waited for several of them (docs/benchmark.md). ioredis keeps reconnecting in the background,
 // so service resumes by itself.
@@ -42,36 +43,10 @@ export function connectRedis(config: RedisConfig | string, onError: (err: Error)
     client = new Redis(target.url, COMMON);
   }
   client.on('error', onError);
+  // Commands sent before the first connection wait for it (a start does not fail because Redis
+  // answers a moment later); after it, one sent while the connection is not ready fails at once.
   failFastOnceConnected(client);
   return client;
-}
-
-/**
- * Commands sent before the first connection wait for it (a start does not fail because Redis
- * answers a moment later); after it, a command sent while the connection is not ready fails at
- * once (ioredis: "Stream isn't writeable", or "Cluster isn't ready") instead of queueing.
- */
-export function failFastOnceConnected(client: RedisClient): void {
-  client.once('ready', () => {
-    client.options.enableOfflineQueue = false;
-  });
-}
-
-/**
- * Runs `issue`, which sends the commands one request needs side by side, with them written to
- * Redis together: one write and, as Redis answers a read's commands together, one read for their
- * replies, instead of one of each per command (see enableAutoPipelining above). Only commands sent
- * before `issue` returns are included; on a Cluster, or before the connection is ready (ioredis
- * queues commands then), it just runs `issue`.
- */
-export function inOneWrite<T>(client: RedisClient, issue: () => T): T {
-  if (!(client instanceof Redis) || client.status !== 'ready') return issue();
-  client.stream.cork();
-  try {
-    return issue();
-  } finally {
-    client.stream.uncork();
-  }
 }
 
 /** Readiness: a single node answers PING; a cluster must also report that every slot is served. */

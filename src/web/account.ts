@@ -6,7 +6,7 @@ import type { Db } from '../storage/db.ts';
 import type { Challenge, SignInLimits } from './sign-in-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { newRouter } from '../http/router.ts';
-import { ForbiddenError } from '../errors.ts';
+import { ForbiddenError, PageRefusal } from '../errors.ts';
 import { endAuthorizationSession } from '../oauth/sessions.ts';
 import { endSession, loadUser, startSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
@@ -14,7 +14,7 @@ import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.t
 import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
-import { ADMIN_COMMAND } from '../admin/command-line.ts';
+import { ADMIN_COMMAND } from '../admin-command.ts';
 
 export const HOME = CONNECTED_APPS_PATH;
 
@@ -29,16 +29,14 @@ async function requireUser(ctx: Context, next: Next) {
     ctx.status = 303;
     return ctx.redirect(`${LOGIN_PATH}?${new URLSearchParams({ next: ctx.url })}`);
   }
-  ctx.status = 401;
-  return page(ctx, 'error', { title: 'Please sign in', description: 'Your session has ended. Sign in and try again.' });
+  throw new PageRefusal(401, 'login_required', { title: 'Please sign in', happened: 'Your session has ended. Sign in and try again.' });
 }
 
-function refuseNonAdmin(ctx: Context) {
-  ctx.status = 403;
+function refuseNonAdmin(ctx: Context): never {
   const email = ctx.state.user?.email ?? 'EMAIL';
-  return page(ctx, 'error', {
+  throw new PageRefusal(403, 'access_denied', {
     title: 'Administrators only',
-    description: 'This page is for administrators of the platform.',
+    happened: 'This page is for administrators of the platform.',
     // The operator's way in (docs/operations.md): one command; on the embedded database, with the server stopped.
     whatToDo: `An operator makes an account an administrator with the command ${ADMIN_COMMAND} users set-admin ${email} (on the embedded database, stop the server first, then start it again). Then reload this page.`,
   });

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { findClient, reviewClients, setClientStatus, type ClientDeps } from '../clients/service.ts';
 import type { ReviewRow } from '../clients/repository.ts';
-import { canMove, clientVersion, decisionsFor, DECISIONS, type DecisionName } from '../clients/model.ts';
+import { clientVersion } from '../clients/model.ts';
 import { decideChange, pendingChangeOf, pendingChanges } from '../clients/changes.ts';
 import { findUserById } from '../accounts/store.ts';
 import { AppError, NotFoundError } from '../errors.ts';
@@ -18,7 +18,9 @@ import { parseIntegerId } from '../ids.ts';
 import { ADMIN_CLIENTS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
-import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../cimd/review.ts';
+import { decisionsFor, DECISIONS, mayMove, SOURCE_NAMES, type DecisionName } from '../directory/status.ts';
+import { directoryClient, findDirectoryClient } from '../client-lookup/lookup.ts';
+import { blockCimdHost, blockedHosts, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../review/review.ts';
 
 const BASE = ADMIN_CLIENTS_PATH;
 /** Metadata-document clients listed on the page (the scripts list them all: clients list-documents). */
@@ -54,6 +56,11 @@ const suspendPath = (clientId: string, version: string, view: ReviewView) =>
 
 export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
   const router = newRouter();
+  /** Why an id sent to the registry's table has no row there: another kind's (decided in its own section), or none. */
+  const notInTable = async (id: string) => {
+    const other = await findDirectoryClient(deps.db, id);
+    return other ? `${id} is a ${SOURCE_NAMES[other.source]}: decide on it under "Apps described by metadata documents".` : 'There is no such client.';
+  };
   const { admin } = pageGuards(deps);
   const by = (ctx: Context) => ({ actor: `user:${adminOf(ctx).id}`, reason: field(ctx, 'reason').trim() || undefined });
 
@@ -99,7 +106,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const back = viewFromForm(typeof ctx.query.back === 'string' ? ctx.query.back : '');
     const client = await findClient(deps.db, ctx.params.id!);
     if (!client) throw new NotFoundError('no such client');
-    if (!canMove(client.status, 'suspended')) {
+    if (!mayMove('registry', client.status, 'suspended')) {
       const text = `${client.name}: only an approved client can be suspended; this one is ${client.status}.`;
       return redirectWithFlash(ctx, `${BASE}${viewQuery(back)}`, { type: 'error', text, about: client.clientId });
     }
@@ -122,7 +129,7 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const view = viewFromForm(field(ctx, 'view'));
     const back = `${BASE}${viewQuery(view)}`;
     const client = await findClient(deps.db, ctx.params.id!);
-    if (!client) return redirectWithFlash(ctx, back, { type: 'error', text: 'There is no such client.' });
+    if (!client) return redirectWithFlash(ctx, back, { type: 'error', text: await notInTable(ctx.params.id!) });
     const refuse = (why: string) => redirectWithFlash(ctx, back, { type: 'error', text: `${client.name}: ${why}.`, about: client.clientId });
     const name = field(ctx, 'action');
     const action = Object.hasOwn(DECISIONS, name) ? DECISIONS[name as DecisionName] : undefined;
@@ -152,8 +159,13 @@ export function adminReviewRoutes(deps: ClientDeps & { db: Db }) {
     const action = field(ctx, 'action');
     const decision = by(ctx);
     try {
-      // The fingerprint of what the page showed: a decision on what was reviewed (src/cimd/review.ts).
+      // The fingerprint of what the page showed: a decision on what was reviewed (src/review/review.ts).
       const seen = { seen: field(ctx, 'seen') || undefined };
+      if (['approve', 'reject', 'approve_change', 'reject_change'].includes(action)) {
+        // Any id (a URL, a registered id, garbage): the directory's one answer, never a query error.
+        const client = await directoryClient(deps.db, clientId);
+        if (client.source === 'registry') return redirectWithFlash(ctx, back, { type: 'error', text: `${clientId} is a registry client: decide on it in the table above.` });
+      }
       if (action === 'approve' || action === 'reject') {
         if (action === 'reject' && !decision.reason) return redirectWithFlash(ctx, back, { type: 'error', text: 'Give a reason for the rejection.' });
         await decideCimdClient(deps, clientId, action === 'approve' ? 'approved' : 'rejected', decision, seen);

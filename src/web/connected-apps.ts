@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
-import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../oauth/grants.ts';
+import { appsWithAccess, revokeAppAccess, type AppWithAccess } from '../apps-with-access/user-grants.ts';
 import { describeScope } from '../scopes.ts';
 import { recordAudit } from '../audit.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
@@ -13,7 +13,7 @@ import { newRouter } from '../http/router.ts';
 import { CONNECTED_APPS_PATH } from '../http/paths.ts';
 import { singleUse } from './single-use.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
-import { leakNoticesFor } from '../credentials/leaks.ts';
+import { leakNoticesFor } from '../leak-reports/leaks.ts';
 
 const PATH = CONNECTED_APPS_PATH;
 const NO_ACCESS = 'That app has no access to your account.';
@@ -30,7 +30,7 @@ export function connectedAppsRoutes({ db, outbox, records, provider }: { db: Db;
 
   router.get(PATH, ...signedIn, async (ctx) => {
     const apps = await appsWithAccess(db, provider, String(ctx.state.user!.id));
-    // Credentials of the user's grants reported as leaked and revoked (src/credentials/leaks.ts).
+    // Credentials of the user's grants reported as leaked and revoked (src/leak-reports/leaks.ts).
     const leaks = await leakNoticesFor(db, ctx.state.user!.id);
     return page(ctx, 'connected-apps', { title: 'Apps with access to your account', apps: apps.map((a) => ({ ...a, scopes: a.scopes.map(describeScope) })), leaks });
   });

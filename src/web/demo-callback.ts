@@ -18,14 +18,19 @@ import { page } from './forms.ts';
 export interface DemoClient {
   clientId: string;
   redirectUri: string;
+  /** Whether it may ask for a team scope (seeded since the demo's organization step): the step is offered. */
+  organizationStep: boolean;
 }
+
+/** The team scope the demo's second step asks for: the consent page then asks which organization and teams, and installs. */
+const DEMO_TEAM_SCOPE = 'TEAM_BOOKING_READ';
 
 /** The client the demo seed created, while it still returns here (also: the start page offers the demo). */
 export async function findDemoClient(db: Db): Promise<DemoClient | undefined> {
   const created = await db('audit_events').where({ actor: DEMO_ACTOR, action: 'client.created' }).first<{ client_id: string | null } | undefined>('client_id');
   const client = created?.client_id ? await findClient(db, created.client_id) : undefined;
   const redirectUri = client?.redirectUris.find((uri) => new URL(uri).pathname === DEMO_CALLBACK_PATH);
-  return client && redirectUri ? { clientId: client.clientId, redirectUri } : undefined;
+  return client && redirectUri ? { clientId: client.clientId, redirectUri, organizationStep: client.scopes.includes(DEMO_TEAM_SCOPE) } : undefined;
 }
 
 /** A word the shell takes literally, whatever the (attacker-chosen) query put in it. */
@@ -52,10 +57,13 @@ export function exchangeCommand(tokenEndpoint: string, demo: DemoClient, code: s
 }
 
 /** The demo's authorization request on this site (a fresh state each time): where the demo starts. */
-export function demoAuthorizePath(demo: DemoClient): string {
-  const query = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state: randomBytes(8).toString('hex') });
+export function demoAuthorizePath(demo: DemoClient, scope = 'PROFILE_READ BOOKING_READ'): string {
+  const query = new URLSearchParams({ client_id: demo.clientId, redirect_uri: demo.redirectUri, response_type: 'code', scope, state: randomBytes(8).toString('hex') });
   return `${APP_AUTHORIZE_PATH}?${query}`;
 }
+
+/** The demo's second step: the same app asking for the teams' bookings, which the demo user's organization installs. */
+export const demoOrganizationPath = (demo: DemoClient): string | undefined => (demo.organizationStep ? demoAuthorizePath(demo, `PROFILE_READ ${DEMO_TEAM_SCOPE}`) : undefined);
 
 /**
  * One command for sh, bash and zsh: the exchange (its answer printed), then /v2/me with the
@@ -70,12 +78,17 @@ export function exchangeAndCallCommand(tokenEndpoint: string, meUrl: string, dem
   ].join(' && \\\n');
 }
 
-/** What became of the demo's code, when this server can still tell (it is the demo client's). */
-async function codeState(provider: Provider, demo: DemoClient, code: string): Promise<'valid' | 'expired' | 'used' | 'gone'> {
+/**
+ * What became of the demo's code, when this server can still tell (it is the demo client's), and
+ * while it is valid how many seconds it has left (the page counts them down, then shows only the
+ * way to start again).
+ */
+async function codeState(provider: Provider, demo: DemoClient, code: string): Promise<{ state: 'valid' | 'expired' | 'used' | 'gone'; secondsLeft?: number }> {
   const found = await provider.AuthorizationCode.find(code, { ignoreExpiration: true }).catch(() => undefined);
-  if (!found || found.clientId !== demo.clientId) return 'gone';
-  if ((found as { consumed?: unknown }).consumed) return 'used';
-  return found.isExpired ? 'expired' : 'valid';
+  if (!found || found.clientId !== demo.clientId) return { state: 'gone' };
+  if ((found as { consumed?: unknown }).consumed) return { state: 'used' };
+  if (found.isExpired) return { state: 'expired' };
+  return { state: 'valid', secondsLeft: Math.max(1, (found.exp ?? 0) - Math.floor(Date.now() / 1000)) };
 }
 
 /** The refusals an authorization can end with, in plain words (the codes and the library's text stay below them). */
@@ -103,13 +116,14 @@ export function demoCallbackRoutes({ db, publicUrls, provider }: { db: Db; publi
     const code = queryValue(ctx, 'code');
     const error = queryValue(ctx, 'error');
     const errorDescription = queryValue(ctx, 'error_description');
-    const state = code && !error ? await codeState(provider, demo, code) : undefined;
+    const found = code && !error ? await codeState(provider, demo, code) : undefined;
     const meUrl = `${publicUrls.baseUrl}${ME_PATH}`;
     await page(ctx, 'demo-callback', {
       title: error ? 'The demo app was not authorized' : code ? 'The demo app got a code' : 'The demo app’s callback',
       code: error ? undefined : code,
       // valid, expired, used, or gone (this server no longer knows it: expired and removed, or used)
-      codeState: state,
+      codeState: found?.state,
+      secondsLeft: found?.secondsLeft,
       state: queryValue(ctx, 'state'),
       error,
       errorWords: error ? errorWords(error, errorDescription) : undefined,
@@ -119,6 +133,7 @@ export function demoCallbackRoutes({ db, publicUrls, provider }: { db: Db; publi
       exchangeAndCall: code && !error ? exchangeAndCallCommand(endpoints.token, meUrl, demo, code) : undefined,
       useToken: `curl -s ${shellQuote(meUrl)} -H "Authorization: Bearer ACCESS_TOKEN"`,
       startAgain: demoAuthorizePath(demo),
+      organizationStep: demoOrganizationPath(demo),
     });
   });
   return router;

@@ -1,7 +1,9 @@
 // Developer settings: register clients, see, edit, rename and delete them, rotate their secrets.
 // The same service layer as the operator scripts (src/clients/), with the signed-in user as owner
 // and actor; the pages word their refusals themselves and show each next to its field.
-import type { Context } from 'koa';
+import type { DataCipher } from '../storage/data-encryption.ts';
+import type { AddressPolicy } from '../webhooks/address-policy.ts';
+import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
@@ -19,20 +21,37 @@ import { pageGuards } from './account.ts';
 import { newRouter } from '../http/router.ts';
 import { parseIntegerId } from '../ids.ts';
 import { DEVELOPER_CLIENTS_PATH } from '../http/paths.ts';
-import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../webhooks/settings.ts';
+import { recentDeliveries, regenerateWebhookSecret, sendTestEvent, setWebhookUrl, TEST_EVENTS_PER_HOUR, webhookUrlOf } from '../clients/webhook-settings.ts';
 import { hasWebhookSecret, overlapEndOf, WEBHOOK_SECRET_OVERLAP_SECONDS } from '../webhooks/secrets.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/address-policy.ts';
-import type { WebhookPageDeps } from './index.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import { singleUse } from './single-use.ts';
-import { POLICY } from '../settings.ts';
+
+/** What the webhook settings of the developer pages need. */
+export interface WebhookPageDeps {
+  /** Where webhooks may go (src/webhooks/address-policy.ts). */
+  policy: AddressPolicy;
+  /** Encrypts the signing secrets the page makes (DATA_ENCRYPTION_KEYS). */
+  cipher: DataCipher;
+}
 
 const BASE = DEVELOPER_CLIENTS_PATH;
-/** Clients one user may register here (operators are not limited): each may send events and take delivery slots. */
-export const MAX_CLIENTS_PER_OWNER = POLICY.MAX_CLIENTS_PER_OWNER.value;
 const GRID = scopeGrid();
+
+type Step = (ctx: Context, next: Next) => Promise<void>;
+/** Which errors a form's page shows the developer (who can mend them) rather than the error page. */
+type Refusal = (err: unknown) => err is AppError;
+const badInput: Refusal = (err): err is AppError => err instanceof InputError;
+const badInputOrLimit: Refusal = (err): err is AppError => err instanceof InputError || err instanceof LimitError;
+const anyRefusal: Refusal = (err): err is AppError => err instanceof AppError && err.status < 500;
+declare module 'koa' {
+  interface DefaultState {
+    /** The signed-in developer's own client the path names (the ownClient step). */
+    ownClient?: ClientRecord;
+  }
+}
 
 const actor = (ctx: Context): Actor => ({ actor: `user:${ctx.state.user!.id}` });
 const uriLines = (text: string) => text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
@@ -117,12 +136,41 @@ export function developerRoutes({
   const once = (already: string, fallback: (ctx: Context) => string = clientPage) => singleUse(db, { already: `This form was already sent: ${already}`, fallback });
   const SECRET_AGAIN = 'the secret was made once, and shown only then. If you did not copy it, make a new one here.';
 
-  /** The signed-in user's own client; anyone else's is "not found" (no hint that it exists). */
-  async function ownClient(ctx: Context): Promise<ClientRecord> {
+  // The steps of the routes below. Each calls next() or answers; a refusal of the steps after
+  // refusedOn/refusedAsFlash (a 4xx the developer can mend) is shown there, anything else thrown on.
+
+  /** The steps every form of these pages starts with: signed in, its body read, from this site. */
+  const form = [...signedIn, formBody, requireCsrf];
+
+  /** The signed-in user's own client, as ctx.state.ownClient; anyone else's is "not found" (no hint that it exists). */
+  const ownClient: Step = async (ctx, next) => {
     const client = await findClient(db, ctx.params.id!);
     if (!client || client.ownerUserId !== ctx.state.user!.id) throw new NotFoundError('no such client');
-    return client;
-  }
+    ctx.state.ownClient = client;
+    await next();
+  };
+  const clientOf = (ctx: Context) => ctx.state.ownClient!;
+
+  /** A refusal of the later steps (`isRefusal`: bad input, by default): `show`'s page again, with the refusal's status and words. */
+  const refusedOn = (show: (ctx: Context, refusal: string) => Promise<void>, isRefusal: Refusal = badInput): Step => async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      ctx.status = err.status;
+      await show(ctx, sentence(err.message));
+    }
+  };
+
+  /** A refusal of the later steps (`isRefusal`: bad input, by default): back to the client's page, the refusal as its message. */
+  const refusedAsFlash = (isRefusal: Refusal = badInput): Step => async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'error', text: sentence(err.message) });
+    }
+  };
 
   /** The secret id in the path: a number, or this is a 404 (never a database error). */
   function secretIdOf(ctx: Context): number {
@@ -166,7 +214,7 @@ export function developerRoutes({
     });
   }
 
-  /** A form refused: the page again, its fields as sent and each refusal beside its field. */
+  /** A form refused before any change: the page again, its fields as sent and each refusal beside its field. */
   function refused(ctx: Context, show: () => Promise<void>) {
     ctx.status = 400;
     return show();
@@ -183,107 +231,76 @@ export function developerRoutes({
     return page(ctx, 'developer-webhook-secret', { title: 'Your webhook signing secret', client, secret, overlapHours: replaced ? WEBHOOK_SECRET_OVERLAP_SECONDS / 3600 : 0 });
   };
 
-  router.get(BASE, ...signedIn, async (ctx) => {
+  const listOwnClients: Step = async (ctx) => {
     const clients = await listClients(db, { ownerUserId: ctx.state.user!.id });
     return page(ctx, 'developer-clients', { title: 'Developer settings', clients });
-  });
+  };
 
+  const sentNewClient = (ctx: Context) => ({ name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope'), policyUri: field(ctx, 'policy_uri'), tosUri: field(ctx, 'tos_uri') });
   const showNew = (ctx: Context, errors: FieldErrors = {}, form: Record<string, unknown> = {}, error = '') =>
     page(ctx, 'developer-new', { title: 'Register an OAuth client', grid: GRID, maxRedirectUris: MAX_REDIRECT_URIS, error, errors, form: { name: '', kind: 'confidential', redirectUris: '', scopes: [], policyUri: '', tosUri: '', ...form } });
 
-  router.get(`${BASE}/new`, ...signedIn, (ctx) => showNew(ctx));
-
-  router.post(BASE, ...signedIn, formBody, requireCsrf, once('the client was registered once (here it is). Its secret was shown only then: if you did not copy it, generate a new one below.', () => BASE), async (ctx) => {
-    const form = { name: field(ctx, 'name'), kind: field(ctx, 'kind'), redirectUris: field(ctx, 'redirect_uris'), scopes: fields(ctx, 'scope'), policyUri: field(ctx, 'policy_uri'), tosUri: field(ctx, 'tos_uri') };
+  // The client service refuses bad input and the per-owner cap (its words, shown above the form).
+  const registerClient: Step = async (ctx) => {
+    const form = sentNewClient(ctx);
     const errors = checkClientForm({ ...form, redirectUris: uriLines(form.redirectUris) });
     checkLinks(errors, form);
     if (hasErrors(errors) || !isPageKind(form.kind)) return refused(ctx, () => showNew(ctx, errors, form));
-    try {
-      const owned = await listClients(db, { ownerUserId: ctx.state.user!.id });
-      if (owned.length >= MAX_CLIENTS_PER_OWNER) throw new LimitError(`you have ${owned.length} clients, the most one account may register: delete one you no longer use first`);
-      const { client, secret } = await createClient(
-        clients,
-        { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
-        actor(ctx),
-      );
-      ctx.state.formDoneAt = clientPath(client);
-      if (secret) return showSecret(ctx, client, secret);
-      return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
-    } catch (err) {
-      if (err instanceof LimitError) {
-        ctx.status = 429;
-        return showNew(ctx, {}, form, sentence(err.message));
-      }
-      if (!(err instanceof InputError)) throw err;
-      return refused(ctx, () => showNew(ctx, {}, form, sentence(err.message)));
-    }
-  });
+    const { client, secret } = await createClient(
+      clients,
+      { name: form.name, kind: form.kind, legacy: false, scopes: form.scopes, redirectUris: uriLines(form.redirectUris), ownerUserId: ctx.state.user!.id, policyUri: form.policyUri, tosUri: form.tosUri },
+      actor(ctx),
+    );
+    ctx.state.formDoneAt = clientPath(client);
+    if (secret) return showSecret(ctx, client, secret);
+    return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Client registered. It waits for review by an administrator.' });
+  };
 
-  router.get(`${BASE}/:id`, ...signedIn, async (ctx) => showClient(ctx, await ownClient(ctx)));
-
-  router.post(`${BASE}/:id`, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const client = await ownClient(ctx);
-    const form = { scopes: fields(ctx, 'scope'), redirectUris: field(ctx, 'redirect_uris'), policyUri: sentField(ctx, 'policy_uri'), tosUri: sentField(ctx, 'tos_uri') };
+  const sentEdit = (ctx: Context) => ({ scopes: fields(ctx, 'scope'), redirectUris: field(ctx, 'redirect_uris'), policyUri: sentField(ctx, 'policy_uri'), tosUri: sentField(ctx, 'tos_uri') });
+  const editOwnClient: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const form = sentEdit(ctx);
     const errors = checkClientForm({ scopes: form.scopes, redirectUris: uriLines(form.redirectUris) }, { kind: client.kind, legacy: client.legacy });
     checkLinks(errors, form);
     if (hasErrors(errors)) return refused(ctx, () => showClient(ctx, client, { errors, form: { ...form, policyUri: form.policyUri ?? '', tosUri: form.tosUri ?? '' } }));
-    try {
-      const outcome = await editClient(clients, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris), links: { policyUri: form.policyUri, tosUri: form.tosUri } }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
-      const text = outcome.pending
-        ? 'Saved. The changes that widen what the app can do wait for review by an administrator; until then the approved settings stay in force.'
-        : 'Saved.';
-      return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text });
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return refused(ctx, () => showClient(ctx, client, { error: sentence(err.message), form }));
-    }
-  });
+    const outcome = await editClient(clients, client.clientId, { scopes: form.scopes, redirectUris: uriLines(form.redirectUris), links: { policyUri: form.policyUri, tosUri: form.tosUri } }, actor(ctx), { force: field(ctx, 'force') === 'yes' });
+    const text = outcome.pending
+      ? 'Saved. The changes that widen what the app can do wait for review by an administrator; until then the approved settings stay in force.'
+      : 'Saved.';
+    return redirectWithFlash(ctx, clientPath(client), { type: 'ok', text });
+  };
 
   // Only before review: see renameOwnClient.
-  router.post(`${BASE}/:id/name`, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const client = await ownClient(ctx);
-    const renameForm = { name: field(ctx, 'name') };
-    const errors = checkClientForm(renameForm);
-    try {
-      if (!hasErrors(errors)) {
-        const renamed = await renameOwnClient(clients, client.clientId, renameForm.name, actor(ctx));
-        return redirectWithFlash(ctx, clientPath(renamed), { type: 'ok', text: `Renamed to “${renamed.name}”.` });
-      }
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      errors.name = sentence(err.message);
-    }
-    return refused(ctx, () => showClient(ctx, client, { errors, renameForm }));
-  });
+  const renameForm = (ctx: Context) => ({ name: field(ctx, 'name') });
+  const renameClient: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const errors = checkClientForm(renameForm(ctx));
+    if (hasErrors(errors)) return refused(ctx, () => showClient(ctx, client, { errors, renameForm: renameForm(ctx) }));
+    const renamed = await renameOwnClient(clients, client.clientId, renameForm(ctx).name, actor(ctx));
+    return redirectWithFlash(ctx, clientPath(renamed), { type: 'ok', text: `Renamed to “${renamed.name}”.` });
+  };
 
   // Marks which approved scopes users may untick on the consent page (never a widening: no review).
-  router.post(`${BASE}/:id/optional-scopes`, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const client = await ownClient(ctx);
-    try {
-      await setOptionalScopes(clients, client.clientId, fields(ctx, 'optional_scope'), actor(ctx));
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return refused(ctx, () => showClient(ctx, client, { optionalError: sentence(err.message) }));
-    }
-    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Optional scopes saved.' });
-  });
+  const saveOptionalScopes: Step = async (ctx) => {
+    await setOptionalScopes(clients, clientOf(ctx).clientId, fields(ctx, 'optional_scope'), actor(ctx));
+    redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: 'Optional scopes saved.' });
+  };
 
   // Requiring DPoP only narrows what the app may do (RFC 9449 5.2): set by the owner, no review.
-  router.post(`${BASE}/:id/dpop`, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const client = await ownClient(ctx);
+  const saveDpop: Step = async (ctx) => {
     const required = field(ctx, 'dpop') === 'on';
-    await setClientDpopRequired(clients, client.clientId, required, actor(ctx));
-    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: required ? 'DPoP required: token requests without a proof are refused.' : 'DPoP no longer required.' });
-  });
+    await setClientDpopRequired(clients, clientOf(ctx).clientId, required, actor(ctx));
+    redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: required ? 'DPoP required: token requests without a proof are refused.' : 'DPoP no longer required.' });
+  };
 
-  router.get(`${BASE}/:id/delete`, ...signedIn, async (ctx) => {
-    const client = await ownClient(ctx);
+  const showDelete: Step = async (ctx) => {
+    const client = clientOf(ctx);
     return page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors: {}, form: { confirmName: '' } });
-  });
+  };
 
   // Only the owner (ownClient, and again under the lock), and only with the name typed.
-  router.post(`${BASE}/:id/delete`, ...signedIn, formBody, requireCsrf, once('the client was deleted.', () => BASE), async (ctx) => {
-    const client = await ownClient(ctx);
+  const deleteOwnClient: Step = async (ctx) => {
+    const client = clientOf(ctx);
     const form = { confirmName: field(ctx, 'confirm_name') };
     if (form.confirmName.trim() !== client.name) {
       const errors = { confirm_name: `Type the client's name exactly as shown, “${client.name}”, to delete it.` };
@@ -291,89 +308,64 @@ export function developerRoutes({
     }
     await deleteClient(clients, client.clientId, actor(ctx), { ownerUserId: ctx.state.user!.id });
     return redirectWithFlash(ctx, BASE, { type: 'ok', text: `“${client.name}” is deleted. Its tokens and grants no longer work.` });
-  });
+  };
 
-  router.post(`${BASE}/:id/secrets`, ...signedIn, formBody, requireCsrf, once(SECRET_AGAIN), async (ctx) => {
-    const client = await ownClient(ctx);
-    try {
-      const expiresInSeconds = choice(SECRET_LIFETIMES, field(ctx, 'lifetime'), 'lifetime');
-      return showSecret(ctx, client, await generateSecret(clients, client.clientId, actor(ctx), { expiresInSeconds }));
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
-    }
-  });
+  const makeSecret: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const expiresInSeconds = choice(SECRET_LIFETIMES, field(ctx, 'lifetime'), 'lifetime');
+    return showSecret(ctx, client, await generateSecret(clients, client.clientId, actor(ctx), { expiresInSeconds }));
+  };
 
-  router.post(`${BASE}/:id/secrets/rotate`, ...signedIn, formBody, requireCsrf, once(`the secret was rotated once: ${SECRET_AGAIN}`), async (ctx) => {
-    const client = await ownClient(ctx);
-    try {
-      const overlapSeconds = choice(ROTATION_OVERLAPS, field(ctx, 'overlap'), 'overlap');
-      if (overlapSeconds === undefined) throw new InputError('choose how long the current secret keeps working');
-      return showSecret(ctx, client, await rotateSecret(clients, client.clientId, actor(ctx), { overlapSeconds }));
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
-    }
-  });
+  const rotateOwnSecret: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const overlapSeconds = choice(ROTATION_OVERLAPS, field(ctx, 'overlap'), 'overlap');
+    if (overlapSeconds === undefined) throw new InputError('choose how long the current secret keeps working');
+    return showSecret(ctx, client, await rotateSecret(clients, client.clientId, actor(ctx), { overlapSeconds }));
+  };
 
   // Webhooks: the URL (checked against the address rule), its signing secret (shown once, on the
   // response that made it), clearing it, and a test event.
   const webhookDeps = { db, outbox, records, ...webhooks };
-  router.post(`${BASE}/:id/webhook`, ...signedIn, formBody, requireCsrf, once('the webhook URL was saved once; a signing secret made then was shown only then (make a new one here if you need it).'), async (ctx) => {
-    const client = await ownClient(ctx);
-    const webhookForm = { url: field(ctx, 'webhook_url') };
-    try {
-      const { secret } = await setWebhookUrl(webhookDeps, client.clientId, webhookForm.url, actor(ctx));
-      if (secret) return showWebhookSecret(ctx, client, secret, false);
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return refused(ctx, () => showClient(ctx, client, { errors: { webhook_url: sentence(err.message) }, webhookForm }));
-    }
+  const webhookForm = (ctx: Context) => ({ url: field(ctx, 'webhook_url') });
+  const saveWebhookUrl: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const { secret } = await setWebhookUrl(webhookDeps, client.clientId, webhookForm(ctx).url, actor(ctx));
+    if (secret) return showWebhookSecret(ctx, client, secret, false);
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL saved. Use “Send test event” to check that your app receives it.' });
-  });
+  };
 
-  router.post(`${BASE}/:id/webhook/secret`, ...signedIn, formBody, requireCsrf, once('the signing secret was made once, and shown only then. If you did not copy it, make a new one here.'), async (ctx) => {
-    const client = await ownClient(ctx);
+  const makeWebhookSecret: Step = async (ctx) => {
+    const client = clientOf(ctx);
     const replaced = await hasWebhookSecret(db, client.clientId);
-    try {
-      return showWebhookSecret(ctx, client, await regenerateWebhookSecret(webhookDeps, client.clientId, actor(ctx)), replaced);
-    } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
-    }
-  });
+    return showWebhookSecret(ctx, client, await regenerateWebhookSecret(webhookDeps, client.clientId, actor(ctx)), replaced);
+  };
 
-  router.post(`${BASE}/:id/webhook/clear`, ...signedIn, formBody, requireCsrf, async (ctx) => {
-    const client = await ownClient(ctx);
+  const clearWebhookUrl: Step = async (ctx) => {
+    const client = clientOf(ctx);
     await setWebhookUrl(webhookDeps, client.clientId, null, actor(ctx));
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Webhook URL removed. No more events are sent.' });
-  });
+  };
 
-  router.post(`${BASE}/:id/webhook/test`, ...signedIn, formBody, requireCsrf, once('the test event was queued once.'), async (ctx) => {
-    const client = await ownClient(ctx);
-    try {
-      await sendTestEvent(clients, client.clientId, actor(ctx));
-    } catch (err) {
-      if (!(err instanceof AppError && err.status < 500)) throw err;
-      return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: sentence(err.message) });
-    }
+  const sendOwnTestEvent: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    await sendTestEvent(clients, client.clientId, actor(ctx));
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Test event queued. Reload the page to see the delivery below.' });
-  });
+  };
 
   const ONLY_SECRET = 'This is the only active secret: generate a new one and switch your app to it before revoking this one.';
 
-  router.get(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, async (ctx) => {
-    const client = await ownClient(ctx);
+  const showRevoke: Step = async (ctx) => {
+    const client = clientOf(ctx);
     const secretId = secretIdOf(ctx);
     const active = await listActiveSecrets(db, client.clientId);
     const secret = active.find((s) => s.id === secretId);
     if (!secret) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });
     if (active.length === 1) return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: ONLY_SECRET });
     return page(ctx, 'developer-revoke', { title: 'Revoke a secret', client, secret, recentlyUsed: recentUse(secret.lastUsedAt) });
-  });
+  };
 
-  router.post(`${BASE}/:id/secrets/:secretId/revoke`, ...signedIn, formBody, requireCsrf, once('the secret was revoked.'), async (ctx) => {
-    const client = await ownClient(ctx);
+  const revokeOwnSecret: Step = async (ctx) => {
+    const client = clientOf(ctx);
     const secretId = secretIdOf(ctx);
     try {
       await revokeSecret(clients, client.clientId, secretId, actor(ctx), { keepOne: true, force: field(ctx, 'confirm_recent') === 'yes' });
@@ -389,7 +381,28 @@ export function developerRoutes({
       return redirectWithFlash(ctx, clientPath(client), { type: 'error', text: 'That secret is not active.' });
     }
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Secret revoked. Requests that use it are refused from now on.' });
-  });
+  };
+
+  // The routes, each a list of named steps.
+  const CLIENT = `${BASE}/:id`;
+  router.get(BASE, ...signedIn, listOwnClients);
+  router.get(`${BASE}/new`, ...signedIn, (ctx) => showNew(ctx));
+  router.post(BASE, ...form, once('the client was registered once (here it is). Its secret was shown only then: if you did not copy it, generate a new one below.', () => BASE), refusedOn((ctx, refusal) => showNew(ctx, {}, sentNewClient(ctx), refusal), badInputOrLimit), registerClient);
+  router.get(CLIENT, ...signedIn, ownClient, (ctx) => showClient(ctx, clientOf(ctx)));
+  router.post(CLIENT, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { error: refusal, form: sentEdit(ctx) })), editOwnClient);
+  router.post(`${CLIENT}/name`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { errors: { name: refusal }, renameForm: renameForm(ctx) })), renameClient);
+  router.post(`${CLIENT}/optional-scopes`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { optionalError: refusal })), saveOptionalScopes);
+  router.post(`${CLIENT}/dpop`, ...form, ownClient, saveDpop);
+  router.get(`${CLIENT}/delete`, ...signedIn, ownClient, showDelete);
+  router.post(`${CLIENT}/delete`, ...form, once('the client was deleted.', () => BASE), ownClient, deleteOwnClient);
+  router.post(`${CLIENT}/secrets`, ...form, once(SECRET_AGAIN), ownClient, refusedAsFlash(), makeSecret);
+  router.post(`${CLIENT}/secrets/rotate`, ...form, once(`the secret was rotated once: ${SECRET_AGAIN}`), ownClient, refusedAsFlash(), rotateOwnSecret);
+  router.post(`${CLIENT}/webhook`, ...form, once('the webhook URL was saved once; a signing secret made then was shown only then (make a new one here if you need it).'), ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { errors: { webhook_url: refusal }, webhookForm: webhookForm(ctx) })), saveWebhookUrl);
+  router.post(`${CLIENT}/webhook/secret`, ...form, once('the signing secret was made once, and shown only then. If you did not copy it, make a new one here.'), ownClient, refusedAsFlash(), makeWebhookSecret);
+  router.post(`${CLIENT}/webhook/clear`, ...form, ownClient, clearWebhookUrl);
+  router.post(`${CLIENT}/webhook/test`, ...form, once('the test event was queued once.'), ownClient, refusedAsFlash(anyRefusal), sendOwnTestEvent);
+  router.get(`${CLIENT}/secrets/:secretId/revoke`, ...signedIn, ownClient, showRevoke);
+  router.post(`${CLIENT}/secrets/:secretId/revoke`, ...form, once('the secret was revoked.'), ownClient, revokeOwnSecret);
 
   return router;
 }

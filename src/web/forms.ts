@@ -3,6 +3,7 @@
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import { renderPage } from '../views.ts';
+import { PageRefusal } from '../errors.ts';
 import { csrfToken, csrfValid } from '../http/csrf.ts';
 import { cookieName, cookieOptions } from '../http/cookies.ts';
 import { csrfBinding } from './session.ts';
@@ -27,8 +28,7 @@ export function fields(ctx: Context, name: string): string[] {
 /** Every POST of the pages: the form's token must be this session's (or visitor's), from this site. */
 export async function requireCsrf(ctx: Context, next: Next) {
   if (!csrfValid(ctx, csrfBinding(ctx), field(ctx, 'csrf'))) {
-    ctx.status = 403;
-    return page(ctx, 'error', { title: 'This form has expired', description: 'The form was not sent from this site, or it is too old. Please go back, reload the page and try again.' });
+    throw new PageRefusal(403, 'invalid_request', { title: 'This form has expired', happened: 'The form was not sent from this site, or it is too old. Please go back, reload the page and try again.' });
   }
   return next();
 }

@@ -9,10 +9,8 @@ import type { SignInLimits } from './sign-in-limits.ts';
 import type { TokenEndpointLimits } from '../oauth/rate-limits.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { PublicUrls } from '../http/public-endpoints.ts';
-import type { DataCipher } from '../storage/data-encryption.ts';
-import type { AddressPolicy } from '../webhooks/address-policy.ts';
 import { accountRoutes } from './account.ts';
-import { developerRoutes } from './developer.ts';
+import { developerRoutes, type WebhookPageDeps } from './developer.ts';
 import { adminReviewRoutes } from './admin-review.ts';
 import { connectedAppsRoutes } from './connected-apps.ts';
 import { interactionRoutes } from './interactions.ts';
@@ -48,13 +46,6 @@ export interface WebDeps {
   bindings: GrantBindings;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
-}
-
-export interface WebhookPageDeps {
-  /** Where webhooks may go (src/webhooks/address-policy.ts). */
-  policy: AddressPolicy;
-  /** Encrypts the signing secrets the page makes (DATA_ENCRYPTION_KEYS). */
-  cipher: DataCipher;
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {

@@ -1,12 +1,12 @@
 // Sign-in and consent pages: the user-facing steps of an authorization request.
 // GET shows the page the provider's prompt asks for; each POST finishes one step with a 303.
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { findUserById } from '../accounts/store.ts';
-import { LEGACY_FULL_ACCESS } from '../scopes.ts';
-import { isLegacyGrant, recordUserGrant, revokeGrant } from '../oauth/grants.ts';
+import { isLegacyGrant, revokeGrant } from '../oauth/grants.ts';
+import { recordUserGrant } from '../apps-with-access/user-grants.ts';
 import { grantRequestedResources } from '../oauth/resources.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
 import { INTERACTION_PATH } from '../http/paths.ts';
@@ -22,17 +22,20 @@ import { consentPageData } from './consent-page.ts';
 import { field, fields, formBody, page } from './forms.ts';
 import { finishedSteps, type StepOutcome } from './finished-steps.ts';
 import type { ArtifactStorage } from '../storage/artifacts.ts';
-import { ConflictError, ForbiddenError, InputError } from '../errors.ts';
+import { ForbiddenError } from '../errors.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
 import { allowLogos, checkOrgPost, checkStillAllowed, orgOptions, orgsInvolved } from './org-consent.ts';
-import { grantedScopes, isOrgScope, newScopes } from '../orgs/consent-rules.ts';
+import { isOrgScope } from '../orgs/consent-rules.ts';
+import type { OrgConsentFacts } from '../orgs/consent-data.ts';
+import { allowDecision, boundGrantPlan, pageDecision, type ConsentFacts, type FoundGrant } from '../oauth/consent.ts';
 import { findClient } from '../clients/service.ts';
 import { createBoundGrant, type GrantBindings } from '../orgs/bindings.ts';
 import { installApp } from '../orgs/installations.ts';
 import { addInstallationRequest } from '../orgs/store.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
-import { consentFacts, tierScopes, unreviewedApp, userLimitReached } from '../cimd/tier.ts';
+import { consentFacts, unreviewedApp, userLimitReached } from '../cimd/tier.ts';
+import { usableBy, WAITING_FOR_REVIEW } from '../directory/facts.ts';
 
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 type Client = NonNullable<Awaited<ReturnType<Provider['Client']['find']>>>;
@@ -48,11 +51,24 @@ const refusal = (description: string) => new ForbiddenError(description);
 
 /** A pending client is usable only by its owner (testing before review); others get an error page. */
 function refuseNonOwnerOfPendingClient(client: Client, accountId: string | undefined): void {
-  const owner = (client as unknown as { pending_owner?: string | null }).pending_owner;
-  if (owner && owner !== accountId) throw refusal('this app is waiting for review by an administrator; only its developer can use it until then');
+  if (!usableBy(client, accountId)) throw refusal(WAITING_FOR_REVIEW);
 }
 
-const sameIds = (a: number[], b: number[]) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
+type GrantModel = InstanceType<Provider['Grant']>;
+
+/** What the steps of one request found, in the order they ran (see the routes' step lists). */
+interface InteractionState {
+  details: Details;
+  accountId: string;
+  client: Client;
+  /** The grant the request names, as found (the model Allow adds to when the decision reuses it). */
+  found: GrantModel | undefined;
+  facts: ConsentFacts<Offered>;
+  decision: ReturnType<typeof allowDecision<Offered>>;
+}
+type Offered = NonNullable<Awaited<ReturnType<typeof orgsInvolved>>>['offered'][number];
+type Step = (ctx: Context, next: Next) => Promise<void>;
+const state = (ctx: Context) => ctx.state as InteractionState;
 
 export interface InteractionDeps {
   provider: Provider;
@@ -128,32 +144,6 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
   /** Sign-in is due when the provider asks for it, or after the user chose another account. */
   const signInDue = (details: Details) => details.prompt.name === 'login' || !details.session?.accountId;
 
-  /**
-   * What this consent is about, from current data: the organizations involved (org-context consent),
-   * the client's optional scopes among those shown, and, for include_granted_scopes=true, the grant
-   * this request adds to and what it already holds (the page then shows only what is new).
-   */
-  async function consentContext(details: Details, client: Client, accountId: string) {
-    const requested = requestedScopes(details);
-    const clientScopes = client.scope?.split(' ') ?? [];
-    const involved = await orgsInvolved(db, Number(accountId), client.clientId, clientScopes, requested);
-    const found = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-    const existing = found && !isLegacyGrant(found) ? found : undefined;
-    const binding = existing?.jti ? await bindings.forGrant(existing.jti) : undefined;
-    // A bound grant is joined only in its organization; an unbound one only outside any.
-    const joinable = involved ? involved.offered.some((o) => o.facts.org.id === binding?.orgId) : !binding;
-    let held: string[] = [];
-    if (details.params.include_granted_scopes === 'true' && existing && joinable) {
-      held = (existing.getOIDCScope() ?? '').split(' ').filter((s) => s && clientScopes.includes(s));
-    }
-    let orgs = involved;
-    if (involved && binding && held.length) orgs = { ...involved, offered: involved.offered.filter((o) => o.facts.org.id === binding.orgId) };
-    const fresh = newScopes(requested, held);
-    const shown = fresh.length ? fresh : requested;
-    const optional = ((await findClient(db, client.clientId))?.optionalScopes ?? []).filter((s) => shown.includes(s));
-    return { requested, orgs, existing, binding, held: fresh.length ? held : [], shown, optional };
-  }
-
   async function showLogin(ctx: Context, details: Details, challenge: Challenge | undefined, error = '', email = '') {
     const client = await provider.Client.find(String(details.params.client_id));
     await page(ctx, 'login', {
@@ -168,37 +158,88 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     });
   }
 
-  router.get(path(), async (ctx) => {
-    let details: Details;
+  // The steps of the routes below, in the order the routes list them. Each one either calls
+  // next() or answers (a page, a redirect) and ends the request; what it found is in ctx.state.
+
+  /** The interaction named in the URL; back after this step finished, a page saying so. */
+  const interactionOrFinished: Step = async (ctx, next) => {
     try {
-      details = await loadInteraction(ctx);
+      state(ctx).details = await loadInteraction(ctx);
     } catch (err) {
       // Back after this step finished: say so, with the way on, rather than "not found".
       if (err instanceof errors.SessionNotFound && (await finished.show(ctx, provider))) return;
       throw err;
     }
-    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
-    const accountId = String(details.session!.accountId);
-    const client = await currentClient(details);
-    refuseNonOwnerOfPendingClient(client, accountId);
-    const full = await userLimitReached(db, client, accountId, cimdMaxUsers);
-    if (full) return finish(ctx, details, { error: 'access_denied', error_description: full }, false);
+    await next();
+  };
 
+  /** The interaction of a form POST, after the CSRF check. */
+  const submission: Step = async (ctx, next) => {
+    state(ctx).details = await loadSubmission(ctx);
+    await next();
+  };
+
+  const signInIfDue: Step = async (ctx, next) => {
+    const { details } = state(ctx);
+    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
+    await next();
+  };
+
+  const consentExpected: Step = async (ctx, next) => {
+    const { details } = state(ctx);
+    if (details.prompt.name !== 'consent' || !details.session?.accountId) throw new errors.InvalidRequest('this step does not expect a consent');
+    await next();
+  };
+
+  /** The signed-in user and the client as it is now; a pending client only for its owner. */
+  const userAndClient: Step = async (ctx, next) => {
+    const s = state(ctx);
+    s.accountId = String(s.details.session!.accountId);
+    s.client = await currentClient(s.details);
+    refuseNonOwnerOfPendingClient(s.client, s.accountId);
+    await next();
+  };
+
+  /** What the consent decision reads, from current data (src/oauth/consent.ts). */
+  const consentFactsRead: Step = async (ctx, next) => {
+    const s = state(ctx);
+    const { details, client, accountId } = s;
+    const requested = requestedScopes(details);
+    s.found = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
+    s.facts = {
+      client,
+      requested,
+      includeGrantedScopes: details.params.include_granted_scopes === 'true',
+      userLimit: await userLimitReached(db, client, accountId, cimdMaxUsers),
+      orgs: await orgsInvolved(db, Number(accountId), client.clientId, client.scope?.split(' ') ?? [], requested),
+      grant: s.found && (await foundGrant(s.found)),
+      optionalScopes: (await findClient(db, client.clientId))?.optionalScopes ?? [],
+    };
+    await next();
+  };
+
+  async function foundGrant(grant: GrantModel): Promise<FoundGrant> {
+    const binding = grant.jti ? await bindings.forGrant(grant.jti) : undefined;
+    return { id: grant.jti!, scopes: (grant.getOIDCScope() ?? '').split(' ').filter(Boolean), legacy: isLegacyGrant(grant), binding: binding ?? undefined };
+  }
+
+  const consentPage: Step = async (ctx) => {
+    const { details, client, accountId, facts } = state(ctx);
+    const decision = pageDecision(facts);
+    if (decision.kind === 'denied') return finish(ctx, details, { error: 'access_denied', error_description: decision.description }, false);
+    const { view } = decision;
     const user = await findUserById(users, accountId);
     const redirectUri = typeof details.params.redirect_uri === 'string' ? details.params.redirect_uri : undefined;
-    const cx = await consentContext(details, client, accountId);
-    // Every organization blocks the app (or allows nothing it asks): no page, the app hears access_denied.
-    if (cx.orgs && cx.orgs.offered.length === 0) return finish(ctx, details, { error: 'access_denied', error_description: 'Your organization does not allow this app.' }, false);
-    const orgChoice = cx.orgs ? await orgOptions(users, cx.orgs.offered, cx.binding?.orgId ?? undefined) : undefined;
+    const orgChoice = view.orgs ? await orgOptions(users, view.orgs.offered, view.existing?.binding?.orgId ?? undefined) : undefined;
     if (orgChoice) allowLogos(ctx, orgChoice.map((o) => o.logoUrl));
     await page(ctx, 'consent', {
       title: 'Authorize access',
       platformName,
       userEmail: user?.email ?? '',
-      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: cx.shown, redirectUri })),
+      ...(await consentPageData(users, { clientId: client.clientId, clientName: client.clientName ?? client.clientId, requested: view.shown, redirectUri })),
       ...consentFacts(client),
-      optional: cx.optional,
-      incremental: cx.held.length > 0,
+      optional: view.optional,
+      incremental: view.held.length > 0,
       unreviewedApp: unreviewedApp(client),
       orgChoice,
       action: `${INTERACTION_PATH}/${details.uid}/confirm`,
@@ -206,7 +247,104 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
       switchAction: `${INTERACTION_PATH}/${details.uid}/switch-account`,
       csrf: csrfFor(ctx, details),
     });
-  });
+  };
+
+  const allowDecided: Step = async (ctx, next) => {
+    const s = state(ctx);
+    s.decision = allowDecision(s.facts, fields(ctx, 'optional_scope'));
+    if (s.decision.kind === 'denied') return finish(ctx, s.details, { error: 'access_denied', error_description: s.decision.description }, false);
+    await next();
+  };
+
+  /** Allow outside any organization: the grant added to or made, its resources, the audit record. */
+  const consentGranted: Step = async (ctx) => {
+    const { details, client, accountId, found, decision } = state(ctx);
+    if (decision.kind !== 'grant') return;
+    const { granted, tokenScopes, legacy } = decision;
+    // Incremental consent: the token then says everything the grant holds (include_granted_scopes).
+    if (tokenScopes.join(' ') !== requestedScopes(details).join(' ')) {
+      details.params.scope = tokenScopes.join(' ');
+      await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
+    }
+    const grant = decision.reuse && found ? found : new provider.Grant({ accountId, clientId: client.clientId });
+    grant.addOIDCScope(granted.join(' '));
+    // The resources the request named (RFC 8707), each with what its token is to say (what was
+    // held and what was granted now): the audience of the tokens issued from this consent.
+    grantRequestedResources(grant, details.params.resource, tokenScopes);
+    const grantId = await grant.save();
+
+    await recordAudit(db, { actor: `user:${accountId}`, action: 'consent.given', clientId: client.clientId, userId: Number(accountId), details: { ...decision.audit, grant_id: grantId } });
+    await recordUserGrant(db, accountId, client.clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
+    // The user's pre-migration grants end when the code of a scoped authorization is issued (provider.ts).
+    if (legacy) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
+    await finish(ctx, details, { consent: { grantId } }, true);
+  };
+
+  /**
+   * Allow in an organization's context: the choice checked again from current data, then either a
+   * request to the admins (policy approval), or a grant bound to the organization and teams chosen,
+   * with an admin's choice installing the app for the organization first.
+   */
+  const consentInOrganization: Step = async (ctx, next) => {
+    const { details, client, accountId, found, decision: allow } = state(ctx);
+    if (allow.kind !== 'organization') return next();
+    const { view } = allow;
+    const clientId = client.clientId;
+    const userId = Number(accountId);
+    const decision = checkOrgPost(ctx, view.orgs.offered, view.orgs.all as OrgConsentFacts[], view.optional);
+    const orgId = decision.facts.org.id;
+    if (decision.kind === 'request') {
+      await addInstallationRequest(db, { clientId, orgId, userId, scopes: decision.scopes });
+      await recordAudit(db, { actor: `user:${accountId}`, action: 'installation.requested', clientId, userId, details: { org_id: orgId, scopes: decision.scopes } });
+      // The request stays open: the app hears access_denied only when the user leaves (the page's button).
+      return page(ctx, 'consent-requested', {
+        title: 'Request sent',
+        clientName: client.clientName ?? clientId,
+        orgName: decision.facts.org.name,
+        backAction: `${INTERACTION_PATH}/${details.uid}/abort`,
+        csrf: csrfFor(ctx, details),
+      });
+    }
+
+    let installationId = decision.facts.installation?.id ?? null;
+    if (decision.installs) {
+      const scopes = [...new Set([...(decision.facts.installation?.scopes ?? []), ...decision.scopes.filter(isOrgScope)])];
+      const input = { clientId, orgId, allTeams: decision.allTeams, teamIds: decision.allTeams ? [] : decision.teamIds, scopes, by: userId };
+      installationId = (await installApp(installations, input, decision.facts.installation?.id)).installation.id;
+    }
+    const plan = boundGrantPlan(view, { orgId, scopes: decision.scopes, teamIds: decision.teamIds, installs: decision.installs }, installationId);
+    const grant = plan.reuse && found ? found : createBoundGrant(provider, { accountId, clientId });
+    grant.addOIDCScope(decision.scopes.join(' '));
+    grantRequestedResources(grant, details.params.resource, plan.tokenScopes);
+    const grantId = await grant.save();
+    try {
+      // Bound in a transaction that holds the organization's, installation's and memberships' rows:
+      // a change (block, uninstall, a member leaving) either waits and then revokes this grant, or
+      // came first and is seen here (src/orgs/installations.ts).
+      await db.transaction(async (trx) => {
+        await checkStillAllowed(trx, decision, userId, installationId);
+        if (!plan.reuse) await bindings.bind(trx, grantId, { accountId, clientId, ...plan.binding });
+      });
+    } catch (err) {
+      await revokeGrant(provider, grantId);
+      throw err;
+    }
+
+    details.params.scope = plan.tokenScopes.join(' ');
+    await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
+    await recordAudit(db, {
+      actor: `user:${accountId}`,
+      action: 'consent.given',
+      clientId,
+      userId,
+      details: { scopes: decision.scopes, grant_id: grantId, org_id: orgId, team_ids: decision.teamIds, installation_id: installationId, installed: decision.installs },
+    });
+    await recordUserGrant(db, accountId, clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
+    await finish(ctx, details, { consent: { grantId } }, true);
+  };
+
+  // The consent page: the user signed in, the client usable by them, then what to ask.
+  router.get(path(), interactionOrFinished, signInIfDue, userAndClient, consentFactsRead, consentPage);
 
   router.post(path('/login'), formBody, async (ctx) => {
     const details = await loadSubmission(ctx);
@@ -229,124 +367,9 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     ctx.redirect(`${INTERACTION_PATH}/${details.uid}`);
   });
 
-  router.post(path('/confirm'), formBody, async (ctx) => {
-    const details = await loadSubmission(ctx);
-    if (details.prompt.name !== 'consent' || !details.session?.accountId) throw new errors.InvalidRequest('this step does not expect a consent');
-    const accountId = String(details.session.accountId);
-    // Allow grants what the client may have now: it may have been narrowed, migrated or
-    // suspended while the page was open.
-    const client = await currentClient(details);
-    refuseNonOwnerOfPendingClient(client, accountId);
-    const full = await userLimitReached(db, client, accountId, cimdMaxUsers);
-    if (full) return finish(ctx, details, { error: 'access_denied', error_description: full }, false);
-    // An unreviewed metadata-document client's tier: user scopes only (src/cimd/tier.ts).
-    const allowed = new Set(tierScopes(client)); // holds the legacy marker only while unmigrated
-    const requested = requestedScopes(details);
-    let granted = requested.filter((s) => allowed.has(s));
-    if (granted.length === 0) throw new ConflictError('what this app may ask for changed while the page was open; nothing was shared. Please start again from the app');
-    const cx = await consentContext(details, client, accountId);
-    if (cx.orgs) return confirmInOrganization(ctx, details, client, accountId, cx as typeof cx & { orgs: NonNullable<typeof cx.orgs> });
-
-    // Granular consent: the optional scopes the page showed are granted only when left ticked.
-    granted = grantedScopes(granted, cx.optional, fields(ctx, 'optional_scope'));
-    if (granted.length === 0) throw new InputError('choose at least one permission to share, or deny the request');
-    // Incremental consent: the token then says everything the grant holds (include_granted_scopes).
-    const tokenScopes = [...new Set([...cx.held, ...granted])];
-    if (tokenScopes.join(' ') !== requested.join(' ')) {
-      details.params.scope = tokenScopes.join(' ');
-      await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
-    }
-    const legacyRequest = granted.includes(LEGACY_FULL_ACCESS);
-
-    // A legacy (unscoped) grant and a scoped grant are never merged: each kind has its own; nor
-    // is a grant bound to an organization joined outside it.
-    let grant = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-    if (grant && isLegacyGrant(grant) !== legacyRequest) grant = undefined;
-    if (grant?.jti && (await bindings.forGrant(grant.jti))) grant = undefined;
-    grant ??= new provider.Grant({ accountId, clientId: client.clientId });
-    grant.addOIDCScope(granted.join(' '));
-    // The resources the request named (RFC 8707), each with what its token is to say (what was
-    // held and what was granted now): the audience of the tokens issued from this consent.
-    grantRequestedResources(grant, details.params.resource, tokenScopes);
-    const grantId = await grant.save();
-
-    await recordAudit(db, {
-      actor: `user:${accountId}`,
-      action: 'consent.given',
-      clientId: client.clientId,
-      userId: Number(accountId),
-      details: { scopes: legacyRequest ? 'full access (legacy)' : granted, grant_id: grantId },
-    });
-    await recordUserGrant(db, accountId, client.clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
-    // The user's pre-migration grants end when the code of a scoped authorization is issued (provider.ts).
-    if (legacyRequest) await rememberLegacyGrant(db, accountId, client.clientId, grantId);
-    await finish(ctx, details, { consent: { grantId } }, true);
-  });
-
-  type OrgContext = Awaited<ReturnType<typeof consentContext>> & { orgs: NonNullable<Awaited<ReturnType<typeof consentContext>>['orgs']> };
-
-  /**
-   * Allow in an organization's context: the choice checked again from current data, then either a
-   * request to the admins (policy approval), or a grant bound to the organization and teams chosen,
-   * with an admin's choice installing the app for the organization first.
-   */
-  async function confirmInOrganization(ctx: Context, details: Details, client: Client, accountId: string, cx: OrgContext) {
-    const clientId = client.clientId;
-    const userId = Number(accountId);
-    const decision = checkOrgPost(ctx, cx.orgs.offered, cx.orgs.all, cx.optional);
-    const orgId = decision.facts.org.id;
-    if (decision.kind === 'request') {
-      await addInstallationRequest(db, { clientId, orgId, userId, scopes: decision.scopes });
-      await recordAudit(db, { actor: `user:${accountId}`, action: 'installation.requested', clientId, userId, details: { org_id: orgId, scopes: decision.scopes } });
-      // The request stays open: the app hears access_denied only when the user leaves (the page's button).
-      return page(ctx, 'consent-requested', {
-        title: 'Request sent',
-        clientName: client.clientName ?? clientId,
-        orgName: decision.facts.org.name,
-        backAction: `${INTERACTION_PATH}/${details.uid}/abort`,
-        csrf: csrfFor(ctx, details),
-      });
-    }
-
-    let installationId = decision.facts.installation?.id ?? null;
-    if (decision.installs) {
-      const scopes = [...new Set([...(decision.facts.installation?.scopes ?? []), ...decision.scopes.filter(isOrgScope)])];
-      const input = { clientId, orgId, allTeams: decision.allTeams, teamIds: decision.allTeams ? [] : decision.teamIds, scopes, by: userId };
-      installationId = (await installApp(installations, input, decision.facts.installation?.id)).installation.id;
-    }
-    // A binding never changes: the existing grant is joined only with the very same one.
-    const { binding } = cx;
-    const same = Boolean(!decision.installs && cx.existing && binding && binding.orgId === orgId && binding.installationId === installationId && sameIds(binding.teamIds, decision.teamIds));
-    const grant = same ? cx.existing! : createBoundGrant(provider, { accountId, clientId });
-    grant.addOIDCScope(decision.scopes.join(' '));
-    grantRequestedResources(grant, details.params.resource, [...new Set([...(same ? cx.held : []), ...decision.scopes])]);
-    const grantId = await grant.save();
-    try {
-      // Bound in a transaction that holds the organization's, installation's and memberships' rows:
-      // a change (block, uninstall, a member leaving) either waits and then revokes this grant, or
-      // came first and is seen here (src/orgs/installations.ts).
-      await db.transaction(async (trx) => {
-        await checkStillAllowed(trx, decision, userId, installationId);
-        if (!same) await bindings.bind(trx, grantId, { accountId, clientId, orgId, teamIds: decision.teamIds, installationId });
-      });
-    } catch (err) {
-      await revokeGrant(provider, grantId);
-      throw err;
-    }
-
-    const tokenScopes = [...new Set([...(same ? cx.held : []), ...decision.scopes])];
-    details.params.scope = tokenScopes.join(' ');
-    await details.save(Math.max(1, details.exp - Math.floor(Date.now() / 1000)));
-    await recordAudit(db, {
-      actor: `user:${accountId}`,
-      action: 'consent.given',
-      clientId,
-      userId,
-      details: { scopes: decision.scopes, grant_id: grantId, org_id: orgId, team_ids: decision.teamIds, installation_id: installationId, installed: decision.installs },
-    });
-    await recordUserGrant(db, accountId, clientId, grantId, (grant.getOIDCScope() ?? '').split(' ').filter(Boolean));
-    await finish(ctx, details, { consent: { grantId } }, true);
-  }
+  // Allow: decided again from current data (the client may have been narrowed, migrated or
+  // suspended while the page was open), then granted in an organization's context or outside any.
+  router.post(path('/confirm'), formBody, submission, consentExpected, userAndClient, consentFactsRead, allowDecided, consentInOrganization, consentGranted);
 
   router.post(path('/abort'), formBody, async (ctx) => {
     const details = await loadSubmission(ctx);

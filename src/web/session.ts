@@ -5,6 +5,7 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { findUserById, isAdmin, type User } from '../accounts/store.ts';
 import { cookieName, cookieOptions } from '../http/cookies.ts';
+import { csrfToken } from '../http/csrf.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
 import { POLICY } from '../settings.ts';
 
@@ -55,6 +56,8 @@ export function loadUser(users: CachedDb) {
     if (user) {
       ctx.state.user = { ...user, isAdmin: await isAdmin(db, user.id) };
       ctx.state.webSessionId = hash(value!);
+      // An error page of this request (rendered by the envelope) keeps the signed-in layout: a working sign-out.
+      ctx.state.errorPageLayout = () => ({ csrf: csrfToken(ctx, csrfBinding(ctx)), currentPath: ctx.path });
     }
     return next();
   };

@@ -31,7 +31,7 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { verify } from 'altcha-lib/frameworks/shared';
 import type { RedisClient } from '../storage/redis.ts';
 import type { RateLimitConfig } from '../config.ts';
-import { consume, limiterFactory } from '../oauth/rate-limits.ts';
+import { consume, limiterFactory } from '../limits/limiter.ts';
 import { addressGroup } from '../http/client-address.ts';
 import { POLICY } from '../settings.ts';
 

@@ -12,7 +12,8 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import { csrfForm } from '../http/csrf.ts';
 import { csrfBinding } from './session.ts';
-import { field, page, redirectWithFlash } from './forms.ts';
+import { field, redirectWithFlash } from './forms.ts';
+import { PageRefusal } from '../errors.ts';
 import { POLICY } from '../settings.ts';
 
 /** How long a rendered form can be sent (and its claim kept): a day, longer than a sign-in session. */
@@ -45,8 +46,7 @@ export function singleUse(db: Db, { already, fallback }: SingleUseOptions) {
   return async function singleUseForm(ctx: Context, next: Next) {
     const form = csrfForm(field(ctx, 'csrf'));
     if (!form || Date.now() / 1000 - form.issuedAt > FORM_LIFETIME_SECONDS) {
-      ctx.status = 403;
-      return page(ctx, 'error', { title: 'This form has expired', description: 'The form is too old to be sent. Please go back, reload the page and try again.' });
+      throw new PageRefusal(403, 'invalid_request', { title: 'This form has expired', happened: 'The form is too old to be sent. Please go back, reload the page and try again.' });
     }
     const id = digest(`${csrfBinding(ctx)}\n${ctx.path}\n${form.nonce}\n${fieldsSent(ctx)}`);
     const claimed = await db('form_submissions').insert({ id }).onConflict('id').ignore().returning('id');

@@ -14,7 +14,7 @@ export type GrantRevokedReason =
   | 'installation_changed'
   | 'membership_ended'
   | 'org_policy'
-  // One of its refresh tokens or codes was reported as leaked (src/credentials/leaks.ts):
+  // One of its refresh tokens or codes was reported as leaked (src/leak-reports/leaks.ts):
   | 'credential_leaked';
 
 /** An installation of the app in an organization, as events tell it (ids as strings, like the tokens' org_id and team_ids). */

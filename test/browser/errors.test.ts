@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { approvedClient, newUser, REDIRECT, type TestClient } from '../support/fixtures.ts';
 import { authorizeUrl, type TestUser } from '../support/oauth.ts';
-import { browserSession, browserTestsEnabled, person, screenshots } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, DESKTOP, person, PHONE, screenshots } from '../support/chromium.ts';
 import { loadConfig } from '../../src/config.ts';
 import { seedDemo } from '../../src/demo.ts';
 
@@ -80,6 +80,8 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
     const output = await seedDemo(session.server.system, loadConfig({ NODE_ENV: 'test', APP_URL: session.server.url, DATABASE_URL: session.server.pg.url }));
     const pick = (re: RegExp) => re.exec(output)![1]!;
     const { context, page } = await person(session.browser);
+    // The page's clock, moved past the code's 60 seconds below (the countdown's subject).
+    await page.clock.install();
     await page.goto(pick(/2\. open\s+(\S+)/));
     await page.getByLabel('Email').fill(pick(/user:\s+(\S+) \//));
     await page.getByLabel('Password').fill(pick(/\/ password (\S+)/));
@@ -88,7 +90,26 @@ describe.runIf(browserTestsEnabled('browser error pages'))('error pages in a bro
     await page.waitForURL(`${session.server.url}/demo/callback?**`);
     expect(await page.locator('#demo-code').textContent()).toBe(new URL(page.url()).searchParams.get('code'));
     expect(await page.locator('#demo-exchange').textContent()).toContain('CLIENT_SECRET');
+    // While the code works: the warning counts down, the one command first, the steps folded; on a
+    // phone the command starts on the first screen.
+    expect(await page.locator('#demo-code-state.warning').isVisible()).toBe(true);
+    expect(await page.locator('#demo-exchange-and-call').isVisible()).toBe(true);
+    expect(await page.locator('#demo-exchange').isVisible()).toBe(false);
+    await page.setViewportSize(PHONE);
+    expect((await page.locator('#demo-exchange-and-call').boundingBox())!.y).toBeLessThan(PHONE.height);
+    await page.setViewportSize(DESKTOP);
     await screenshot(page, 'demo-callback');
+    const before = Number(await page.locator('#demo-countdown').textContent());
+    await page.clock.fastForward(5_000);
+    expect(Number(await page.locator('#demo-countdown').textContent())).toBeLessThan(before);
+    // Past its 60 seconds: the commands go, and the page leads with starting again.
+    await page.clock.fastForward(61_000);
+    await page.locator('#demo-code-expired').waitFor();
+    expect(await page.locator('#demo-live').isVisible()).toBe(false);
+    expect(await page.locator('#demo-code-state').isVisible()).toBe(false);
+    expect(await page.locator('#demo-start-again-now a.button.primary').isVisible()).toBe(true);
+    expect(await page.locator('#demo-start-again-later').isVisible()).toBe(false);
+    await screenshot(page, 'demo-callback-expired');
     await context.close();
   });
 });

@@ -7,7 +7,7 @@ import type { TestServer } from './server.ts';
 import { REDIRECT, type TestClient } from './fixtures.ts';
 import { tokenRequest } from './oauth.ts';
 import { createBoundGrant } from '../../src/orgs/bindings.ts';
-import { recordUserGrant } from '../../src/oauth/grants.ts';
+import { recordUserGrant } from '../../src/apps-with-access/user-grants.ts';
 
 export interface BindingSpec {
   orgId: number | null;

@@ -63,3 +63,12 @@ export class Browser {
     });
   }
 }
+
+/** A browser signed in to the pages (the /login form) as `user`. */
+export async function signedIn(base: string, user: { email: string; password: string }): Promise<Browser> {
+  const browser = new Browser();
+  const login = await browser.get(`${base}/login`);
+  const res = await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password });
+  if (res.status !== 303) throw new Error(`signing in as ${user.email} answered ${res.status}`);
+  return browser;
+}

@@ -1,7 +1,7 @@
 // Debian's nginx as the gateway, run as the current user on a free loopback port, everything it
 // writes (pid, logs, temp files) in a temporary directory. It loads the shipped template
 // deploy/nginx/templates/gateway.conf.template, filled as envsubst fills it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -77,15 +77,52 @@ async function waitForPort(port: number, child: ChildProcess, output: () => stri
   if (exited) throw exited;
 }
 
-/** nginx with the shipped gateway template in front of `oauthServer` and `schedulingApi` (host:port). */
-export async function startNginx(upstreams: { oauthServer: string; schedulingApi: string }): Promise<RunningNginx> {
+/** A certificate and its key, as files. */
+export interface TlsFiles {
+  certificate: string;
+  key: string;
+}
+
+/**
+ * The template with its TLS lines (between `# tls:begin` and `# tls:end`) in place of its plain
+ * listen line, exactly as docs/production.md tells a deployer to edit it: uncommented, the port
+ * and the certificate's paths set.
+ */
+export function withTls(template: string, port: number, tls: TlsFiles): string {
+  const block = /^ *listen \$\{GATEWAY_LISTEN\};\n((?:.*\n)*?) *# tls:begin\n((?:.*\n)*?) *# tls:end\n/m.exec(template);
+  if (!block) throw new Error('the gateway template has no "# tls:begin … # tls:end" block after its listen line');
+  const lines = block[2]!.split('\n').filter(Boolean).map((line) => {
+    const directive = line.replace(/^( *)# /, '$1');
+    if (directive === line) throw new Error(`a line of the template's TLS block is not a commented directive: ${line}`);
+    return directive
+      .replace(/listen 443 ssl;/, `listen 127.0.0.1:${port} ssl;`)
+      .replace(/(ssl_certificate +)\S+;/, `$1${tls.certificate};`)
+      .replace(/(ssl_certificate_key +)\S+;/, `$1${tls.key};`);
+  });
+  if (!lines.some((l) => l.includes(`listen 127.0.0.1:${port} ssl;`))) throw new Error('the TLS block has no "listen 443 ssl;"');
+  return template.replace(block[0], `${lines.join('\n')}\n`);
+}
+
+/** A self-signed certificate for localhost and 127.0.0.1 (Debian's openssl), in `dir`. */
+export function selfSignedCertificate(dir: string): TlsFiles {
+  const files = { certificate: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', files.key, '-out', files.certificate], { stdio: 'pipe' });
+  return files;
+}
+
+/**
+ * nginx with the shipped gateway template in front of `oauthServer` and `schedulingApi`
+ * (host:port); with `tls`, its TLS lines on `port` (a free one otherwise).
+ */
+export async function startNginx(upstreams: { oauthServer: string; schedulingApi: string }, { tls, port: wanted }: { tls?: TlsFiles; port?: number } = {}): Promise<RunningNginx> {
   if (!fs.existsSync(NGINX)) throw new Error(`no nginx at ${NGINX}: apt-get install nginx (the CI runs this test, see .ci/run)`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-nginx-'));
-  const port = await freePort();
+  const port = wanted ?? (await freePort());
   const gateway = path.join(dir, 'gateway.conf');
+  const template = fs.readFileSync(GATEWAY_TEMPLATE, 'utf8');
   fs.writeFileSync(
     gateway,
-    renderTemplate(fs.readFileSync(GATEWAY_TEMPLATE, 'utf8'), { GATEWAY_LISTEN: `127.0.0.1:${port}`, OAUTH_SERVER: upstreams.oauthServer, SCHEDULING_API: upstreams.schedulingApi }),
+    renderTemplate(tls ? withTls(template, port, tls) : template, { GATEWAY_LISTEN: `127.0.0.1:${port}`, OAUTH_SERVER: upstreams.oauthServer, SCHEDULING_API: upstreams.schedulingApi }),
   );
   const conf = path.join(dir, 'nginx.conf');
   fs.writeFileSync(conf, mainConf(dir, gateway));
@@ -105,7 +142,7 @@ export async function startNginx(upstreams: { oauthServer: string; schedulingApi
     throw error;
   }
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     dir,
     errorLog,
     async stop() {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
 import { metricsListener } from '../../src/http/metrics.ts';
-import { buildSystem, type System, type SystemOverrides } from '../../src/system.ts';
+import { buildSystem, type Subsystems, type System, type SystemOverrides } from '../../src/system.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 
 export type Storage = 'redis' | 'sql';
@@ -16,6 +16,11 @@ const FAST_PASSWORD_HASHING = '10';
  * cost was a fifth of the suite's CPU. A test that needs the real cost passes challengeIterations.
  */
 const CHEAP_CHALLENGES = 10;
+
+/** What a test instance runs in the background: nothing (its tests call the sweeps they need). */
+const QUIET: Subsystems = { webhookDelivery: false, sweeps: false };
+/** For the tests of webhook deliveries: the delivery worker runs (the sweeps are still called by the tests). */
+export const DELIVERING: Pick<SystemOverrides, 'run'> = { run: { webhookDelivery: true, sweeps: false } };
 
 export interface TestServer {
   url: string;
@@ -54,7 +59,10 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   // real wait (test/cimd-fetch-limits.test.ts).
   // An idle webhook worker polls its queue twice a second (pg-boss's floor) rather than once: one
   // client's events go one at a time, each found by a poll.
-  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, challengeIterations: CHEAP_CHALLENGES, webhookPollingSeconds: 0.5, ...overrides }).catch((err: Error) => {
+  // No background work unless a test asks for it (`run: DELIVERING`): a test instance queues its
+  // events (the outbox) but delivers none, and sweeps only when a test calls them. The worker's
+  // polling and pg-boss's maintenance cost CPU and database round trips for every file otherwise.
+  const system = await buildSystem(loadConfig({ NODE_ENV: 'test', APP_URL: url, ...hashing, ...fastPaths, ...refreshes, ...env }), { cimdFailedAnswerMs: 0, challengeIterations: CHEAP_CHALLENGES, webhookPollingSeconds: 0.5, run: QUIET, ...overrides }).catch((err: Error) => {
     if (env.DATA_ENCRYPTION_KEYS && /encrypted under key/.test(err.message)) {
       err.message += " (test: a database of createTestDatabase() holds a signing key sealed under the development key; start a server with DATA_ENCRYPTION_KEYS of its own on createTestDatabase({ migrate: 'bare' }))";
     }
@@ -80,7 +88,7 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
  * An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis',
  * a per-file Redis key prefix. `options.clock`: a clock the test moves (test/support/clock.ts).
  */
-export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs' | 'challengeIterations' | 'clock'> = {}): Promise<TestServer> {
+export async function startTestServer(storage: Storage, env: Record<string, string> = {}, options: Pick<SystemOverrides, 'log' | 'cimdResolve' | 'cimdFailedAnswerMs' | 'challengeIterations' | 'clock' | 'run'> = {}): Promise<TestServer> {
   // A server with DATA_ENCRYPTION_KEYS of its own makes its signing key under them (the keyed template's is sealed under the development key).
   const [pg, redis] = await Promise.all([createTestDatabase({ migrate: env.DATA_ENCRYPTION_KEYS ? 'bare' : true }), storage === 'redis' ? createTestRedis() : undefined]);
   const instance = await startInstance(

@@ -2,9 +2,8 @@
 // approved client gets what it asks within the approval, the rest is a pending change; approving
 // the change widens the approval; a document never narrows the approval itself.
 import { describe, expect, it } from 'vitest';
-import { fingerprint, pendingChange, widenApproval, withinApproval, type ClientAsks } from '../../src/cimd/approval.ts';
+import { fingerprint, isUserScope, pendingChange, widenApproval, withinApproval, type ClientAsks } from '../../src/cimd/approval.ts';
 import { ALL_SCOPES } from '../../src/scopes.ts';
-import { isUserScope } from '../../src/cimd/clients.ts';
 
 const A = 'https://agent.example/a';
 const B = 'https://agent.example/b';

@@ -26,6 +26,7 @@ function ourProvider(): Provider {
     bindings: { forGrant: async () => undefined },
     // No client ID metadata document is fetched here (src/cimd/).
     cimd: { fetch: unused },
+    graceWindows: unused,
   } as unknown as ProviderDeps;
   return createProvider(deps);
 }

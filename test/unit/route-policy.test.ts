@@ -1,6 +1,7 @@
 // The route policy of CONTRACT 4, row by row, and the scope rules it relies on.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { CPU_BOUND_TEST_MS } from '../support/timeouts.ts';
 import { neededFor, type Need } from '../../src/api/route-policy.ts';
 import { ALL_SCOPES, isKnownScope, parseScopeList, scopeSatisfies } from '../../src/scopes.ts';
 import { decideAccess, type VerifiedToken } from '../../src/api/access.ts';
@@ -193,7 +194,8 @@ describe('route policy: paths that may resolve differently are never allowed', (
     }
   });
 
-  it('refuses every non-ASCII character in a path, raw or percent-encoded', () => {
+  // Every character of the BMP, twice: its length is its own work (test/support/timeouts.ts).
+  it('refuses every non-ASCII character in a path, raw or percent-encoded', { timeout: CPU_BOUND_TEST_MS }, () => {
     for (const char of bmp) {
       expect(neededFor('GET', `/v2/bookings/${char}`).kind, `U+${char.charCodeAt(0).toString(16)}`).toBe('deny');
       expect(neededFor('GET', `/v2/bookings/a${utf8(char)}b`).kind, `U+${char.charCodeAt(0).toString(16)} encoded`).toBe('deny');

@@ -10,7 +10,7 @@ import { ENV_SETTINGS, POLICY, forEnv } from '../../src/settings.ts';
 import { generatedRegions, regionIn } from '../../src/settings-docs.ts';
 import { ACCESS_TOKEN_TTL, AUTHORIZATION_CODE_TTL } from '../../src/oauth/provider.ts';
 import { UNREVIEWED_REFRESH_TTL } from '../../src/cimd/clients.ts';
-import { MAX_CLIENTS_PER_OWNER } from '../../src/web/developer.ts';
+import { MAX_CLIENTS_PER_OWNER } from '../../src/clients/service.ts';
 import { TOKEN_BODY_LIMIT } from '../../src/oauth/request-shims.ts';
 import { DEFAULT_LOG_N } from '../../src/accounts/password.ts';
 

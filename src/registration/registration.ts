@@ -8,16 +8,18 @@
 // by a sweep (src/system.ts): registration floods leave nothing behind.
 import { randomBytes } from 'node:crypto';
 import { errors, type AdapterPayload } from 'oidc-provider';
+import { providerView } from '../directory/view.ts';
 import type { Db } from '../storage/db.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { validateClientName, validateRedirectUris } from '../clients/validate.ts';
 import { InputError } from '../errors.ts';
 import { isKnownScope, parseScopeList } from '../scopes.ts';
-import { defaultScope, reviewedAsks } from './clients.ts';
-import { documentLinks } from './document.ts';
-import { DocumentError } from './fetch.ts';
-import { approvalOf, blockCovering, type CimdStatus, type StoredApproval } from './store.ts';
-import { hostnameOf } from './host-blocks.ts';
+import { defaultScope, reviewedAsks } from '../cimd/clients.ts';
+import { documentLinks, type CimdAuthMethod } from '../cimd/document.ts';
+import { DocumentError } from '../cimd/fetch.ts';
+import { approvalOf, blockCovering, type StoredApproval } from '../cimd/store.ts';
+import type { CimdStatus } from '../directory/status.ts';
+import { hostnameOf } from '../cimd/host-blocks.ts';
 import { POLICY } from '../settings.ts';
 
 /**
@@ -81,6 +83,7 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
 
 interface RegisteredRow {
   status: CimdStatus;
+  token_endpoint_auth_method: CimdAuthMethod;
   registration: Record<string, unknown>;
   redirect_uris: string[];
   scopes: string[];
@@ -92,7 +95,7 @@ interface RegisteredRow {
 /** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
 export async function registeredClient(deps: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await deps.records.read('client', clientId, async () => {
-    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved');
+    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'token_endpoint_auth_method', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved');
     return found ?? null;
   });
   if (!row) return undefined;
@@ -109,15 +112,12 @@ export async function registeredClient(deps: { db: Db; records: RecordCache }, c
     if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
     throw err;
   }
-  return {
-    ...registration,
-    client_id: clientId,
-    response_modes: ['query'],
-    ...reviewed,
-    default_scope: defaultScope(row.scopes, reviewed.scope),
-    // None: see the top of this file.
-    cimd_host: null,
-  };
+  const { redirect_uris: redirectUris, ...facts } = reviewed;
+  // Without RFC 7592 its standard metadata stands as registered (`registered`); no host: see the top of this file.
+  return providerView(
+    { clientId, redirectUris, authMethod: row.token_endpoint_auth_method, flow: 'code', registered: registration },
+    { ...facts, default_scope: defaultScope(row.scopes, reviewed.scope), cimd_host: null },
+  );
 }
 
 /** Marks that a registered client was issued a token (it then stays). Once per client per process. */

@@ -13,7 +13,7 @@ import { hashClientSecret } from '../clients/secrets.ts';
 import { revokeGrant } from '../oauth/grants.ts';
 import { recordAudit } from '../audit.ts';
 import { webhookEvent, type WebhookEvent } from '../webhooks/events.ts';
-import { credentialHint, credentialKind, type CredentialKind } from './format.ts';
+import { credentialHint, credentialKind, type CredentialKind } from '../credentials/format.ts';
 
 export interface LeakDeps extends ChangeDeps {
   provider: Provider;

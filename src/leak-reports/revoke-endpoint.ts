@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RedisClient } from '../storage/redis.ts';
-import { consume, limiterFactory } from '../oauth/rate-limits.ts';
+import { consume, limiterFactory } from '../limits/limiter.ts';
 import { addressGroup } from '../http/client-address.ts';
 import { apiErrorAnswer, NO_STORE, reply } from '../http/envelope.ts';
 import { newRouter } from '../http/router.ts';

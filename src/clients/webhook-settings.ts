@@ -4,13 +4,13 @@
 // query, where apps sometimes put a token of their own, and never a secret.
 import type { Db } from '../storage/db.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
-import type { Actor } from '../clients/model.ts';
-import { changeClient, type ChangeDeps } from '../clients/service.ts';
+import type { Actor } from './model.ts';
+import { changeClient, type ChangeDeps } from './service.ts';
 import { InputError, LimitError } from '../errors.ts';
-import { checkWebhookUrl, type AddressPolicy } from './address-policy.ts';
-import { webhookEvent } from './events.ts';
-import { webhookUrlOf } from './outbox.ts';
-import { hasWebhookSecret, replaceWebhookSecret } from './secrets.ts';
+import { checkWebhookUrl, type AddressPolicy } from '../webhooks/address-policy.ts';
+import { webhookEvent } from '../webhooks/events.ts';
+import { webhookUrlOf } from '../webhooks/outbox.ts';
+import { hasWebhookSecret, replaceWebhookSecret } from '../webhooks/secrets.ts';
 import { POLICY } from '../settings.ts';
 
 export { webhookUrlOf };

@@ -3,25 +3,20 @@
 // scopes, redirect URIs and links its document asked for when last seen: what the administrator
 // saw, recorded with the decision), reject (invalid_client from then on, and everything it was
 // issued revoked), decide a pending change (what an approved client's document asks for beyond
-// its approval: approval.ts), block a host (every client whose document it serves refused, now and
+// its approval: src/cimd/approval.ts), block a host (every client whose document it serves refused, now and
 // later, with everything they were issued), unblock. Each is recorded in the audit trail.
 import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow, type CimdStatus } from './store.ts';
-import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from './approval.ts';
-import { isUrlClientId } from './client-id.ts';
-import { blockName } from './host-blocks.ts';
+import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow } from '../cimd/store.ts';
+import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from '../cimd/approval.ts';
+import { blockName } from '../cimd/host-blocks.ts';
+import { mayMove, type CimdStatus } from '../directory/status.ts';
 
 type Deps = Pick<ClientDeps, 'db' | 'records' | 'artifacts'>;
 
 export { listCimdClients, findCimdClient, blockedHosts };
-
-/** Whether an id names a metadata-document client (a URL) or an openly registered one (a row of cimd_clients). */
-export async function isCimdClientId(db: Deps['db'], clientId: string): Promise<boolean> {
-  return isUrlClientId(clientId) || (await findCimdClient(db, clientId)) !== undefined;
-}
 
 async function seenClient(deps: Deps, clientId: string): Promise<CimdClientRow> {
   const row = await findCimdClient(deps.db, clientId);
@@ -47,6 +42,8 @@ export async function decideCimdClient(deps: Deps, clientId: string, to: Exclude
   await deps.db.transaction(async (trx) => {
     const current = (await findCimdClient(trx, clientId, { lock: true }))!;
     if (current.status === to) return;
+    // Always possible for these two decisions; asked all the same, so that one table says so.
+    if (!mayMove(current.registered ? 'registered' : 'document', current.status, to)) throw new ConflictError(`a ${current.status} client cannot become ${to}`);
     if (to === 'approved' && seen !== undefined && seen !== current.seen) throw changedSinceSeen();
     // An approval covers what its document asked for as last seen: what the review showed.
     const covers = to === 'approved' ? asksOf(current) : undefined;
