@@ -37,6 +37,8 @@ import { resourceMetadataRoutes } from './api/resource-metadata.ts';
 const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('altcha/external'))), '..');
 import type { Metrics } from './http/metrics.ts';
 import type { ArtifactStorage } from './storage/artifacts.ts';
+import { proofChecker, singleUse } from './oauth/dpop.ts';
+import { dpopNonces } from './fast/library.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
@@ -161,7 +163,9 @@ function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router 
 export function createListener(deps: AppDeps): RequestListener {
   const { baseUrl } = deps.publicUrls;
   // Tokens for the platform API only (RFC 8707); every 401 names where to learn how to get one (RFC 9728).
-  const verify = accessTokenVerifier(deps.provider, platformResource(baseUrl), deps.tokenCache);
+  // DPoP-bound tokens with their proofs (src/oauth/dpop.ts): the provider's nonces, a jti once across instances.
+  const proofs = { check: proofChecker(dpopNonces(deps.provider)), unique: singleUse(deps.artifacts.flights) };
+  const verify = accessTokenVerifier(deps.provider, platformResource(baseUrl), deps.tokenCache, proofs);
   const resourceMetadata = protectedResourceMetadataUrl(baseUrl);
   const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, closedOrgs(deps.db, deps.records), resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
   // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.

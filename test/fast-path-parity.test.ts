@@ -14,6 +14,7 @@ import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.ts';
 import { agentTokens, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { dpopKey, proof } from './support/dpop.ts';
 
 const TOKEN = '/v2/auth/oauth2/token';
 const INTROSPECT = '/v2/auth/oauth2/introspect';
@@ -119,13 +120,17 @@ async function request(s: Side, c: Case): Promise<{ headers: Record<string, stri
   else if (c.credentials !== 'none') headers.authorization = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
   body += { '': '', scope: '&scope=PROFILE_READ', unknown: '&foo=bar', twice: c.endpoint === 'refresh' ? `&refresh_token=${value}` : `&token=${value}`, hint: '&token_type_hint=access_token', resource: '', widen: '' }[c.extra];
   if (c.extra === 'resource' || c.extra === 'widen') body += `&resource=${encodeURIComponent(resourceNamed(s, c))}`;
-  // Last uses cleared, written uses flushed first: what this request records is what is seen.
+  await clearTraces(s);
+  return { headers, body };
+}
+
+/** Last uses cleared, written uses flushed first: what the next request records is what is seen. */
+async function clearTraces(s: Side) {
   await Promise.all([s.server.system.grantUses.flush(), s.server.system.secretUses.flush()]);
   await s.server.pg.db('user_grants').where({ client_id: s.app.client_id }).update({ last_used_at: null });
   await s.server.pg.db('oauth_client_secrets').update({ last_used_at: null });
   s.events.length = 0;
   vi.setSystemTime(Date.now() + 61_000);
-  return { headers, body };
 }
 
 /** The answer, its token values replaced by their shape, so that two issuances compare. */
@@ -267,6 +272,64 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
     expect(results[0]).toMatchObject({ withSecret: { status: 401, body: { error: 'invalid_client' } }, plain: { status: 200 }, lifetime: true });
     // The code exchange and both refreshes handed over as not plain, before the fast path read anything.
     expect(await handedOver()).toBe(before + 3);
+  });
+
+  it('DPoP (RFC 9449): whatever carries a proof or a bound token is the provider’s, handed over before anything is written, with the same answers', async () => {
+    const fastPath = async () =>
+      (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.map((v) => `${v.labels.route}:${v.labels.outcome}:${v.labels.reason ?? ''}:${v.value}`).sort();
+    const key = dpopKey();
+    const results = [];
+    let before: string[] = [];
+    for (const s of [on, off]) {
+      const htu = `${s.server.url}${TOKEN}`;
+      const form = { 'content-type': 'application/x-www-form-urlencoded' };
+      const basic = { ...form, authorization: `Basic ${Buffer.from(`${s.app.client_id}:${s.app.client_secret}`).toString('base64')}` };
+      const code = (await authorize(new Browser(), s.server.url, { client_id: s.app.client_id, redirect_uri: REDIRECT, scope: SCOPE, state: 's' }, s.user)).searchParams.get('code')!;
+      const issued = JSON.parse((await raw(s.server.url, 'POST', TOKEN, { ...basic, dpop: proof(key, 'POST', htu) }, `grant_type=authorization_code&code=${code}&redirect_uri=${encodeURIComponent(REDIRECT)}`)).body) as { access_token: string; refresh_token: string; token_type: string };
+      expect(issued.token_type).toBe('DPoP');
+      if (s === on) before = await fastPath();
+      const refresh = `grant_type=refresh_token&refresh_token=${issued.refresh_token}`;
+      // Made just before each request (the clock moves a minute before each); one proof twice.
+      let used = '';
+      const reused = () => (used ||= proof(key, 'POST', htu));
+      const ago = () => Math.floor(Date.now() / 1000) - 3600;
+      const cases: Array<[string, () => Record<string, string>, string, string]> = [
+        ['introspect the bound token', () => basic, INTROSPECT, `token=${issued.access_token}`],
+        ['introspect the bound token, a proof beside', () => ({ ...basic, dpop: proof(key, 'POST', `${s.server.url}${INTROSPECT}`) }), INTROSPECT, `token=${issued.access_token}`],
+        ['refresh: another htm', () => ({ ...basic, dpop: proof(key, 'GET', htu) }), TOKEN, refresh],
+        ['refresh: another htu', () => ({ ...basic, dpop: proof(key, 'POST', 'https://evil.example/token') }), TOKEN, refresh],
+        ['refresh: expired', () => ({ ...basic, dpop: proof(key, 'POST', htu, undefined, { iat: ago() }) }), TOKEN, refresh],
+        ['refresh: alg none', () => ({ ...basic, dpop: proof(key, 'POST', htu, undefined, {}, { alg: 'none' }) }), TOKEN, refresh],
+        ['refresh: two proofs', () => ({ ...basic, dpop: `${proof(key, 'POST', htu)}, ${proof(key, 'POST', htu)}` }), TOKEN, refresh],
+        ['refresh: valid', () => ({ ...basic, dpop: reused() }), TOKEN, refresh],
+        ['refresh: replayed', () => ({ ...basic, dpop: reused() }), TOKEN, refresh],
+        ['refresh: another key', () => ({ ...basic, dpop: proof(dpopKey(), 'POST', htu) }), TOKEN, refresh],
+      ];
+      const answers = [];
+      for (const [what, headers, path, body] of cases) {
+        // The replay within the proof's window: the clock is not moved before it.
+        if (what === 'refresh: replayed') s.events.length = 0;
+        else await clearTraces(s);
+        const answer = shaped(await raw(s.server.url, 'POST', path, headers(), body), s.server.url);
+        // A nonce is a value of the minute: its presence compares.
+        if ('dpop-nonce' in answer.headers) answer.headers['dpop-nonce'] = typeof answer.headers['dpop-nonce'];
+        answers.push({ what, answer, ...(await traces(s)) });
+      }
+      results.push(answers);
+    }
+    expect(results[0]).toEqual(results[1]);
+    const [introspected, beside, , , , , , valid, replayed, spent] = results[0]!;
+    expect(introspected!.answer.body).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt: key.jkt } });
+    expect(beside!.answer.body).toEqual(introspected!.answer.body);
+    expect(valid!.answer).toMatchObject({ status: 200, body: { token_type: 'DPoP' } });
+    // The replay spends nothing (the proof is refused first); the token the valid one spent is then reuse.
+    expect(replayed!.answer).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(spent!.answer).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    for (const refused of results[0]!.slice(2, 7)) expect(refused.answer.status, refused.what).toBe(400);
+    // Nothing of it was the fast path's: every request handed over, none served or failed.
+    const after = await fastPath();
+    expect(after.filter((v) => !before.includes(v)).every((v) => v.includes(':handed_over:'))).toBe(true);
+    expect(after.filter((v) => v.includes(':served:'))).toEqual(before.filter((v) => v.includes(':served:')));
   });
 
   it('with FAST_PATHS=off, the fast path answers nothing', async () => {

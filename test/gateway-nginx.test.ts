@@ -9,11 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
-import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
+import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
 import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
 import { freePort, nginxTestsEnabled, selfSignedCertificate, startNginx, type RunningNginx, type TlsFiles } from './support/nginx.ts';
 import { boundTokensFor } from './support/bindings.ts';
+import { dpopKey, proof } from './support/dpop.ts';
 
 /** What the stand-in API received: the request line and every X-Auth-* header, as raw pairs. */
 interface Received {
@@ -254,6 +255,35 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
     expect(res.all('www-authenticate')).toEqual([expect.stringMatching(/^Bearer realm="api", error="invalid_token"/)]);
     expect(JSON.parse(res.body).error.code).toBe('invalid_token');
     expect(api.received).toHaveLength(1);
+  });
+
+  it('DPoP (docs/dpop.md): a bound token passes with a proof of the call as the client made it; refusals keep their code, challenge and nonce', async () => {
+    const key = dpopKey();
+    const code = await codeFor(server, client, user, 'BOOKING_READ PROFILE_READ');
+    // Through nginx, as a client would: the proof names nginx's address.
+    const issued = await send(nginx.url, 'POST', '/v2/auth/oauth2/token', { 'Content-Type': 'application/x-www-form-urlencoded', DPoP: proof(key, 'POST', `${nginx.url}/v2/auth/oauth2/token`) }, new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...client }).toString());
+    expect(issued.status, issued.body).toBe(200);
+    const { access_token: token, token_type } = JSON.parse(issued.body) as { access_token: string; token_type: string };
+    expect(token_type).toBe('DPoP');
+    const call = (dpop: string | undefined, scheme = 'DPoP') => send(nginx.url, 'GET', '/v2/bookings/uid-1?status=upcoming', { Authorization: `${scheme} ${token}`, ...(dpop ? { DPoP: dpop } : {}) });
+    const allowed = await call(proof(key, 'GET', `${nginx.url}/v2/bookings/uid-1`, token));
+    expect(allowed.status, nginx.errorLog()).toBe(200);
+    expect(api.received[0]!.auth).toContainEqual(['x-auth-client-id', client.client_id]);
+    const refusals: Array<[string, Answer, string]> = [
+      ['as Bearer', await call(undefined, 'Bearer'), 'invalid_token'],
+      ['another path', await call(proof(key, 'GET', `${nginx.url}/v2/bookings/uid-2`, token)), 'invalid_dpop_proof'],
+      ['another host', await call(proof(key, 'GET', `https://elsewhere.example/v2/bookings/uid-1`, token)), 'invalid_dpop_proof'],
+      ['a nonce not ours', await call(proof(key, 'GET', `${nginx.url}/v2/bookings/uid-1`, token, { nonce: 'x' })), 'use_dpop_nonce'],
+    ];
+    for (const [what, res, error] of refusals) {
+      expect(res.status, what).toBe(401);
+      expect((JSON.parse(res.body) as { error: { code: string } }).error.code, what).toBe(error);
+      expect(res.all('www-authenticate'), what).toEqual([expect.stringMatching(new RegExp(`^DPoP algs="[^"]+", error="${error}"`))]);
+      expect(res.all('dpop-nonce').length, what).toBe(error === 'use_dpop_nonce' ? 1 : 0);
+    }
+    // /v2/me through nginx: its public URL too.
+    const me = await send(nginx.url, 'GET', '/v2/me', { Authorization: `DPoP ${token}`, DPoP: proof(key, 'GET', `${nginx.url}/v2/me`, token) });
+    expect(me.status, me.body).toBe(200);
   });
 
   it('exposes neither /metrics nor the check itself', async () => {

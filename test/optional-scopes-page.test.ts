@@ -67,3 +67,28 @@ describe('optional scopes on the developer page', () => {
     expect((await stored(id)).optional_scopes).toEqual([]);
   });
 });
+
+describe('requiring DPoP on the developer page (RFC 9449 5.2, docs/dpop.md)', () => {
+  it('the owner turns it on and off; the provider then requires a proof; others cannot', async () => {
+    const browser = await signIn(dev);
+    expect((await post(browser, BASE, { name: 'Key-bound App', kind: 'public', redirect_uris: REDIRECT, scope: ['PROFILE_READ'] })).status).toBe(303);
+    const id = (await server.pg.db('oauth_clients').where('name', 'Key-bound App').first('id')).id as string;
+    const path = `${BASE}/${id}`;
+    const setting = async () => (await server.pg.db('oauth_clients').where('id', id).first('dpop_bound_access_tokens')).dpop_bound_access_tokens as boolean;
+    expect((await browser.get(url(path))).$('form.dpop input[name=dpop]').is(':checked')).toBe(false);
+
+    expect((await post(browser, `${path}/dpop`, { dpop: 'on' })).status).toBe(303);
+    expect(await setting()).toBe(true);
+    expect((await browser.get(url(path))).$('form.dpop input[name=dpop]').is(':checked')).toBe(true);
+    // What the provider reads of the client (src/oauth/client-adapter.ts).
+    expect((await server.system.provider.Client.find(id))?.dpopBoundAccessTokens).toBe(true);
+
+    expect((await post(browser, `${path}/dpop`, { dpop: 'on' }, 'not-the-token')).status).toBe(403);
+    expect((await post(await signIn(other), `${path}/dpop`, {})).status).toBe(404);
+    expect(await setting()).toBe(true);
+
+    expect((await post(browser, `${path}/dpop`, {})).status).toBe(303);
+    expect(await setting()).toBe(false);
+    expect((await server.system.provider.Client.find(id))?.dpopBoundAccessTokens).toBe(false);
+  });
+});

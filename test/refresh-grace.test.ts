@@ -188,13 +188,14 @@ describe('refresh grace window per client (redis storage)', () => {
     expect(first.status).toBe(200);
     // The same key, a new proof: the same answer.
     expect(await refresh({ refresh_token: t0.refresh_token, client_id: clientId }, { dpop: dpopProof(mine, url) })).toEqual(first);
-    // Another key, no proof, or a proof not signed by its key: reuse, the grant is revoked.
+    // Another key, or no proof: reuse, the grant is revoked. A proof not signed by its key is
+    // refused as a proof (DPoP is on: the provider verifies it first), before the token is read.
     const forged = dpopProof(mine, url).replace(/\.[^.]+$/, `.${dpopProof(theirs, url).split('.')[2]}`);
-    for (const headers of [{ dpop: dpopProof(theirs, url) }, {}, { dpop: forged }] as Array<Record<string, string>>) {
+    for (const [headers, error] of [[{ dpop: dpopProof(theirs, url) }, 'invalid_grant'], [{}, 'invalid_grant'], [{ dpop: forged }, 'invalid_dpop_proof']] as Array<[Record<string, string>, string]>) {
       const t = await publicTokens(clientId);
       expect((await refresh({ refresh_token: t.refresh_token, client_id: clientId }, { dpop: dpopProof(mine, url) })).status).toBe(200);
       const retry = await refresh({ refresh_token: t.refresh_token, client_id: clientId }, headers);
-      expect(retry.body.error, JSON.stringify(headers).slice(0, 20)).toBe('invalid_grant');
+      expect(retry.body.error, JSON.stringify(headers).slice(0, 20)).toBe(error);
     }
     // A first presentation without a proof: a retry with one is not the same holder either.
     const t1 = await publicTokens(clientId);

@@ -56,6 +56,8 @@ describe('metadata (RFC 8414)', () => {
       token_endpoint_auth_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'],
       authorization_response_iss_parameter_supported: true,
       client_id_metadata_document_supported: true,
+      // DPoP (RFC 9449, docs/dpop.md): asymmetric algorithms only.
+      dpop_signing_alg_values_supported: ['ES256', 'ES384', 'ES512', 'RS256', 'PS256', 'EdDSA', 'Ed25519'],
     });
   });
 });

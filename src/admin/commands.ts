@@ -18,6 +18,7 @@ import {
   setClientScopes,
   setClientRateLimit,
   setClientRefreshGrace,
+  setClientDpopRequired,
   setClientStatus,
   sweepClient,
   deleteClient,
@@ -77,6 +78,8 @@ export function clientJson(client: ClientRecord) {
     token_requests_per_minute: client.tokenRequestsPerMinute ?? 'default',
     // Seconds a spent refresh token retried gets the same answer (0: off); "default": the server's, lower for public clients.
     refresh_grace_seconds: client.refreshGraceSeconds ?? 'default',
+    // Every token request must carry a DPoP proof (docs/dpop.md).
+    dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
@@ -262,6 +265,11 @@ export async function clientsSetScopes(ctx: AdminContext, clientId: string, scop
 export async function clientsSetRateLimit(ctx: AdminContext, clientId: string, perMinute: string) {
   const value = perMinute === 'default' ? null : /^[0-9]+$/.test(perMinute) ? Number(perMinute) : NaN;
   return clientJson(await setClientRateLimit(ctx, clientId, value, ctx.by));
+}
+
+export async function clientsSetDpop(ctx: AdminContext, clientId: string, setting: string) {
+  if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every token request must carry a DPoP proof) or "off"');
+  return clientJson(await setClientDpopRequired(ctx, clientId, setting === 'on', ctx.by));
 }
 
 export async function clientsSetRefreshGrace(ctx: AdminContext, clientId: string, seconds: string) {

@@ -383,6 +383,10 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .description('seconds within which a retried refresh gets the same answer, 0 to 60 (0: off; "default": REFRESH_GRACE_SECONDS, at most 2 for public clients)')
     .action(action(registryOnly('clients set-refresh-grace', (ctx, id: string, seconds: string) => commands.clientsSetRefreshGrace(ctx, id, seconds))));
   clients
+    .command('set-dpop <id> <on|off>')
+    .description('on: every token request of this client must carry a DPoP proof, so all its tokens are bound to a key (RFC 9449 5.2; docs/dpop.md)')
+    .action(action((ctx, id: string, setting: string) => commands.clientsSetDpop(ctx, id, setting)));
+  clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')
     .action(action(registryOnly('clients add-redirect-uri', (ctx, id: string, uri: string) => commands.clientsAddRedirectUri(ctx, id, uri))));

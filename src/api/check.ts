@@ -4,7 +4,7 @@
 // listener (listener.ts); the Koa route answers the unusual spellings it passes on.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { callMethods, decideAccess, bearerHeader, koaRequest, queryOf, refuse, type ApiRequest, type VerifyToken } from './access.ts';
+import { callMethods, decideAccess, bearerHeader, koaRequest, queryOf, refuse, senderOf, type ApiRequest, type VerifyToken } from './access.ts';
 import { dataAnswer, errorAnswer, reply, type Answer } from './responses.ts';
 import { newRouter } from '../http/router.ts';
 import { ALL_SCOPES } from '../scopes.ts';
@@ -23,7 +23,8 @@ export function gatewayCheck(verify: VerifyToken, closed: ClosedOrgs, resourceMe
     // leave a body reader waiting, so none is read here.
     const forwardedQuery = queryOf(uri);
     const sent = bearerHeader(request, [forwardedQuery, new URLSearchParams(request.search.slice(1))]);
-    const decision = typeof sent === 'object' ? sent : await decideAccess(verify, { methods: callMethods(method, request.headers, forwardedQuery), path: uri }, sent, closed);
+    // A DPoP proof is for the call the client made: its method and public URL (RFC 9449 4.3).
+    const decision = typeof sent === 'object' ? sent : await decideAccess(verify, { methods: callMethods(method, request.headers, forwardedQuery), path: uri }, sent, closed, senderOf(request, method, uri));
     if (!decision.allow) {
       const refusal = refuse(decision, resourceMetadata);
       refusal.headers['Cache-Control'] = 'no-store';

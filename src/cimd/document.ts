@@ -59,6 +59,8 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
   const d = doc as Record<string, unknown>;
   if (d.client_id !== clientId) return refuse('states another client_id than its own URL');
   if ('client_secret' in d || 'client_secret_expires_at' in d) return refuse('must not contain a client_secret');
+  // Not yet held for these clients (docs/dpop.md): refused rather than ignored. Proofs are accepted without it.
+  if (d.dpop_bound_access_tokens === true) return refuse('must not ask for dpop_bound_access_tokens, which is not yet supported for metadata documents (send DPoP proofs without it)');
   const method = d.token_endpoint_auth_method;
   if (method !== 'none' && method !== 'private_key_jwt') return refuse('must say token_endpoint_auth_method "none" (with PKCE) or "private_key_jwt"');
   let jwksUri: string | undefined;

@@ -50,6 +50,8 @@ export interface ClientRecord {
    * for it, and the only tokens it may introspect. Null: it serves the platform API.
    */
   resourceUri?: string | null;
+  /** Every token request must carry a DPoP proof (RFC 9449 5.2; clients set-dpop, the developer page). */
+  dpopBoundAccessTokens?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -14,7 +14,7 @@ import type { ClientStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -30,6 +30,7 @@ interface ClientRow {
   policy_uri: string | null;
   tos_uri: string | null;
   resource_uri: string | null;
+  dpop_bound_access_tokens: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -54,6 +55,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     policyUri: row.policy_uri,
     tosUri: row.tos_uri,
     resourceUri: row.resource_uri ?? null,
+    dpopBoundAccessTokens: row.dpop_bound_access_tokens === true,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -126,7 +128,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -145,6 +147,7 @@ export async function updateClient(
       ...(changes.refreshGraceSeconds !== undefined ? { refresh_grace_seconds: changes.refreshGraceSeconds } : {}),
       ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),
       ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
+      ...(changes.dpopBoundAccessTokens !== undefined ? { dpop_bound_access_tokens: changes.dpopBoundAccessTokens } : {}),
       updated_at: trx.fn.now(),
     });
 }

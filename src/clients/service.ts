@@ -375,6 +375,14 @@ export async function setClientRefreshGrace(deps: ChangeDeps, clientId: string, 
   });
 }
 
+/** Whether every token request of the client must carry a DPoP proof (RFC 9449 5.2, docs/dpop.md). */
+export async function setClientDpopRequired(deps: ChangeDeps, clientId: string, required: boolean, by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    await repo.updateClient(trx, clientId, { dpopBoundAccessTokens: required });
+    return { result: await reread(trx, clientId), action: 'client.dpop_set', details: { from: current.dpopBoundAccessTokens === true, to: required } };
+  });
+}
+
 /**
  * Which of the client's current scopes the user may untick on the consent page. Never widens what
  * the app may do, so the owner sets it without review.

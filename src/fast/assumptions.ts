@@ -12,13 +12,17 @@ import { BINDING_CLAIM_NAMES } from '../orgs/bindings.ts';
 
 type Configuration = Record<string, unknown>;
 
-// Features whose requests the fast path does not read (sender-constrained tokens, authorization
-// details, attestation, JWT introspection answers): they must be off. Resource indicators (RFC
+// Features whose requests the fast path does not read (certificate-bound tokens, authorization
+// details, attestation, JWT introspection answers): they must be off. DPoP (RFC 9449) may be on:
+// the fast path reads no proof and hands over every request that carries one (a `DPoP` header:
+// credentials.ts), every token bound to a key (isSenderConstrained: refresh.ts, introspection.ts)
+// and every client that requires it (dpopBoundAccessTokens: refresh.ts), before anything is
+// written; for the rest the library answers as with the feature off. Resource indicators (RFC
 // 8707) may be on: the fast refresh takes only a request without `resource` for a token stored
 // without one, which the library then treats exactly as with the feature off
 // (lib/helpers/resolve_resource.js: no resource, whatever the configured functions say), and
 // hands over every other; the fast introspection answers a stored audience as the provider does.
-const FEATURES_OFF = ['dPoP', 'mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection'] as const;
+const FEATURES_OFF = ['mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection'] as const;
 
 /**
  * The only claims an access token's `extra` may hold for the fast path to answer as the provider
@@ -76,6 +80,9 @@ export async function fastPathMismatch(configuration: Configuration | undefined,
   if (configuration.rotateRefreshToken !== true) return 'rotateRefreshToken is not true (the fast refresh always rotates)';
   const features = (configuration.features ?? {}) as Record<string, { enabled?: boolean } | undefined>;
   for (const name of FEATURES_OFF) if (features[name]?.enabled !== false) return `features.${name} is not off`;
+  // The fast refresh's CORS headers name DPoP-Nonce, as the provider's do with nonces on (back-channel.ts).
+  const dPoP = features.dPoP as { enabled?: boolean; nonceSecret?: unknown } | undefined;
+  if (dPoP?.enabled !== true || dPoP.nonceSecret === undefined) return 'features.dPoP is not on with a nonceSecret (the fast refresh answers with the headers of DPoP nonces on)';
 
   const now = Math.floor(Date.now() / 1000);
   // A refresh token as the fast path holds one; reading anything of it is reading the request's grant.

@@ -46,6 +46,12 @@ export const PROVIDER_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The token endpoint's: its CORS also exposes DPoP-Nonce, while DPoP nonces are on
+ * (lib/helpers/initialize_app.js; src/fast/assumptions.ts checks that they are).
+ */
+export const TOKEN_ENDPOINT_HEADERS: Readonly<Record<string, string>> = { ...PROVIDER_HEADERS, 'Access-Control-Expose-Headers': 'DPoP-Nonce,WWW-Authenticate' };
+
+/**
  * The named parameters, each at most once, or undefined when one is repeated (the provider
  * refuses that) or, with `only`, when the form has any other.
  */

@@ -229,3 +229,24 @@ export const bodyReadByApp = (req: IncomingMessage): string | undefined => bodie
 export function transactionSettled(db: object): Promise<unknown> | undefined {
   return (db as { executionPromise?: Promise<unknown> }).executionPromise;
 }
+
+// ---------------------------------------------------------------- DPoP (src/oauth/dpop.ts)
+
+/**
+ * Makes the provider's ReplayDetection (DPoP proofs' and client assertions' jti) one atomic claim
+ * (src/oauth/dpop.ts singleUse), where its static unique() finds and then saves
+ * (lib/models/replay_detection.js). Throws when the model no longer decides there.
+ */
+export function replaceReplayDetection(provider: Provider, unique: (iss: string, jti: string, exp: number) => Promise<boolean>): void {
+  const model = (provider as unknown as { ReplayDetection?: { unique?: unknown } }).ReplayDetection;
+  if (typeof model?.unique !== 'function') throw new Error('oidc-provider no longer decides replays in ReplayDetection.unique: review src/fast/library.ts');
+  model.unique = unique;
+}
+
+/** The provider's DPoP server nonces (features.dPoP.nonceSecret; lib/helpers/challenge.js), for the resource side. */
+export function dpopNonces(provider: Provider): { nextChallenge(): string; checkChallenge(nonce: string): boolean } | undefined {
+  const nonces = instance(provider)?.DPoPNonces as { nextChallenge?: unknown; checkChallenge?: unknown } | undefined;
+  if (!nonces) return undefined;
+  if (typeof nonces.nextChallenge !== 'function' || typeof nonces.checkChallenge !== 'function') throw new Error('oidc-provider no longer keeps its DPoP nonces in DPoPNonces: review src/fast/library.ts');
+  return nonces as { nextChallenge(): string; checkChallenge(nonce: string): boolean };
+}

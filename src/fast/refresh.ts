@@ -22,7 +22,7 @@ import type { RefreshGrace } from '../oauth/refresh-grace.ts';
 import { visibleScope } from '../scopes.ts';
 import { oauthErrorAnswer } from '../http/envelope.ts';
 import { UNAVAILABLE } from '../http/error-view.ts';
-import { clientOfSecret, HAND_OVER, PROVIDER_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
+import { clientOfSecret, HAND_OVER, TOKEN_ENDPOINT_HEADERS, singleParams, type AnswerBackChannel } from './back-channel.ts';
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
@@ -163,7 +163,7 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
       // The client authenticated: its budget is told, as on any answer (if it could be counted).
       const budget = await spent;
       const told = budget ? rateLimitHeaders(budget) : {};
-      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...PROVIDER_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter), ...told });
+      return oauthErrorAnswer(UNAVAILABLE.status, UNAVAILABLE.code, UNAVAILABLE.message, { ...TOKEN_ENDPOINT_HEADERS, 'Retry-After': String(UNAVAILABLE.retryAfter), ...told });
     }
     const budget = await spent;
     // Spent meanwhile (reuse detection), its grant revoked, or a twin's flight: nothing was written.
@@ -177,6 +177,6 @@ export function refreshGrant(deps: RefreshDeps): AnswerBackChannel | undefined {
     } catch (err) {
       deps.log.error({ message: (err as Error).message }, 'a listener of the refresh events failed');
     }
-    return { status: 200, headers: budget ? { ...PROVIDER_HEADERS, ...rateLimitHeaders(budget) } : PROVIDER_HEADERS, body: next.body };
+    return { status: 200, headers: budget ? { ...TOKEN_ENDPOINT_HEADERS, ...rateLimitHeaders(budget) } : TOKEN_ENDPOINT_HEADERS, body: next.body };
   };
 }

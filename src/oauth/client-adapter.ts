@@ -41,6 +41,8 @@ function registryView({ client, secrets }: UsableClient): AdapterPayload {
     ...budget,
     // The operator's refresh grace window for this client (clients set-refresh-grace); null: the default.
     refresh_grace_seconds: client.refreshGraceSeconds,
+    // Every token request with a DPoP proof (clients set-dpop; docs/dpop.md).
+    dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
   });
 }
 

@@ -24,7 +24,9 @@ import { revokeGrant } from './grants.ts';
 import { describeCodeRefusal, plainAuthorizationError, plainAuthorizationRedirects } from './error-descriptions.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
-import { makeTokenIds } from '../fast/library.ts';
+import { makeTokenIds, replaceReplayDetection } from '../fast/library.ts';
+import { DPOP_ALGS, dpopHeader, singleUse, spendProofBeforeCode } from './dpop.ts';
+import { hkdfSync } from 'node:crypto';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
 import { usableClient } from './token-liveness.ts';
@@ -108,11 +110,16 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    // Proofs signed with asymmetric algorithms only (RFC 9449 4.2), the same on every path (dpop.ts).
+    enabledJWA: { dPoPSigningAlgValues: [...DPOP_ALGS] as NonNullable<Configuration['enabledJWA']>['dPoPSigningAlgValues'] },
 
     features: {
       // On by default in v9 and not part of this service.
       devInteractions: { enabled: false },
-      dPoP: { enabled: false },
+      // DPoP (RFC 9449, docs/dpop.md): a token request with a proof gets a token bound to its key
+      // (and a public client's refresh token too); server nonces offered (DPoP-Nonce), not required.
+      // The secret derives from the first cookie key, so every instance issues and accepts the same.
+      dPoP: { enabled: true, nonceSecret: dpopNonceSecret(config.cookieKeys[0]!) },
       pushedAuthorizationRequests: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       userinfo: { enabled: false },
@@ -284,6 +291,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   // A code exchange's `resource` (RFC 8707) is checked before the code is spent, as a refresh's
   // is in findAccount (resources.ts): a refused resource leaves the code for the corrected retry.
   checkCodeResourceFirst(provider, resources);
+  // A proof's (or client assertion's) jti is used once across every instance: one atomic claim (dpop.ts).
+  const unique = singleUse(deps.artifacts.flights);
+  replaceReplayDetection(provider, unique);
+  spendProofBeforeCode(provider, unique);
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
@@ -291,6 +302,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   keepBuiltClients(provider, (clientId) => clientView(cached, clientId));
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
+  provider.use(boundedDpopHeader);
   provider.use(grace.middleware);
   provider.use(deps.tokenLimits.clientAuthentication);
   provider.use(keepPendingClientsFromRedirecting);
@@ -339,6 +351,26 @@ function includeGrantedScopes(ctx: KoaContextWithOIDC, grant: InstanceType<Provi
   const allowed = new Set(ctx.oidc.client?.scope?.split(' ') ?? []);
   ctx.oidc.params!.scope = [...new Set([...requested, ...held.filter((s) => allowed.has(s))])].join(' ');
 }
+
+/** The DPoP nonces' secret (32 bytes, as the library requires), derived from a cookie key. */
+function dpopNonceSecret(cookieKey: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', cookieKey, '', 'dpop-nonce', 32));
+}
+
+/**
+ * One DPoP header, of a bounded length (dpop.ts), before the provider reads it: Node joins
+ * repeated headers, and the provider would verify whatever came. Refused as the token endpoint
+ * refuses a proof (RFC 9449 7: 400 invalid_dpop_proof), with nothing read or written.
+ */
+const boundedDpopHeader: Step = async function boundedDpopHeader(ctx, next) {
+  // The token endpoint is the provider's only one that reads proofs (no PAR, no userinfo here).
+  if (ctx.method !== 'POST' || !ctx.path.endsWith('/token')) return next();
+  const header = dpopHeader(ctx.headers, ctx.req.rawHeaders);
+  if (typeof header !== 'object') return next();
+  ctx.status = 400;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error: 'invalid_dpop_proof', error_description: header.refused };
+};
 
 /** A storage outage inside the provider is our 503 with a retry hint, not its 500. */
 const storageOutagesAs503: Step = async function storageOutagesAs503(ctx, next) {

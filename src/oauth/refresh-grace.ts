@@ -21,11 +21,11 @@
 // clients that authenticate (a secret, private_key_jwt) and at most PUBLIC_CLIENT_GRACE_SECONDS
 // for public ones (`none`): a public client proves nothing but the token, so within the window
 // whoever holds its spent token gets the successor. A retry must also prove the DPoP key of the
-// first presentation, or send no proof when it sent none (dpop-key.ts).
+// first presentation, or send no proof when it sent none (dpop.ts).
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomFillSync } from 'node:crypto';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { SingleFlights } from '../storage/artifacts.ts';
-import { dpopKeyOf } from './dpop-key.ts';
+import { dpopKeyOf } from './dpop.ts';
 import { isLive } from './token-liveness.ts';
 import { NO_STORE } from '../http/envelope.ts';
 import type { TokenEndpointLimits } from './rate-limits.ts';
@@ -59,7 +59,7 @@ export function graceSecondsOf(client: GraceClient, serverDefault: number): numb
 export interface Remembered {
   clientId: string;
   body: Record<string, unknown>;
-  /** The first presentation's DPoP key (dpop-key.ts): absent or '' when it sent no proof. */
+  /** The first presentation's DPoP key (dpop.ts): absent or '' when it sent no proof. */
   jkt?: string;
   /** When the window ends (ms, by the system's clock); absent in answers sealed before it was kept. */
   until?: number;

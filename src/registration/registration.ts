@@ -45,6 +45,8 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
   if (method !== 'none' && method !== 'private_key_jwt') {
     throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be none (with PKCE) or private_key_jwt: this server keeps no shared secrets of registered clients');
   }
+  // Not yet held for these clients (docs/dpop.md): refused rather than dropped. Proofs are accepted without it.
+  if (metadata.dpop_bound_access_tokens === true) throw new errors.InvalidClientMetadata('dpop_bound_access_tokens is not yet supported for registered clients: send DPoP proofs without it');
   let redirectUris: string[];
   let name: string | null = null;
   try {

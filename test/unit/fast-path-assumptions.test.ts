@@ -72,10 +72,17 @@ describe('the fast path’s assumptions (src/fast/assumptions.ts)', () => {
       ['team ids as numbers', (c) => void (c.extraTokenClaims = async (_ctx: unknown, t: { grantId: string }) => (t.grantId.startsWith('bound.') ? { team_ids: [1] } : undefined)), /team_ids/],
       ['binding claims read from the request', (c) => void (c.extraTokenClaims = async (ctx: { oidc: unknown }) => (ctx.oidc ? undefined : undefined)), /extraTokenClaims reads the request context/],
     ];
-    for (const feature of ['dPoP', 'mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection']) {
+    // DPoP is on in ours (the first test): the fast path hands over whatever carries a proof or a bound token.
+    for (const feature of ['mTLS', 'richAuthorizationRequests', 'attestClientAuth', 'jwtIntrospection']) {
       cases.push([`${feature} on`, (c) => void (c.features = { ...(c.features as object), [feature]: { enabled: true } }), new RegExp(`features\\.${feature}`)]);
     }
+    cases.push(['dPoP off', (c) => void (c.features = { ...(c.features as object), dPoP: { enabled: false } }), /features\.dPoP/]);
+    cases.push(['dPoP without nonces', (c) => void (c.features = { ...(c.features as object), dPoP: { enabled: true } }), /features\.dPoP/]);
     for (const [what, change, reason] of cases) expect(await fastPathMismatch(ourProviderWith(change), LIBRARY_VERSION), what).toMatch(reason);
+  });
+
+  it('hold with DPoP on, as ours has it', async () => {
+    expect((resolvedConfiguration(ourProvider())!.features as Record<string, { enabled: boolean }>).dPoP!.enabled).toBe(true);
   });
 
   it('do not hold on another library version', async () => {
