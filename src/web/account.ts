@@ -80,6 +80,9 @@ export function accountRoutes({ db, records, passwords, provider, limits, metric
     const email = field(ctx, 'email').trim();
     const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, user.challenge, user.refused, email);
+    // One sign-in across the site: an authorization session of this browser (maybe another
+    // account's) ends; the next authorization request starts one from this sign-in.
+    await endAuthorizationSession(ctx, provider);
     await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
     ctx.status = 303;
     ctx.redirect(safeNext(field(ctx, 'next')));

@@ -16,7 +16,7 @@ import { newRouter } from '../http/router.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordAudit } from '../audit.ts';
 import { endAuthorizationSession } from '../oauth/sessions.ts';
-import { endSession } from './session.ts';
+import { endSession, startSession, webSessionOf } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { consentPageData } from './consent-page.ts';
 import { field, fields, formBody, page } from './forms.ts';
@@ -179,10 +179,26 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     await next();
   };
 
+  /**
+   * One sign-in across the site: a browser signed in to the pages is signed in here too, when a
+   * session is all the request needs. Anything more (prompt=login; max_age or id_token_hint, should
+   * openid ever be offered) asks for the password, as without one: the provider accepts whatever
+   * login we hand it.
+   */
+  async function signedInOnPages(ctx: Context, details: Details): Promise<{ accountId: string; ts: number } | undefined> {
+    // A session already here: the sign-in is asked for again, or another account was chosen.
+    if (details.session?.accountId || !details.prompt.reasons.every((reason) => reason === 'no_session')) return undefined;
+    const web = await webSessionOf(ctx, users);
+    return web && { accountId: String(web.user.id), ts: Math.floor(web.signedInAt.getTime() / 1000) };
+  }
+
   const signInIfDue: Step = async (ctx, next) => {
     const { details } = state(ctx);
-    if (signInDue(details)) return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
-    await next();
+    if (!signInDue(details)) return next();
+    const signedIn = await signedInOnPages(ctx, details);
+    // The provider's session starts from the pages' (transient: the pages' cookie is the one kept).
+    if (signedIn) return finish(ctx, details, { login: { ...signedIn, remember: false } }, false);
+    return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
   };
 
   const consentExpected: Step = async (ctx, next) => {
@@ -356,7 +372,10 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     // prompt=login by someone else: the previous account's session ends before the new one starts.
     if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);
     // A persistent authorization session only when asked for; otherwise it ends with the browser.
-    await finish(ctx, details, { login: { accountId, remember: field(ctx, 'remember') === 'yes' } }, false);
+    const remember = field(ctx, 'remember') === 'yes';
+    // One sign-in across the site: the pages' session too, a new one (whoever's was here ends).
+    await startSession(ctx, db, user.id, { remember });
+    await finish(ctx, details, { login: { accountId, remember } }, false);
   });
 
   // "Not you? Use another account": sign out here, then sign in again for the same request.

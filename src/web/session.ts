@@ -30,6 +30,9 @@ const hash = (value: string) => createHash('sha256').update(value).digest('base6
 
 /** A session of SESSION_HOURS; its cookie outlives the browser only when the user asked ("Keep me signed in"). */
 export async function startSession(ctx: Context, db: Db, userId: number, { remember = false } = {}): Promise<void> {
+  // A new id at every sign-in (no fixation): the browser's previous session, whoever's, ends.
+  const previous = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
+  if (previous) await db('web_sessions').where('id', hash(previous)).delete();
   const value = randomBytes(32).toString('base64url');
   const expires = new Date(Date.now() + SESSION_HOURS * 3600_000);
   await db('web_sessions').insert({ id: hash(value), user_id: userId, expires_at: expires });
@@ -46,16 +49,25 @@ export async function endSession(ctx: Context, db: Db): Promise<void> {
   ctx.state.webSessionId = undefined;
 }
 
+/** This browser's live web session: its hash, the user's record and when they signed in. */
+export async function webSessionOf(ctx: Context, users: CachedDb): Promise<{ id: string; user: User; signedInAt: Date } | undefined> {
+  const { db } = users;
+  const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
+  if (!value) return undefined;
+  const row = await db('web_sessions').where('id', hash(value)).where('expires_at', '>', db.fn.now()).first('user_id', 'created_at');
+  const user = row ? await findUserById(users, row.user_id) : undefined;
+  return user ? { id: hash(value), user, signedInAt: new Date(row.created_at) } : undefined;
+}
+
 /** Puts the signed-in user, if any, in ctx.state.user: the first step of every page route. */
 export function loadUser(users: CachedDb) {
   const { db } = users;
   return async function webUser(ctx: Context, next: Next) {
-    const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
-    const row = value ? await db('web_sessions').where('id', hash(value)).where('expires_at', '>', db.fn.now()).first('user_id') : undefined;
-    const user = row ? await findUserById(users, row.user_id) : undefined;
-    if (user) {
+    const session = await webSessionOf(ctx, users);
+    if (session) {
+      const { user } = session;
       ctx.state.user = { ...user, isAdmin: await isAdmin(db, user.id) };
-      ctx.state.webSessionId = hash(value!);
+      ctx.state.webSessionId = session.id;
       // An error page of this request (rendered by the envelope) keeps the signed-in layout: a working sign-out.
       ctx.state.errorPageLayout = () => ({ csrf: csrfToken(ctx, csrfBinding(ctx)), currentPath: ctx.path });
     }

@@ -92,8 +92,9 @@ describe.runIf(browserTestsEnabled('browser journey'))('the journey in a browser
     expect(tokens.status).toBe(200);
     expect((await getMe(session.server.url, tokens.body.access_token as string)).status).toBe(200);
 
-    // 4. The user sees the app under apps with access, and revokes it.
-    await signIn(userSide.page, user, '/settings/connected-apps');
+    // 4. The user sees the app under apps with access (signed in already: one sign-in across the site), and revokes it.
+    await userSide.page.goto(`${session.server.url}/settings/connected-apps`);
+    expect(userSide.page.url()).toBe(`${session.server.url}/settings/connected-apps`);
     const app = userSide.page.locator('.item', { hasText: 'Calendar Sync Pro' });
     expect(await app.textContent()).toContain('See your bookings');
     await screenshot(userSide.page, 'connected-apps');

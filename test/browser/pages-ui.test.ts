@@ -69,9 +69,9 @@ describe.runIf(browserTestsEnabled('pages in a browser'))('the start page, devel
     await page.waitForURL(url('/'));
     await page.getByRole('link', { name: 'Review queue' }).waitFor();
     await shoot(page, 'start-page-admin');
-    // The demo's link starts its authorization request (which has its own sign-in).
+    // The demo's link starts its authorization request: signed in already (one sign-in across the site), its consent page.
     await page.getByRole('link', { name: 'Try the demo' }).click();
-    await page.getByLabel('Password').waitFor();
+    await page.getByRole('button', { name: 'Allow' }).waitFor();
     expect(page.url()).toContain('/auth/oauth2/interaction/');
     await context.close();
   });
