@@ -176,12 +176,15 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
 
   // Marked on the request itself: the provider sees it through a proxy (src/oauth/mount.ts).
   type Marked = { [COUNTED]?: Promise<BudgetState> };
+  // A count kept on the request may never be awaited (a request handed over, or ended, first):
+  // its failure (Redis gone at shutdown) is told to whoever awaits it, and is no unhandled rejection.
+  const kept = (count: Promise<BudgetState>): Promise<BudgetState> => (count.catch(() => {}), count);
   async function spendBudget(client: ClientWithBudget, ip: string, request: object): Promise<BudgetState> {
-    return ((request as Marked)[COUNTED] ??= (async () => {
+    return ((request as Marked)[COUNTED] ??= kept((async () => {
       const points = pointsOf(client);
       const key = budgetKey(client, ip);
       return budgetAfter(key, points, counted(await consume(budgetLimiter(points), key)));
-    })());
+    })()));
   }
 
   /**
@@ -216,10 +219,10 @@ function tokenEndpointLimits(config: RateLimitConfig, limiter: ReturnType<typeof
       { keyPrefix: budgetPrefix(points), key, seconds: WINDOW_SECONDS },
       { keyPrefix: REFRESH_USER, key: user, seconds: WINDOW_SECONDS },
     ]);
-    return (marked[COUNTED] = both.then(([budget, refreshes]) => {
+    return (marked[COUNTED] = kept(both.then(([budget, refreshes]) => {
       budgetAfter(user, config.refreshPerMinutePerUser, refreshes!);
       return budgetAfter(key, points, budget!);
-    }));
+    })));
   }
 
   /** The budget that holds back what this client (claimed) sends from this address, if one does. */
