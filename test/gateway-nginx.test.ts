@@ -52,21 +52,24 @@ interface Answer {
   body: string;
 }
 
+/** An answer read whole, every value of a header kept (repeated ones separately). */
+function readAnswer(res: http.IncomingMessage, resolve: (answer: Answer) => void): void {
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (d) => (text += d));
+  res.on('end', () => {
+    const raw = res.rawHeaders;
+    const all = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name.toLowerCase());
+    resolve({ status: res.statusCode!, all, body: text });
+  });
+}
+
 /** One request with exactly these headers, read with node:http so that repeated headers can be counted. */
 function send(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     // The path as written: a URL string would be normalised first (WHATWG resolves %2e%2e).
     const { hostname, port } = new URL(base);
-    const req = http.request({ hostname, port, path, method, headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        const raw = res.rawHeaders;
-        const all = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name.toLowerCase());
-        resolve({ status: res.statusCode!, all, body: text });
-      });
-    });
+    const req = http.request({ hostname, port, path, method, headers, agent: false }, (res) => readAnswer(res, resolve));
     req.on('error', reject);
     req.end(body);
   });
@@ -318,16 +321,9 @@ describe.runIf(enabled)('the nginx recipe in front of the API and this server', 
 function sendTls(base: string, ca: string | undefined, method: string, target: string, headers: Record<string, string> = {}, body?: string): Promise<Answer & { setCookies: string[] }> {
   return new Promise((resolve, reject) => {
     const { port } = new URL(base);
-    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port, path: target, method, headers: { Host: `localhost:${port}`, ...headers }, agent: false, ...(ca ? { ca } : {}) }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        const raw = res.rawHeaders;
-        const all = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name.toLowerCase());
-        resolve({ status: res.statusCode!, all, body: text, setCookies: all('set-cookie') });
-      });
-    });
+    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port, path: target, method, headers: { Host: `localhost:${port}`, ...headers }, agent: false, ...(ca ? { ca } : {}) }, (res) =>
+      readAnswer(res, (answer) => resolve({ ...answer, setCookies: answer.all('set-cookie') })),
+    );
     req.on('error', reject);
     req.end(body);
   });
