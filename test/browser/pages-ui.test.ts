@@ -92,6 +92,8 @@ describe.runIf(browserTestsEnabled('pages in a browser'))('the start page, devel
     await page.getByRole('button', { name: 'Register' }).click();
     const secret = page.locator('#secret');
     await secret.waitFor();
+    // Measured once the stylesheet applies: the element is there before it (seen under load).
+    await page.waitForLoadState('load');
     for (const viewport of [DESKTOP, PHONE]) {
       await page.setViewportSize(viewport);
       const fit = await secret.evaluate((el: HTMLTextAreaElement) => ({ value: el.value, overflowX: el.scrollWidth - el.clientWidth, overflowY: el.scrollHeight - el.clientHeight }));
