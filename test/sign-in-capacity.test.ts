@@ -13,6 +13,7 @@ import { Browser, type Page } from './support/browser.ts';
 import { newUser } from './support/fixtures.ts';
 import { LOAD_HELD_SECONDS } from '../src/web/sign-in-limits.ts';
 import { eventually } from './support/eventually.ts';
+import { logSink } from './support/cimd.ts';
 
 /** A stored hash that takes a while to check (N=2^16): what keeps the queue busy in a test. */
 function slowHash(): string {
@@ -23,6 +24,9 @@ function slowHash(): string {
 describe('sign-in capacity and challenges (redis storage)', () => {
   const storage: Storage = 'redis';
   let server: TestServer;
+  // The server's own account of what went wrong, for a failure's message (a 503 under load in CI).
+  const logged = logSink();
+  const serverErrors = () => logged.lines.filter((l) => Number(l.level) >= 50).map((l) => JSON.stringify(l).slice(0, 1500));
   beforeAll(async () => {
     server = await startTestServer(storage, {
       TRUST_PROXY: 'true', // the tests speak from many addresses
@@ -32,7 +36,7 @@ describe('sign-in capacity and challenges (redis storage)', () => {
       RATE_LIMIT_SIGNIN_FAILURES_PER_HOUR_PER_IP: '3',
       RATE_LIMIT_SIGNIN_CHALLENGE_WORK: '2',
       RATE_LIMIT_SIGNIN_CHALLENGE_MAX_WORK: '16',
-    });
+    }, { log: logged.log });
   });
   afterAll(() => server?.close());
 
@@ -100,6 +104,7 @@ describe('sign-in capacity and challenges (redis storage)', () => {
           return { ip, cookie: await browser.jar.getCookieString(server.url), csrf: page.$('input[name=csrf]').first().val() as string };
         }),
       );
+      const turnedAway: string[] = [];
       // Plain requests, their answers not parsed: the flood costs the test process little.
       const attempt = async ({ ip, cookie, csrf }: (typeof attackers)[number]) => {
         const res = await fetch(`${server.url}/login`, {
@@ -108,7 +113,8 @@ describe('sign-in capacity and challenges (redis storage)', () => {
           headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip, cookie },
           body: new URLSearchParams({ csrf, email: madeUp(), password: 'guess' }).toString(),
         });
-        await res.arrayBuffer();
+        const text = await res.text();
+        if (res.status === 503) turnedAway.push(/Too many sign-ins[^<]*|We are briefly unavailable/.exec(text)?.[0] ?? text.slice(0, 300));
         return res.status;
       };
       let honestDone = false;
@@ -142,11 +148,11 @@ describe('sign-in capacity and challenges (redis storage)', () => {
           `known browser signed in in ${fromKnown.ms} ms (${quietMs} ms without the flood) (${fromKnown.statuses.join(' → ')}), fresh browser in ${fromFresh.ms} ms (${fromFresh.statuses.join(' → ')}); flood lasted ${Math.round(performance.now() - started)} ms`,
       );
 
-      expect([...fromKnown.statuses, ...fromFresh.statuses]).not.toContain(503);
+      expect([...fromKnown.statuses, ...fromFresh.statuses], `the server logged: ${serverErrors().join('\n')}`).not.toContain(503);
       expect(fromKnown.statuses).toEqual([303]); // a known browser is asked nothing
       expect(fromFresh.res.status).toBe(303);
       expect(fromFresh.statuses.length).toBeLessThanOrEqual(2); // at most one challenge
-      expect([...firstWave, ...later]).not.toContain(503); // strangers are asked for work, not turned away
+      expect([...firstWave, ...later], `strangers are asked for work, not turned away; pages: ${turnedAway.join(' | ')}; the server logged: ${serverErrors().join('\n')}`).not.toContain(503);
       expect(firstWave).toContain(429);
     } finally {
       passwords.setCapacity({ concurrency: 2, maxQueued: 32 });
