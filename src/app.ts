@@ -38,7 +38,7 @@ const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('al
 import type { Metrics } from './http/metrics.ts';
 import type { ArtifactStorage } from './storage/artifacts.ts';
 import { proofChecker, singleUse } from './oauth/dpop.ts';
-import { dpopNonces } from './fast/library.ts';
+import { dpopNonces } from './seams/oidc-provider.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';

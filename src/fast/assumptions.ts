@@ -7,7 +7,7 @@
 // the Koa app and the provider, slower but right. FAST_PATHS=off does the same on purpose.
 import type Provider from 'oidc-provider';
 import type { Logger } from '../log.ts';
-import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from './library.ts';
+import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from '../seams/oidc-provider.ts';
 import { BINDING_CLAIM_NAMES } from '../orgs/bindings.ts';
 
 type Configuration = Record<string, unknown>;

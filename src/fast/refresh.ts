@@ -26,7 +26,7 @@ import { clientOfSecret, HAND_OVER, TOKEN_ENDPOINT_HEADERS, singleParams, type A
 import { secretCredentials } from './credentials.ts';
 import type { ClientSecrets } from '../oauth/client-secrets.ts';
 import { isLive } from '../oauth/token-liveness.ts';
-import { asNewToken, emitRefreshEvents, fromStore, toSave } from './library.ts';
+import { asNewToken, emitRefreshEvents, fromStore, toSave } from '../seams/oidc-provider.ts';
 import { refusedAs } from '../credentials/format.ts';
 import { factsOf, factsWithId } from '../directory/facts.ts';
 

@@ -11,7 +11,7 @@
 //   a record read past the cache (its change feed down) is a new object each time and takes the
 //   library's own way.
 import type Provider from 'oidc-provider';
-import { enlargeBuiltClientCache } from '../fast/library.ts';
+import { enlargeBuiltClientCache } from '../seams/oidc-provider.ts';
 import { POLICY } from '../settings.ts';
 
 /** How many built clients the library keeps (a few KiB each). */

@@ -3,7 +3,7 @@
 // unchanged error code). Only what the client already knows is said: its own code expired or was
 // used; a code it was never given reads like an unknown one.
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { codeRefusalOf, type CodeRefusal } from '../fast/library.ts';
+import { codeRefusalOf, type CodeRefusal } from '../seams/oidc-provider.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { POLICY } from '../settings.ts';
 import { heldForReview, scopesOf } from '../directory/facts.ts';

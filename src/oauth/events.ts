@@ -9,7 +9,7 @@ import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import type { GrantUses } from './grant-use.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import { webhookEvent } from '../webhooks/events.ts';
-import { isLibraryReplay, isRefreshTokenReuse } from '../fast/library.ts';
+import { isLibraryReplay, isRefreshTokenReuse } from '../seams/oidc-provider.ts';
 
 // A spent code or refresh token presented again, as the library finds it (it then revokes the
 // grant) or as a race lost inside our adapters (ArtifactAlreadyConsumed).
@@ -17,7 +17,7 @@ function isReplay(err: Error): boolean {
   return err instanceof ArtifactAlreadyConsumed || isLibraryReplay(err);
 }
 
-/** Tokens were issued (grant.success, from the provider or the fast refresh, src/fast/library.ts): counted, and the grant's last use noted. */
+/** Tokens were issued (grant.success, from the provider or the fast refresh, src/seams/oidc-provider.ts): counted, and the grant's last use noted. */
 export function tokensIssued({ grantUses, metrics, log }: { grantUses: GrantUses; metrics: Metrics; log: Logger }) {
   return (grantType: string, grant: { jti?: string; accountId?: string; clientId?: string } | undefined) => {
     metrics.tokensIssued.inc({ grant_type: grantType });

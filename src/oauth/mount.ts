@@ -4,7 +4,7 @@
 // spelling under the prefix falls through to a 404.
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { withBodyToRead } from '../fast/library.ts';
+import { withBodyToRead } from '../seams/oidc-provider.ts';
 
 export function mountProvider(provider: Provider, prefix: string, routes: RegExp, accepts: (ctx: Context) => boolean = () => true) {
   const handle = provider.callback();

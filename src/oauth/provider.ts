@@ -24,7 +24,7 @@ import { revokeGrant } from './grants.ts';
 import { describeCodeRefusal, plainAuthorizationError, plainAuthorizationRedirects } from './error-descriptions.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
-import { makeTokenIds, replaceReplayDetection } from '../fast/library.ts';
+import { makeTokenIds, replaceReplayDetection } from '../seams/oidc-provider.ts';
 import { DPOP_ALGS, dpopHeader, singleUse, spendProofBeforeCode } from './dpop.ts';
 import { hkdfSync } from 'node:crypto';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
@@ -286,7 +286,7 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   const provider = new Provider(config.issuer, configuration);
   // Tokens and codes that say what they are and carry a checksum (docs/credentials.md), on the
-  // provider's path and the fast refresh alike (src/fast/library.ts makeTokenIds).
+  // provider's path and the fast refresh alike (src/seams/oidc-provider.ts makeTokenIds).
   makeTokenIds(provider, (model) => generateCredential(TOKEN_MODEL_KINDS[model]));
   // A code exchange's `resource` (RFC 8707) is checked before the code is spent, as a refresh's
   // is in findAccount (resources.ts): a refused resource leaves the code for the corrected retry.

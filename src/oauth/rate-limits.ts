@@ -17,7 +17,7 @@
 // both in provider.ts), or, for a public client, the provider fulfilling its request (PKCE at the
 // code exchange, its refresh token at a refresh).
 import { createHash } from 'node:crypto';
-import { namedClientId } from '../fast/credentials.ts';
+import { namedClientId } from './named-client.ts';
 import { isWellFormedClientId } from '../clients/secrets.ts';
 import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';

@@ -5,7 +5,7 @@ import getRawBody from 'raw-body';
 import { errors } from 'oidc-provider';
 import { NO_STORE, oauthErrorAnswer, reply } from '../http/envelope.ts';
 import { parseScopeList } from '../scopes.ts';
-import { keepBodyForProvider } from '../fast/library.ts';
+import { keepBodyForProvider } from '../seams/oidc-provider.ts';
 import { POLICY } from '../settings.ts';
 
 /** Spec 4.1 allows commas between scope names; the provider only splits on spaces. */

@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import type { Db } from '../storage/db.ts';
 import { ConflictError } from '../errors.ts';
-import { grantWithId } from '../fast/library.ts';
+import { grantWithId } from '../seams/oidc-provider.ts';
 import { POLICY } from '../settings.ts';
 
 /** The marker of a bound grant's id. Library ids are nanoid's letters, digits, `-` and `_`: never a `.`. */

@@ -2,7 +2,8 @@
 // The one place that reaches past the published APIs of oidc-provider (and of knex): its deep
 // imports, its models' unpublished methods, its error details, the way it reads a request body.
 // Everything here is tied to the exact library version pinned in package.json (LIBRARY_VERSION);
-// test/unit/library-boundary.test.ts fails on any such reach anywhere else in src/, and
+// test/unit/library-boundary.test.ts fails on any such reach anywhere else in src/,
+// test/unit/seam-fingerprints.test.ts on a change to the files below, and
 // test/unit/upstream-fingerprints.test.ts on any change to the upstream files the fast path mirrors.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
@@ -10,6 +11,18 @@ import type Provider from 'oidc-provider';
 import type { AdapterPayload } from 'oidc-provider';
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
 import LRU from 'oidc-provider/lib/helpers/lru.js';
+import type { UpstreamFile } from './upstream.ts';
+
+export const UPSTREAM: readonly UpstreamFile[] = [
+  { file: 'oidc-provider/lib/helpers/weak_cache.js', sha256: 'c2ff20221466d4757125b0165de17493624a68a26c897f9ff71d3fb7cb1f2a99', what: "a provider's resolved configuration, its built clients (dynamicClients) and DPoPNonces" },
+  { file: 'oidc-provider/lib/helpers/lru.js', sha256: '0e1369ecea58389fcdbe6c3d970a6b405129e70e490fe8898a9e1c853aa8655e', what: 'the LRU the built clients are kept in (enlargeBuiltClientCache)' },
+  { file: 'oidc-provider/lib/models/base_model.js', sha256: '77623c1d7d76d840f93f58b1aef57713c7d48dde1f689686208827320ef06d2c', what: 'generateTokenId, the id given to a Grant kept (makeTokenIds, grantWithId)' },
+  { file: 'oidc-provider/lib/models/replay_detection.js', sha256: '043828fda75887e655b9fdbcb2ad31b782f801bb4ca7ec6c009d9a57f7a0ca7a', what: 'ReplayDetection.unique decides replays of client assertions and DPoP proofs (replaceReplayDetection)' },
+  { file: 'oidc-provider/lib/helpers/validate_dpop.js', sha256: '937991243a02287da30ce3c4369f9ea8c27e6b57713634c2db23d2c70e5eb6a5', what: 'DPoPNonces.nextChallenge and checkChallenge (dpopNonces)' },
+  { file: 'oidc-provider/lib/shared/selective_body.js', sha256: '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8', what: 'a body already read is taken from req.body (withBodyToRead, keepBodyForProvider)' },
+  { file: 'oidc-provider/lib/actions/grants/refresh_token.js', sha256: 'd3bcebb1e448545e0deff5b935f6233964b69c40f5ab2f639c6fdb5e81c5c1d2', what: "the error details of a refresh token's reuse (isRefreshTokenReuse, isLibraryReplay)" },
+  { file: 'knex/lib/execution/transaction.js', sha256: '17ebc527bce986224880a2303c934c5a69ae0311619dd2cc723460a8806e3eba', what: "a transaction's executionPromise (transactionSettled)" },
+];
 
 /** The library version whose internals this file and the fast path (src/fast/) were checked against. */
 export const LIBRARY_VERSION = '9.13.3';
@@ -34,7 +47,7 @@ export function resolvedConfiguration(provider: Provider): Record<string, unknow
 export function enlargeBuiltClientCache(provider: Provider, maxSize: number): void {
   const internals = instance(provider);
   if (!internals || !('dynamicClients' in internals)) {
-    throw new Error('oidc-provider no longer keeps its built clients in dynamicClients: review src/fast/library.ts');
+    throw new Error('oidc-provider no longer keeps its built clients in dynamicClients: review src/seams/oidc-provider.ts');
   }
   internals.dynamicClients = new LRU({ maxSize });
 }
@@ -80,7 +93,7 @@ export function makeTokenIds(provider: Provider, make: (model: 'AccessToken' | '
   for (const model of ['AccessToken', 'RefreshToken', 'AuthorizationCode'] as const) {
     const proto = (provider[model] as unknown as { prototype: { generateTokenId?: (this: { format?: string }) => string } }).prototype;
     const libraryMade = proto.generateTokenId;
-    if (typeof libraryMade !== 'function') throw new Error(`oidc-provider's ${model} no longer has generateTokenId: review src/fast/library.ts`);
+    if (typeof libraryMade !== 'function') throw new Error(`oidc-provider's ${model} no longer has generateTokenId: review src/seams/oidc-provider.ts`);
     // Only an access token's format can be a JWT: the library's call decides it (and sets `format`).
     // A refresh token or code is always opaque, and its library-made id would be thrown away.
     proto.generateTokenId =
@@ -108,7 +121,7 @@ export async function toSave(token: NewToken): Promise<{ id: string; payload: Ad
  */
 export function grantWithId(provider: Provider, id: string, properties: { accountId: string; clientId: string }): InstanceType<Provider['Grant']> {
   const grant = new provider.Grant({ ...properties, jti: id } as ConstructorParameters<Provider['Grant']>[0]);
-  if (grant.jti !== id) throw new Error('oidc-provider no longer keeps the id given to a Grant: review src/fast/library.ts');
+  if (grant.jti !== id) throw new Error('oidc-provider no longer keeps the id given to a Grant: review src/seams/oidc-provider.ts');
   return grant;
 }
 
@@ -239,7 +252,7 @@ export function transactionSettled(db: object): Promise<unknown> | undefined {
  */
 export function replaceReplayDetection(provider: Provider, unique: (iss: string, jti: string, exp: number) => Promise<boolean>): void {
   const model = (provider as unknown as { ReplayDetection?: { unique?: unknown } }).ReplayDetection;
-  if (typeof model?.unique !== 'function') throw new Error('oidc-provider no longer decides replays in ReplayDetection.unique: review src/fast/library.ts');
+  if (typeof model?.unique !== 'function') throw new Error('oidc-provider no longer decides replays in ReplayDetection.unique: review src/seams/oidc-provider.ts');
   model.unique = unique;
 }
 
@@ -247,6 +260,6 @@ export function replaceReplayDetection(provider: Provider, unique: (iss: string,
 export function dpopNonces(provider: Provider): { nextChallenge(): string; checkChallenge(nonce: string): boolean } | undefined {
   const nonces = instance(provider)?.DPoPNonces as { nextChallenge?: unknown; checkChallenge?: unknown } | undefined;
   if (!nonces) return undefined;
-  if (typeof nonces.nextChallenge !== 'function' || typeof nonces.checkChallenge !== 'function') throw new Error('oidc-provider no longer keeps its DPoP nonces in DPoPNonces: review src/fast/library.ts');
+  if (typeof nonces.nextChallenge !== 'function' || typeof nonces.checkChallenge !== 'function') throw new Error('oidc-provider no longer keeps its DPoP nonces in DPoPNonces: review src/seams/oidc-provider.ts');
   return nonces as { nextChallenge(): string; checkChallenge(nonce: string): boolean };
 }

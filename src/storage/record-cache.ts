@@ -12,7 +12,7 @@ import pg from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } from './heartbeat.ts';
-import { transactionSettled } from '../fast/library.ts';
+import { transactionSettled } from '../seams/oidc-provider.ts';
 import { POLICY } from '../settings.ts';
 
 /** 'org': an organization's app policy or its teams changed (src/orgs/closed-orgs.ts keeps what it read of them). */

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { generateClientSecret, hashClientSecret, matchClientSecret } from '../../src/clients/secrets.ts';
 import { validateClientName, validateRedirectUri } from '../../src/clients/validate.ts';
 import { csrfToken, csrfValid } from '../../src/http/csrf.ts';
-import { claimedClientId, presentedCredentials } from '../../src/fast/credentials.ts';
+import { namedClientId } from '../../src/oauth/named-client.ts';
 
 describe('client secrets', () => {
   it('are 256-bit random values in the credential format, matched by hash against every active secret', () => {
@@ -72,25 +72,23 @@ describe('CSRF tokens', () => {
   });
 });
 
-describe('presented client credentials', () => {
+describe('the client id a request names (what the limits count by)', () => {
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-
+  const assertion = (claims: object) => ['{"alg":"ES256"}', JSON.stringify(claims), 'sig'].map((part) => Buffer.from(part).toString('base64url')).join('.');
   const id = '0123456789abcdef0123456789abcdef'; // the registry's form (src/clients/secrets.ts)
 
-  it('reads HTTP Basic first, each part form-urlencoded (RFC 6749 2.3.1), the secret split at the first colon', () => {
-    expect(presentedCredentials(basic(id, 'a%2Bb:c+d'), { client_id: 'other' })).toEqual({ clientId: id, secret: 'a+b:c d' });
-    expect(presentedCredentials(basic(`%3${id.slice(0, 1)}${id.slice(1)}`, ''), undefined)).toEqual({ clientId: id, secret: '' });
+  it('reads HTTP Basic first, its user form-urlencoded (RFC 6749 2.3.1), whatever the body says', () => {
+    expect(namedClientId(basic(id, 'a%2Bb:c+d'), { client_id: 'other' })).toBe(id);
+    expect(namedClientId(basic('https%3A%2F%2Fapp.example%2Fclient.json', ''), undefined)).toBe('https://app.example/client.json');
+    expect(namedClientId(basic('%E0%A4%A', 'x'), { client_id: id })).toBeUndefined(); // not form-encoded: names nothing
   });
 
-  it('falls back to the body, and claims nothing from malformed or oversized values', () => {
-    expect(presentedCredentials('', { client_id: id, client_secret: 's' })).toEqual({ clientId: id, secret: 's' });
-    expect(presentedCredentials(basic('%E0%A4%A', 'x'), { client_id: id })).toEqual({});
-    // Only ids of the registry's form are claimed, however they are sent: a 12,000-character id in
-    // HTTP Basic once became a 12 KB limiter key.
-    for (const claimed of ['x'.repeat(12_000), `${id}0`, id.toUpperCase(), id.slice(1), 'no-such-client']) {
-      expect(presentedCredentials(basic(claimed, 's'), undefined), claimed.slice(0, 40)).toEqual({ secret: 's' });
-      expect(presentedCredentials('', { client_id: claimed }), claimed.slice(0, 40)).toEqual({});
-    }
-    expect(claimedClientId('Bearer abc', { client_id: ['a', 'b'] })).toBeUndefined();
+  it('falls back to client_id, then to a client assertion\'s subject (RFC 7523 3), unverified', () => {
+    expect(namedClientId('', { client_id: id, client_secret: 's' })).toBe(id);
+    expect(namedClientId('', { client_assertion: assertion({ sub: 'https://agent.example/doc.json' }) })).toBe('https://agent.example/doc.json');
+    expect(namedClientId('', { client_assertion: 'not a jwt' })).toBeUndefined();
+    expect(namedClientId('', { client_assertion: assertion({ sub: 7 }) })).toBeUndefined();
+    expect(namedClientId('Bearer abc', { client_id: ['a', 'b'] })).toBeUndefined();
+    expect(namedClientId('', undefined)).toBeUndefined();
   });
 });

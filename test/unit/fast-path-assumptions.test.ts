@@ -7,7 +7,7 @@ import Provider, { type Configuration } from 'oidc-provider';
 import { loadConfig } from '../../src/config.ts';
 import { createProvider, type ProviderDeps } from '../../src/oauth/provider.ts';
 import { fastPathMismatch, fastPathOn } from '../../src/fast/assumptions.ts';
-import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from '../../src/fast/library.ts';
+import { installedLibraryVersion, LIBRARY_VERSION, resolvedConfiguration } from '../../src/seams/oidc-provider.ts';
 
 const ISSUER = 'http://localhost:3000/v2/auth/oauth2';
 const jwk = () => ({ ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'ES256' });

@@ -1,6 +1,6 @@
 // Issue 34 item 2: the fast path (src/fast/) mirrors these files of oidc-provider. When an upgrade
 // changes any of them, this test fails naming it: read the upstream change, bring the fast path
-// (and src/fast/library.ts, LIBRARY_VERSION, package.json's exact pin) in line, then update the
+// (and src/seams/oidc-provider.ts, LIBRARY_VERSION, package.json's exact pin) in line, then update the
 // fingerprint here.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -17,11 +17,11 @@ const MIRRORED: Array<[file: string, mirroredBy: string, sha256: string]> = [
   ['lib/actions/token.js', 'src/fast/refresh.ts (grant.success)', 'b02246009810acd67c5323277171f6c06919273b2733a874537be02beaa75c09'],
   ['lib/actions/introspection.js', 'src/fast/introspection.ts', '9c51064bc58f06a872c703aaf398778e51df288a7d1e5bd2bd587b677bc06575'],
   ['lib/shared/client_auth.js', 'src/fast/credentials.ts, src/fast/back-channel.ts (client authentication)', '2ef832c2ce4093cbbb0a3eaf80ef7295410f0e2180bcfe8b036ec5021dd55f15'],
-  ['lib/models/base_model.js', 'src/fast/library.ts (fromStore, toSave, grantWithId: the id given to a Grant kept; makeTokenIds: refresh tokens and codes get opaque ids here only), the events the fast refresh emits', '77623c1d7d76d840f93f58b1aef57713c7d48dde1f689686208827320ef06d2c'],
+  ['lib/models/base_model.js', 'src/seams/oidc-provider.ts (fromStore, toSave, grantWithId: the id given to a Grant kept; makeTokenIds: refresh tokens and codes get opaque ids here only), the events the fast refresh emits', '77623c1d7d76d840f93f58b1aef57713c7d48dde1f689686208827320ef06d2c'],
   ['lib/models/refresh_token.js', 'src/fast/refresh.ts (consume, session binding skipped)', '395763fba05b7deb4e3297adc41ed6f9142602fab9b64270b58e84533f1dbd9c'],
-  ['lib/models/formats/opaque.js', 'src/fast/library.ts (toSave: extraTokenClaims called with the token, outside a request), src/fast/introspection.ts (extra)', '116a242cbe98d59b50d2c25e6c9b1810b97bc9a3d505a6ac3f03c54d43e9cb15'],
-  ['lib/models/formats/index.js', 'src/fast/library.ts (makeTokenIds: the library decides an access token\'s format in generateTokenId; only opaque ids are ours)', '2e89935f9f822621edc3d9fb5de22ddf273953e78d140c3010ae2f67cf533fab'],
-  ['lib/shared/selective_body.js', 'src/fast/library.ts (withBodyToRead)', '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8'],
+  ['lib/models/formats/opaque.js', 'src/seams/oidc-provider.ts (toSave: extraTokenClaims called with the token, outside a request), src/fast/introspection.ts (extra)', '116a242cbe98d59b50d2c25e6c9b1810b97bc9a3d505a6ac3f03c54d43e9cb15'],
+  ['lib/models/formats/index.js', 'src/seams/oidc-provider.ts (makeTokenIds: the library decides an access token\'s format in generateTokenId; only opaque ids are ours)', '2e89935f9f822621edc3d9fb5de22ddf273953e78d140c3010ae2f67cf533fab'],
+  ['lib/shared/selective_body.js', 'src/seams/oidc-provider.ts (withBodyToRead)', '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8'],
   ['lib/helpers/resolve_resource.js', 'src/fast/refresh.ts and src/fast/assumptions.ts (no `resource` asked, none granted: no resource, as with the feature off), src/oauth/resources.ts (checkGrantedResource)', 'ad1c38e95cb32d47fe54336078be0a6e49f58806510293b489e55a8eebd19a2a'],
 ];
 
