@@ -12,46 +12,36 @@ import type { Db } from './storage/db.ts';
 import { pingDb } from './storage/db.ts';
 import { within } from './storage/unavailable.ts';
 import type { Logger } from './log.ts';
-import { envelope, respondWithError } from './http/envelope.ts';
 import { providerEndpoints, tokenEndpoints } from './oauth/endpoints.ts';
 import type { RateLimits } from './oauth/rate-limits.ts';
 import type { SignInLimits } from './web/sign-in-limits.ts';
-import { meRoutes, readMe } from './api/me.ts';
-import { checkRoutes, gatewayCheck } from './api/check.ts';
-import { accessTokenVerifier, type VerifyToken } from './api/access.ts';
 import { hotPathListener } from './fast/dispatch.ts';
 import { keepConnectionsWhole } from './http/unread-bodies.ts';
-import { introspection } from './fast/introspection.ts';
-import { refreshGrant } from './fast/refresh.ts';
 import type { ClientSecrets } from './oauth/client-secrets.ts';
-import type { RefreshGrace } from './oauth/refresh-grace.ts';
 import type { WebhookOutbox } from './webhooks/outbox.ts';
 import type { AnswerBackChannel } from './fast/back-channel.ts';
-import { findUserById } from './accounts/store.ts';
-import { INTROSPECTION_PATH, OAUTH_ENDPOINTS, TOKEN_PATH } from './http/paths.ts';
+import { OAUTH_ENDPOINTS } from './http/paths.ts';
 import { VIEWS_DIR } from './views.ts';
-import { platformResource, protectedResourceMetadataUrl } from './oauth/resources.ts';
 import { resourceMetadataRoutes } from './api/resource-metadata.ts';
 
 /** The ALTCHA widget's files (its `external` build: no inline styles or blob: workers, for our CSP). */
 const ALTCHA_DIST = path.join(path.dirname(fileURLToPath(import.meta.resolve('altcha/external'))), '..');
 import type { Metrics } from './http/metrics.ts';
 import type { ArtifactStorage } from './storage/artifacts.ts';
-import { proofChecker, singleUse } from './oauth/dpop.ts';
-import { dpopNonces } from './seams/oidc-provider.ts';
 import { mountWebPages } from './web/index.ts';
 import { newRouter } from './http/router.ts';
 import { secureCookies } from './http/cookies.ts';
-import { untrustedProxyWarning } from './http/untrusted-proxy.ts';
 import { urlProblem } from './http/url-limits.ts';
-import type { TokenCache } from './storage/token-cache.ts';
 import type { RecordCache } from './storage/record-cache.ts';
+import type { TokenCache } from './storage/token-cache.ts';
 import type { PublicUrls } from './http/public-endpoints.ts';
-import type { Envelope } from './http/envelope.ts';
+import { respondWithError, type Envelope } from './http/envelope.ts';
+import { meRoutes } from './api/me.ts';
+import { checkRoutes } from './api/check.ts';
+import type { ResourceApi } from './api/resource-api.ts';
 import type { WebhookPageDeps } from './web/developer.ts';
 import type { PasswordHashing } from './accounts/password.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
-import { closedOrgs } from './orgs/closed-orgs.ts';
 import { VERSION } from './version.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { leakReportRoutes } from './leak-reports/revoke-endpoint.ts';
@@ -65,7 +55,6 @@ export interface AppDeps {
   proxyHops: number;
   /** The level of the one line per request (config.requestLogLevel); info when absent. */
   requestLogLevel?: 'info' | 'debug';
-  production: boolean;
   rateLimits: RateLimits;
   signInLimits: SignInLimits;
   /** Signing keys of our cookies (and the provider's); the first also keys the CSRF tokens. */
@@ -80,8 +69,12 @@ export interface AppDeps {
   /** Grants bound to an organization and teams (src/orgs/bindings.ts): consent binds the grants it makes in one. */
   bindings: GrantBindings;
   metrics: Metrics;
-  /** The refresh grace windows (REFRESH_GRACE_SECONDS, src/oauth/refresh-grace.ts), the same the provider answers by. */
-  graceWindows: RefreshGrace;
+  /** What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike. */
+  envelope: Envelope;
+  /** The gateway check and /v2/me over one token verifier (src/api/resource-api.ts). */
+  api: ResourceApi;
+  /** The back channel's plain cases the fast path answers, by path (src/fast/plain-cases.ts); undefined while the fast path is off. */
+  backChannelHotPaths: Map<string, AnswerBackChannel> | undefined;
   /** APP_URL is https: HSTS, upgrade-insecure-requests, Secure __Host- cookies. */
   https: boolean;
   /** PLATFORM_NAME, for the consent page. */
@@ -94,12 +87,10 @@ export interface AppDeps {
   publicUrls: PublicUrls;
   /** What the developer page's webhook section needs: the address rule and the cipher of stored secrets. */
   webhooks: WebhookPageDeps;
-  /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts). */
+  /** Access tokens in memory while revocations are heard (src/storage/token-cache.ts): /ready reports them. */
   tokenCache?: TokenCache | undefined;
   /** Client and user records, in memory while their changes are heard (src/storage/record-cache.ts). */
   records: RecordCache;
-  /** The fast path (src/fast/) answers: FAST_PATHS is on and its assumptions hold (src/fast/assumptions.ts). */
-  fastPaths: boolean;
   /** Reports of leaked credentials per address (src/leak-reports/revoke-endpoint.ts); none with RATE_LIMITS=off. */
   leakReportLimiter?: RateLimiterAbstract | undefined;
 }
@@ -161,40 +152,13 @@ function operationalRoutes({ db, redis, records, tokenCache }: AppDeps): Router 
  * (another form of the request target, such as absolute-form).
  */
 export function createListener(deps: AppDeps): RequestListener {
-  const { baseUrl } = deps.publicUrls;
-  // Tokens for the platform API only (RFC 8707); every 401 names where to learn how to get one (RFC 9728).
-  // DPoP-bound tokens with their proofs (src/oauth/dpop.ts): the provider's nonces, a jti once across instances.
-  const proofs = { check: proofChecker(dpopNonces(deps.provider)), unique: singleUse(deps.artifacts.flights) };
-  const verify = accessTokenVerifier(deps.provider, platformResource(baseUrl), deps.tokenCache, proofs);
-  const resourceMetadata = protectedResourceMetadataUrl(baseUrl);
-  const api = { verify, resourceMetadata, answerCheck: gatewayCheck(verify, closedOrgs(deps.db, deps.records), resourceMetadata), answerMe: readMe(verify, deps, resourceMetadata) };
-  // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
-  const wrap = envelope({ log: deps.log, metrics: deps.metrics, https: deps.https, proxyHops: deps.proxyHops, proxyWarning: untrustedProxyWarning(deps.log, deps), requestLogLevel: deps.requestLogLevel });
+  const { api, envelope: wrap, backChannelHotPaths } = deps;
   const backChannel = createBackChannelApp(deps, wrap).callback();
   const app = createApp(deps, api, wrap, backChannel);
   // Off: the app answers everything, the back channel through the provider.
-  if (!deps.fastPaths) return keepConnectionsWhole(app.callback());
-  const backChannelHotPaths = backChannelPlainCases(deps);
+  if (!backChannelHotPaths) return keepConnectionsWhole(app.callback());
   const hotPaths = hotPathListener({ ...api, answerBackChannel: backChannel, backChannelHotPaths, envelope: wrap, log: deps.log, metrics: deps.metrics, proxyHops: deps.proxyHops }, app.callback());
   return keepConnectionsWhole(hotPaths);
-}
-
-/** The back channel's plain cases, answered on the hot path (src/fast/back-channel.ts), by path. */
-function backChannelPlainCases(deps: AppDeps): Map<string, AnswerBackChannel> {
-  const { provider, log, rateLimits, secrets } = deps;
-  const plainCases = new Map([[INTROSPECTION_PATH, introspection(provider, secrets, rateLimits.token, platformResource(deps.publicUrls.baseUrl), deps.artifacts.together)]]);
-  const refresh = refreshGrant({
-    provider,
-    secrets,
-    limits: rateLimits.token,
-    grace: deps.graceWindows,
-    rotation: deps.artifacts.refreshRotation,
-    together: deps.artifacts.together,
-    accountExists: async (accountId) => (await findUserById(deps, accountId)) !== undefined,
-    log,
-  });
-  if (refresh) plainCases.set(TOKEN_PATH, refresh);
-  return plainCases;
 }
 
 /** A Koa app; `first`, then the steps every request takes, in this order, before its route's. */
@@ -219,7 +183,7 @@ function toTheBackChannel(backChannel: RequestListener) {
   };
 }
 
-function createApp(deps: AppDeps, api: { verify: VerifyToken; resourceMetadata: string; answerCheck: ReturnType<typeof gatewayCheck> }, wrap: Envelope, backChannel: RequestListener): Koa {
+function createApp(deps: AppDeps, api: ResourceApi, wrap: Envelope, backChannel: RequestListener): Koa {
   const { provider, db, metrics } = deps;
   // A token request goes to the back channel's app before any step here: that app takes them.
   const app = appWithCommonSteps(deps, wrap, toTheBackChannel(backChannel));

@@ -31,6 +31,12 @@ import { createDataCipher, type DataCipher } from './storage/data-encryption.ts'
 import { startWebhookWorker, type WorkerDeps } from './webhooks/delivery.ts';
 import { keepArtifactStoreRecorded } from './storage/store-record.ts';
 import { fastPathOn } from './fast/assumptions.ts';
+import { backChannelPlainCases } from './fast/plain-cases.ts';
+import { resourceApi } from './api/resource-api.ts';
+import { platformResource } from './oauth/resources.ts';
+import { findUserById } from './accounts/store.ts';
+import { envelope } from './http/envelope.ts';
+import { untrustedProxyWarning } from './http/untrusted-proxy.ts';
 import { grantBindings, type GrantBindings } from './orgs/bindings.ts';
 import { sweepSecretExpiry } from './clients/secret-expiry.ts';
 import { leakReportLimiter } from './leak-reports/revoke-endpoint.ts';
@@ -166,18 +172,39 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const { outbox } = webhooks;
   watchProviderEvents(provider, { db, outbox, grantUses, metrics, log });
 
-  // ——— Web: the listener (the hot paths, the pages, the API, the provider mounted) ———
-  // The fast path (src/fast/) answers only while its assumptions about the provider hold.
+  // ——— The resource API: the gateway check and /v2/me over one token verifier ———
+  const api = resourceApi({ provider, db, records, artifacts, tokenCache: tokenCache?.cache, baseUrl: config.baseUrl });
+
+  // ——— The fast path: answers outside the provider, only while its assumptions about it hold ———
   const fastPaths = await fastPathOn(provider, config.fastPaths, log);
   metrics.fastPathOn.set(fastPaths ? 1 : 0);
+  const backChannelHotPaths = fastPaths
+    ? backChannelPlainCases({
+        provider,
+        secrets,
+        limits: rateLimits.token,
+        grace: graceWindows,
+        artifacts,
+        platform: platformResource(config.baseUrl),
+        accountExists: async (accountId) => (await findUserById({ db, records }, accountId)) !== undefined,
+        log,
+      })
+    : undefined;
+
+  // ——— Web: the listener (the hot paths, the pages, the API, the provider mounted) ———
+  const proxyHops = config.proxyHops;
+  // What every request of both transports gets (src/http/envelope.ts), made once so that they do it alike.
+  const https = config.appUrl.startsWith('https:');
+  const wrap = envelope({ log, metrics, https, proxyHops, proxyWarning: untrustedProxyWarning(log, { production, proxyHops }), requestLogLevel: config.requestLogLevel });
   const listener = createListener({
     provider,
     db,
     redis,
     log,
-    proxyHops: config.proxyHops,
-    requestLogLevel: config.requestLogLevel,
-    production,
+    proxyHops,
+    envelope: wrap,
+    api,
+    backChannelHotPaths,
     rateLimits,
     signInLimits,
     cookieKeys: config.cookieKeys,
@@ -187,7 +214,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     passwords,
     bindings,
     metrics,
-    https: config.appUrl.startsWith('https:'),
+    https,
     platformName: config.platformName,
     cimdMaxUsers: config.cimd.maxUsers,
     dynamicRegistration: config.dynamicRegistration,
@@ -195,8 +222,6 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     webhooks: { policy: webhookPolicy, cipher },
     tokenCache: tokenCache?.cache,
     records,
-    graceWindows,
-    fastPaths,
     leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, prefix),
   });
 
