@@ -16,7 +16,7 @@ import { DEFAULT_REDIS_PREFIX } from './storage/redis-keys.ts';
 import { createProvider } from './oauth/provider.ts';
 import { refreshGraceWindows } from './oauth/refresh-grace.ts';
 import { clientSecrets, type ClientSecrets } from './oauth/client-secrets.ts';
-import { loadSigningKeys } from './oauth/signing-keys.ts';
+import { startSigningKeys, type LiveSigningKeys } from './oauth/signing-keys.ts';
 import { createListener } from './app.ts';
 import { createRateLimits } from './oauth/rate-limits.ts';
 import { limiterFactory } from './limits/limiter.ts';
@@ -77,6 +77,8 @@ export interface System {
   metrics: Metrics;
   /** Encrypts and decrypts the secrets stored in the database (DATA_ENCRYPTION_KEYS). */
   cipher: DataCipher;
+  /** The token-signing keys this instance signs with and publishes (src/oauth/signing-keys.ts). */
+  signingKeys: LiveSigningKeys;
   /** Migrations applied by this start (all of them on a fresh database). */
   migrationsApplied: string[];
   /** Client ID metadata document clients (src/cimd/clients.ts). */
@@ -164,7 +166,17 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   // ——— OAuth: the provider ———
   // A refresh retried within its client's window gets the first answer, on the provider's path and the fast refresh alike.
   const graceWindows = refreshGraceWindows(artifacts.flights, config.refreshGraceSeconds, clock);
-  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: await loadSigningKeys(db, cipher), tokenLimits: rateLimits.token, clock, graceWindows });
+  // The token-signing keys: what the rows say at the clock's time, read again on a rotation's notice (no restart).
+  const signingKeys = await startSigningKeys({
+    db,
+    cipher,
+    records,
+    clock,
+    onChange: (served) => log.info({ signing: served.signing, published: served.published }, 'token-signing keys changed'),
+    onError: (err) => log.warn({ message: err.message }, 'reading the token-signing keys failed'),
+  });
+  const provider = createProvider({ config, db, records, artifacts, secrets, bindings, cimd, jwks: signingKeys.jwks, tokenLimits: rateLimits.token, clock, graceWindows });
+  signingKeys.serve(provider);
 
   // ——— Webhooks: the outbox, and when asked this instance's delivery worker ———
   const webhookPolicy = { production, allowLoopback: config.webhookAllowLoopback };
@@ -263,6 +275,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     log,
     metrics,
     cipher,
+    signingKeys,
     migrationsApplied,
     cimd,
     sweepRegistrations: sweepUnused,
@@ -270,6 +283,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     running: () => background.names(),
     async close() {
       background.stop();
+      signingKeys.stop();
       storeRecord.stop();
       await webhooks.stop();
       await records.close();

@@ -36,7 +36,8 @@ import { MAX_INTEGER_ID, parseIntegerId } from '../ids.ts';
 import { recordAudit } from '../audit.ts';
 import { regenerateWebhookSecret, setWebhookUrl } from '../clients/webhook-settings.ts';
 import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
-import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
+import { DEFAULT_ROTATION_DELAY, ID_TOKEN_TTL, listSigningKeys, MAX_ROTATION_DELAY, reencryptSigningKeys, rotateSigningKey } from '../oauth/signing-keys.ts';
+import type { Clock } from '../clock.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import * as orgs from '../orgs/store.ts';
@@ -61,6 +62,8 @@ export interface AdminContext extends ClientDeps {
   resourceUriAllowLoopback?: boolean;
   /** DATA_ENCRYPTION_KEYS: for the commands that write or re-encrypt stored secrets. */
   cipher?: DataCipher;
+  /** The time `keys rotate` and `keys list` decide by (src/clock.ts); tests hand the servers' moved one. */
+  clock?: Clock;
 }
 
 export function clientJson(client: ClientRecord) {
@@ -318,6 +321,34 @@ export async function keysReencrypt(ctx: AdminContext) {
 }
 
 const isoOrNull = (date: Date | null) => date?.toISOString() ?? null;
+
+/**
+ * `keys rotate [--delay D]`: a new token-signing key, published by every running instance at once
+ * and signing after the delay; the key it replaces stays published until what it signed has
+ * expired (ID_TOKEN_TTL after the new one starts signing). docs/operations.md.
+ */
+export async function keysRotate(ctx: AdminContext, opts: { delay?: string } = {}) {
+  const delaySeconds = opts.delay === undefined ? DEFAULT_ROTATION_DELAY : parseDuration(opts.delay, '--delay', { min: 0, max: MAX_ROTATION_DELAY });
+  const rotation = await rotateSigningKey({ db: ctx.db, records: ctx.records, cipher: cipherOf(ctx), clock: ctx.clock }, delaySeconds);
+  const details = { kid: rotation.kid, sign_from: rotation.signFrom.toISOString(), replaced: rotation.replaced.map((r) => r.kid), removed: rotation.removed, ...(ctx.by.reason ? { reason: ctx.by.reason } : {}) };
+  await recordAudit(ctx.db, { actor: ctx.by.actor, action: 'keys.rotated', details });
+  return {
+    kid: rotation.kid,
+    published_at: rotation.publishedAt.toISOString(),
+    sign_from: rotation.signFrom.toISOString(),
+    replaced: rotation.replaced.map((r) => ({ kid: r.kid, retire_after: r.retireAfter.toISOString() })),
+    removed: rotation.removed,
+    retire_window_seconds: ID_TOKEN_TTL,
+  };
+}
+
+/** `keys list`: every token-signing key's kid, state and times; never key material. */
+export async function keysList(ctx: Pick<AdminContext, 'db' | 'clock'>) {
+  const keys = await listSigningKeys(ctx.db, ctx.clock);
+  return {
+    keys: keys.map((k) => ({ kid: k.kid, state: k.state, created_at: k.createdAt.toISOString(), sign_from: k.signFrom.toISOString(), retire_after: isoOrNull(k.retireAfter) })),
+  };
+}
 
 export async function secretsGenerate(ctx: AdminContext, clientId: string, opts: { expiresIn?: string } = {}) {
   const expiresInSeconds = opts.expiresIn === undefined ? undefined : parseDuration(opts.expiresIn, '--expires-in', { min: 1, max: MAX_SECRET_LIFETIME_SECONDS });

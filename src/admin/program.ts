@@ -25,6 +25,9 @@ import { uncachedRecords } from '../storage/record-cache.ts';
 import { passwordHashing, type PasswordHashing } from '../accounts/password.ts';
 import { askServer, channelPath } from './channel.ts';
 import { ADMIN_COMMAND } from '../admin-command.ts';
+import { describeDuration } from '../durations.ts';
+import { DEFAULT_ROTATION_DELAY, ID_TOKEN_TTL, MAX_ROTATION_DELAY } from '../oauth/signing-keys.ts';
+import type { Clock } from '../clock.ts';
 
 class Refusal extends Error {}
 /** The running server answered the command (src/admin/channel.ts): its output is printed, its exit code returned. */
@@ -51,6 +54,8 @@ export interface AdminIo {
   stderr(text: string): void;
   /** Standard input, for `users create --password-stdin`; absent when there is none to read. */
   stdin?(): Promise<string>;
+  /** The time the commands decide by (the machine's; tests hand the servers' moved clock). */
+  clock?: Clock;
 }
 
 /** The settings naming the servers' Redis, by the mode they recorded. */
@@ -101,7 +106,7 @@ async function throughRunningServer(env: AdminIo['env'], argv: string[], readOnl
   throw new Forwarded(answer.code);
 }
 
-async function open(env: AdminIo['env'], reason: string | undefined, mode: AdminMode): Promise<Session> {
+async function open(env: AdminIo['env'], reason: string | undefined, mode: AdminMode, clock?: Clock): Promise<Session> {
   const config = loadConfig(env);
   // Inside the server: its connection (kept open), and no Redis (read-only commands need none).
   const db = mode.serverDb ?? connectDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
@@ -130,6 +135,7 @@ async function open(env: AdminIo['env'], reason: string | undefined, mode: Admin
     allowLoopback: config.webhookAllowLoopback,
     resourceUriAllowLoopback: config.resourceUriAllowLoopback,
     cipher: createDataCipher(config.dataEncryptionKeys),
+    clock,
     async close() {
       outbox.close();
       await (await queue?.catch(() => undefined))?.stop({ graceful: false });
@@ -201,6 +207,16 @@ const installationTable = ({ installations }: { installations: InstallationRow[]
     installations.map((i) => [i.id, i.org_id, i.status, i.team_ids.join(',') || '-', i.scopes.join(',') || '-', i.installed_by ?? 'operator', i.client_id]),
   );
 
+type KeyRow = { kid: string; state: string; created_at: string; sign_from: string; retire_after: string | null };
+const keyTable = ({ keys: rows }: { keys: KeyRow[] }) =>
+  table(['KID', 'STATE', 'PUBLISHED', 'SIGNS FROM', 'RETIRES'], rows.map((k) => [k.kid, k.state, k.created_at, k.sign_from, k.retire_after ?? '-']));
+const rotationText = (r: Awaited<ReturnType<typeof commands.keysRotate>>) =>
+  [
+    `new signing key ${show(r.kid)}: published now by every running instance (jwks_uri), signs from ${r.sign_from}`,
+    ...r.replaced.map((k) => `key ${show(k.kid)} signs until then and stays published until ${k.retire_after}`),
+    ...(r.removed.length ? [`removed retired key${r.removed.length === 1 ? '' : 's'} ${r.removed.map(show).join(', ')}`] : []),
+  ].join('\n');
+
 /** Only the secret's hash is stored: the operator must copy it now, so say so next to it. */
 const withSecretNote = (result: { client_secret?: string }) =>
   printText(result.client_secret === undefined ? result : { ...result, client_secret: `${result.client_secret}  (shown only once)` });
@@ -253,7 +269,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
       const { json, reason } = program.opts<{ json?: boolean; reason?: string }>();
       if (mode.serverDb && !readOnly) throw new Refusal('the running server takes only read-only commands: stop it to make changes');
       if (!mode.serverDb) await throughRunningServer(io.env, argv, readOnly, io);
-      const session = await open(io.env, reason, mode);
+      const session = await open(io.env, reason, mode, io.clock);
       try {
         const result = await run(session, ...args);
         io.stdout(json ? `${escapeUnsafeJson(JSON.stringify(jsonOf(result)))}\n` : `${text(result)}\n`);
@@ -483,12 +499,20 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .description('list blocked hosts')
     .action(action((ctx) => cimdCommands.hostsList(ctx), ({ hosts: rows }) => table(['HOST', 'COVERS', 'BLOCKED BY', 'REASON'], rows.map((h) => [h.host, h.covers, h.blocked_by, h.reason ?? '-'])), { readOnly: true }));
 
-  program
-    .command('keys')
-    .description('the keys that encrypt stored secrets (DATA_ENCRYPTION_KEYS)')
+  const keys = program.command('keys').description('the token-signing keys (jwks_uri) and the keys that encrypt stored secrets (DATA_ENCRYPTION_KEYS)');
+  keys
     .command('reencrypt')
     .description('re-encrypt every token-signing key and webhook secret under the first DATA_ENCRYPTION_KEYS key, so older keys can be removed')
     .action(action((ctx) => commands.keysReencrypt(ctx)));
+  keys
+    .command('rotate')
+    .description(`make a new token-signing key: published by every running instance at once, signing after --delay; the one it replaces stays published until what it signed has expired (${describeDuration(ID_TOKEN_TTL)} after), then goes`)
+    .option('--delay <duration>', `how long the new key is published before it signs (0s to ${describeDuration(MAX_ROTATION_DELAY)}), so that apps and gateways caching the key set fetch it first`, describeDuration(DEFAULT_ROTATION_DELAY))
+    .action(action((ctx, opts: { delay: string }) => commands.keysRotate(ctx, opts), rotationText));
+  keys
+    .command('list')
+    .description('list the token-signing keys: kid, state (next, signing, retiring, retired), when each was published, signs from and leaves the key set; never key material')
+    .action(action((ctx) => commands.keysList(ctx), keyTable, { readOnly: true }));
 
   const secrets = program.command('secrets').description("manage a confidential client's secrets (at most 2 active)");
   secrets

@@ -35,6 +35,7 @@ import { isUserScope } from '../cimd/approval.ts';
 import { defaultScopes, FACT_NAMES, factsOf, isUnreviewed } from '../directory/facts.ts';
 import { registeredClientId } from '../registration/registration.ts';
 import { POLICY } from '../settings.ts';
+import { ID_TOKEN_TTL } from './signing-keys.ts';
 
 
 export const ACCESS_TOKEN_TTL = POLICY.ACCESS_TOKEN_TTL.value; // the token response's expires_in (docs/endpoints.md)
@@ -52,6 +53,7 @@ export interface ProviderDeps {
   artifacts: ArtifactStorage;
   /** The client secret check (docs/secret-rotation.md; client-secrets.ts), shared with the hot paths. */
   secrets: ClientSecrets;
+  /** The token-signing keys at start, the signing one first (src/oauth/signing-keys.ts keeps them current after). */
   jwks: { keys: object[] };
   /** Counts and throttles client authentication at the token, revocation and introspection endpoints. */
   tokenLimits: TokenEndpointLimits;
@@ -176,6 +178,9 @@ export function createProvider(deps: ProviderDeps): Provider {
       Grant: REFRESH_TOKEN_MAX_AGE,
       Session: SESSION_TTL,
       Interaction: 3600,
+      // The library's default, said here because a rotated signing key stays published this long
+      // after its successor signs (src/oauth/signing-keys.ts); no ID token is issued while `openid` is refused.
+      IdToken: ID_TOKEN_TTL,
     },
     // A refresh token with every code exchange, without the OpenID `offline_access` scope…
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),

@@ -21,6 +21,10 @@ export const UPSTREAM: readonly UpstreamFile[] = [
   { file: 'oidc-provider/lib/helpers/validate_dpop.js', sha256: '937991243a02287da30ce3c4369f9ea8c27e6b57713634c2db23d2c70e5eb6a5', what: 'DPoPNonces.nextChallenge and checkChallenge (dpopNonces)' },
   { file: 'oidc-provider/lib/shared/selective_body.js', sha256: '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8', what: 'a body already read is taken from req.body (withBodyToRead, keepBodyForProvider)' },
   { file: 'oidc-provider/lib/actions/grants/refresh_token.js', sha256: 'd3bcebb1e448545e0deff5b935f6233964b69c40f5ab2f639c6fdb5e81c5c1d2', what: "the error details of a refresh token's reuse (isRefreshTokenReuse, isLibraryReplay)" },
+  { file: 'oidc-provider/lib/helpers/keystore.js', sha256: '9d78577c6055cdf085256bc2495c683c97043c862643efd65193f08dfe539037', what: 'KeyStore.clear and add, and selectForSign taking the first matching key in order (replaceSigningKeys)' },
+  { file: 'oidc-provider/lib/helpers/initialize_keystore.js', sha256: '6e178e2a43cb5b32c4c2ddc889340fa1886d3f1a1619a5fc9cef9991bbc9d900', what: "the keystore and the published jwks kept in the provider's internals, and the members published (replaceSigningKeys)" },
+  { file: 'oidc-provider/lib/actions/jwks.js', sha256: '02072b992975a01d0e9939e51ec432db780c17a5f3a9adaa8bf4e6b389e78e5e', what: 'the jwks_uri answer read from the internals at each request (replaceSigningKeys)' },
+  { file: 'oidc-provider/lib/models/id_token.js', sha256: '809a238a6d68b391115f1e21bd755b388198064d9163cb44e176df4f171a6880', what: 'ID tokens and JWT responses signed with the keystore read at each signing (replaceSigningKeys)' },
   { file: 'knex/lib/execution/transaction.js', sha256: '17ebc527bce986224880a2303c934c5a69ae0311619dd2cc723460a8806e3eba', what: "a transaction's executionPromise (transactionSettled)" },
 ];
 
@@ -50,6 +54,35 @@ export function enlargeBuiltClientCache(provider: Provider, maxSize: number): vo
     throw new Error('oidc-provider no longer keeps its built clients in dynamicClients: review src/seams/oidc-provider.ts');
   }
   internals.dynamicClients = new LRU({ maxSize });
+}
+
+// ---------------------------------------------------------------- its signing keys
+
+/** What the library publishes of each key at jwks_uri (lib/helpers/initialize_keystore.js): no private member. */
+const PUBLISHED_MEMBERS = ['kty', 'use', 'key_ops', 'kid', 'alg', 'crv', 'e', 'n', 'x', 'x5c', 'y', 'pub'] as const;
+
+/**
+ * Makes `keys` the provider's signing keys, the first the one it signs with, and all of them what
+ * jwks_uri serves (src/oauth/signing-keys.ts: a rotation without a restart). The library builds
+ * its keystore once, from configuration.jwks (lib/helpers/initialize_keystore.js), keeps it and
+ * the published key set in its internals, reads both at each signing and each jwks_uri request
+ * (lib/models/id_token.js, lib/actions/jwks.js), and signs with the first key that fits the
+ * algorithm (lib/helpers/keystore.js selectForSign). The keystore is changed in place, as other
+ * parts may hold it. The keys must be as configuration.jwks takes them: each with kid, alg and use.
+ * Throws when the library no longer keeps them there.
+ */
+export function replaceSigningKeys(provider: Provider, jwks: readonly object[]): void {
+  const keys = jwks as readonly Record<string, unknown>[];
+  const internals = instance(provider);
+  const keystore = internals?.keystore as { clear?: unknown; add?: unknown } | undefined;
+  if (!internals || !('jwks' in internals) || typeof keystore?.clear !== 'function' || typeof keystore.add !== 'function') {
+    throw new Error('oidc-provider no longer keeps its signing keys in keystore and jwks: review src/seams/oidc-provider.ts');
+  }
+  if (keys.some((key) => typeof key.kid !== 'string' || typeof key.alg !== 'string' || key.use !== 'sig')) throw new Error('a signing key needs its kid, alg and use "sig"');
+  // One synchronous swap: no request sees the keystore empty or half filled.
+  (keystore.clear as () => void).call(keystore);
+  for (const key of keys) (keystore.add as (key: object) => void).call(keystore, structuredClone(key));
+  internals.jwks = { keys: keys.map((key) => Object.fromEntries(PUBLISHED_MEMBERS.filter((m) => key[m] !== undefined).map((m) => [m, key[m]]))) };
 }
 
 // ---------------------------------------------------------------- token models

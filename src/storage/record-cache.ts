@@ -15,8 +15,12 @@ import { HEARTBEAT, HEARTBEAT_MESSAGE, watchHeartbeat, type ChannelOptions } fro
 import { transactionSettled } from '../seams/oidc-provider.ts';
 import { POLICY } from '../settings.ts';
 
-/** 'org': an organization's app policy or its teams changed (src/orgs/closed-orgs.ts keeps what it read of them). */
-export type RecordKind = 'client' | 'user' | 'org';
+/**
+ * 'org': an organization's app policy or its teams changed (src/orgs/closed-orgs.ts keeps what it read of them).
+ * 'signing_keys': the token-signing keys changed, a rotation (src/oauth/signing-keys.ts reads them all again; nothing is cached here).
+ */
+export type RecordKind = 'client' | 'user' | 'org' | 'signing_keys';
+const RECORD_KINDS: ReadonlySet<string> = new Set<RecordKind>(['client', 'user', 'org', 'signing_keys']);
 
 const CHANNEL = 'oauth_record_changes';
 const MAX_ENTRIES = POLICY.RECORD_CACHE_ENTRIES.value;
@@ -163,7 +167,7 @@ export async function startRecordCache(
     next.on('notification', (message) => {
       beat.heard();
       const [kind, id] = (message.payload ?? '').split(/:(.*)/s);
-      if ((kind === 'client' || kind === 'user' || kind === 'org') && id !== undefined) feed.drop(kind, id);
+      if (kind !== undefined && RECORD_KINDS.has(kind) && id !== undefined) feed.drop(kind as RecordKind, id);
     });
     next.on('error', () => lost('the change feed connection failed'));
     next.on('end', () => lost('the change feed connection ended'));
