@@ -168,10 +168,19 @@ function appWithCommonSteps(deps: AppDeps, wrap: Envelope, first?: Koa.Middlewar
   const app = new Koa({ proxy: deps.proxyHops > 0, maxIpsCount: deps.proxyHops, keys: deps.cookieKeys });
   if (first) app.use(first);
   app.use(wrap.koa); // request id, security headers, errors in the route family's shape; counted, timed, logged
+  app.use(platformNamed(deps.platformName)); // the brand line of every page, error pages included
   app.use(secureCookies(deps.https)); // Secure __Host- cookies where APP_URL is https
   app.use(limitUrlLength); // no huge URLs, no NUL bytes
   app.use(notFound); // nothing answered: a 404 in the shape of the route family
   return app;
+}
+
+/** The platform's name for the pages' layout (views/partials/top.ejs): the brand line of every page. */
+function platformNamed(platformName: string): Koa.Middleware {
+  return async function platformNameForPages(ctx, next) {
+    ctx.state.platformName = platformName;
+    return next();
+  };
 }
 
 /** A token request that reached the main app (not as spelled, say) goes the one way all do: the back channel. */

@@ -74,7 +74,7 @@ describe('who is asking', () => {
   it('names the platform, the app, its developer, where it sends the user back and its policies, with the approval mark', async () => {
     await clientsSetStatus(operator(server), devClient, 'approved');
     const consent = await consentFor(user, devClient, 'PROFILE_READ BOOKING_READ');
-    expect(text(consent, '.consent-platform')).toBe(PLATFORM);
+    expect(text(consent, '.brand')).toBe(PLATFORM);
     expect(text(consent, 'h1')).toBe('Calendar Sync Pro wants access to your account');
     expect(text(consent, '.consent-developer')).toBe(`Dana Developer (${dev.email})`);
     expect(text(consent, '.consent-mark-approved')).toBe(`✓ Approved by ${PLATFORM}`);
@@ -122,17 +122,21 @@ describe('what the app gets', () => {
     expect(consent.$('.consent-group-you .consent-mark-org, .consent-group-team .consent-mark-org')).toHaveLength(0);
 
     const you = (selector: string) => consent.$('.consent-group-you').find(selector);
-    expect(you('h3').map((_, h) => consent.$(h).text()).get()).toEqual(['View', 'Change']);
+    expect(you('h3').map((_, h) => consent.$(h).text()).get()).toEqual(['View', 'Can change']);
     expect(you('.scopes').first().text().trim()).toBe('See your profile, including your e-mail address');
-    expect(you('.consent-changes li').text().replace(/\s+/g, ' ').trim()).toMatch(/^Can change Add guests and attendees/);
+    // The changes sit under their "Can change" heading, which is the mark (not repeated on each).
+    expect(you('h3 + .consent-changes li').text().replace(/\s+/g, ' ').trim()).toMatch(/^Add guests and attendees/);
+    expect(you('h3:has(.consent-mark-change) + .consent-changes li')).toHaveLength(1);
 
     const org = consent.$('.consent-group-org');
     expect(org.find('.scopes').first().text().trim()).toBe('See all bookings across your organization');
-    expect(org.find('.consent-changes .consent-mark-change').text()).toBe('Can change');
-    // Every change is marked in words, and nothing else is.
+    expect(org.find('h3 .consent-mark-change').text()).toBe('Can change');
+    expect(org.find('h3:has(.consent-mark-change) + .consent-changes li')).toHaveLength(1);
+    // Every change is under a mark in words (one per group that changes), and nothing else is.
     expect(consent.$('.scopes li')).toHaveLength(5);
     expect(consent.$('.consent-mark-change')).toHaveLength(2);
-    expect(consent.$('.scopes li:not(:has(.consent-mark-change))').text()).not.toContain('Can change');
+    expect(consent.$('.scopes:not(.consent-changes) li')).toHaveLength(3);
+    expect(consent.$('.scopes li').text()).not.toContain('Can change');
   });
 
   it('keeps the raw scope codes under a fold, not in the plain-words list', async () => {

@@ -70,7 +70,7 @@ export async function respondWithError(ctx: Context, view: ErrorView): Promise<v
   if (view.allow) ctx.set('Allow', view.allow);
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined, layout: ctx.state.errorPageLayout?.() });
+  ctx.body = await errorPageHtml(view, ctx.state.user, { retryUrl: ctx.method === 'GET' ? sameSitePath(ctx.originalUrl) : undefined, layout: { platformName: ctx.state.platformName, ...ctx.state.errorPageLayout?.() } });
 }
 
 // ——— The request id and the log line ———

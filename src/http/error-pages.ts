@@ -23,6 +23,8 @@ declare module 'koa' {
   interface DefaultState {
     /** The pages' layout data for this request's error page, set by the pages for a signed-in user (src/web/session.ts). */
     errorPageLayout?: () => PageLayout;
+    /** PLATFORM_NAME, the brand line of every page (set by the app's common steps, src/app.ts). */
+    platformName?: string;
   }
 }
 

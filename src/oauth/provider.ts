@@ -285,7 +285,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out, ...plain, name: error.name });
       // The address as the browser sent it (src/oauth/mount.ts keeps it), for "Try again".
       const sent = (ctx.req as { originalUrl?: string }).originalUrl;
-      ctx.body = await errorPageHtml(view, undefined, { retryUrl: ctx.method === 'GET' && sent ? sameSitePath(sent) : undefined });
+      ctx.body = await errorPageHtml(view, undefined, { retryUrl: ctx.method === 'GET' && sent ? sameSitePath(sent) : undefined, layout: { platformName: config.platformName } });
     },
   };
 

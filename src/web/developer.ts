@@ -69,11 +69,8 @@ const clientPath = (client: ClientRecord) => `${BASE}/${encodeURIComponent(clien
 
 /** An authorization request for this client, to copy and adapt (placeholders in capitals). */
 function exampleAuthorizationUrl(authorizationEndpoint: string, client: ClientRecord): string {
-  const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUris[0] ?? '', ...(client.scopes.length ? { scope: client.scopes.join(' ') } : {}), state: 'STATE' });
-  if (client.kind === 'public') {
-    query.set('code_challenge', 'CODE_CHALLENGE');
-    query.set('code_challenge_method', 'S256');
-  }
+  // PKCE for every kind of client (RFC 9700 2.1.1): public clients must send it, confidential ones should.
+  const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUris[0] ?? '', ...(client.scopes.length ? { scope: client.scopes.join(' ') } : {}), state: 'STATE', code_challenge: 'CODE_CHALLENGE', code_challenge_method: 'S256' });
   return `${authorizationEndpoint}?${query.toString().replaceAll('+', '%20')}`;
 }
 

@@ -59,5 +59,5 @@ export function takeFlash(ctx: Context): Flash | undefined {
 export async function page(ctx: Context, view: string, data: Record<string, unknown>): Promise<void> {
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = await renderPage(view, { user: ctx.state.user, csrf: csrfToken(ctx, csrfBinding(ctx)), flash: takeFlash(ctx), currentPath: ctx.path, ...data });
+  ctx.body = await renderPage(view, { platformName: ctx.state.platformName, user: ctx.state.user, csrf: csrfToken(ctx, csrfBinding(ctx)), flash: takeFlash(ctx), currentPath: ctx.path, ...data });
 }

@@ -13,7 +13,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor } from '../support/fixtures.ts';
 import { authorizeUrl, type TestUser } from '../support/oauth.ts';
 import { AGENT_REDIRECT, pkcePair, startDocumentServer, type DocumentServer } from '../support/cimd.ts';
-import { browserSession, browserTestsEnabled, DESKTOP, PHONE, signIn } from '../support/chromium.ts';
+import { browserSession, browserTestsEnabled, DESKTOP, oneLayoutProblems, PHONE, signIn } from '../support/chromium.ts';
 import { createClient } from '../../src/clients/service.ts';
 import { clientsCreate, clientsSetStatus, usersSetAdmin } from '../../src/admin/commands.ts';
 import { addOrgMember, addTeamMember, createOrg, createTeam, saveInstallation } from '../../src/orgs/store.ts';
@@ -105,6 +105,8 @@ describe.runIf(browserTestsEnabled('accessibility (axe) in a browser'))('every p
       const found = await violations(page, name);
       expect.soft(found, `${name} (${size}, ${page.url()}) has axe violations:\n${describeFindings(found)}`).toEqual([]);
       expect.soft(await focusBehindStickyParts(page), `${name} (${size}): keyboard focus hidden behind a sticky part`).toEqual([]);
+      // One product: the same card widths, brand line and components on every page (issue 50 item 8).
+      expect.soft(await oneLayoutProblems(page, name.startsWith('demo callback') ? 'Demo app' : 'Acme Scheduling'), `${name} (${size}): out of the one layout`).toEqual([]);
     }
     await page.setViewportSize(DESKTOP);
     checked.push(name);

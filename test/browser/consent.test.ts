@@ -62,7 +62,9 @@ describe.runIf(browserTestsEnabled('consent page in a browser'))('the consent pa
     const scopes = ['PROFILE_READ', 'BOOKING_READ', 'BOOKING_WRITE', 'TEAM_MEMBERSHIP_READ', 'TEAM_BOOKING_WRITE', 'ORG_BOOKING_READ', 'ORG_BOOKING_WRITE', 'ORG_PROFILE_WRITE'];
     const page = await consentPage(await approved({ name: 'Org Planner', redirectUri: [REDIRECT], scope: scopes }), scopes.join(' '));
     expect(await page.locator('.consent-group-org .consent-mark-org').isVisible()).toBe(true);
-    expect(await page.locator('.consent-mark-change').count()).toBe(4);
+    // One "Can change" heading per group that changes (yours, the team's, the organization's), its scopes under it.
+    expect(await page.locator('.consent-mark-change').count()).toBe(3);
+    expect(await page.locator('h3:has(.consent-mark-change) + .consent-changes li').count()).toBe(4);
     await screenshot(page, 'org-wide-changes');
     await page.context().close();
   });

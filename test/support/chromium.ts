@@ -81,6 +81,36 @@ export function layoutProblems(page: Page): Promise<string[]> {
   });
 }
 
+/**
+ * Where a page leaves the one layout (views/assets/app.css, issue 50 item 8): its card in one of
+ * the three widths (narrow, wide, full; or the window less its margins), the brand line atop it,
+ * identifiers on one line, and a select as tall as the button beside it.
+ */
+export function oneLayoutProblems(page: Page, brand: string): Promise<string[]> {
+  return page.evaluate((brand) => {
+    const problems: string[] = [];
+    const card = document.querySelector('main.card');
+    if (!card) return ['no main.card'];
+    const rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+    const width = card.getBoundingClientRect().width;
+    const allowed = [28, 56, 80].map((w) => w * rem);
+    const fillsWindow = [2, 1].some((margin) => Math.abs(width - (document.documentElement.clientWidth - margin * rem)) < 1);
+    if (!fillsWindow && !allowed.some((w) => Math.abs(width - w) < 1)) problems.push(`a card ${Math.round(width)} px wide (the widths are ${allowed.join(', ')} px)`);
+    const line = card.querySelector(':scope > .brand');
+    if (line?.textContent?.trim() !== brand) problems.push(`no brand line "${brand}" atop the card (found "${line?.textContent?.trim() ?? ''}")`);
+    for (const id of document.querySelectorAll('code.id')) {
+      const lineHeight = parseFloat(getComputedStyle(id).lineHeight) || parseFloat(getComputedStyle(id).fontSize) * 1.5;
+      if (id.getBoundingClientRect().height > lineHeight * 1.5) problems.push(`an identifier broken over lines: ${id.textContent}`);
+    }
+    for (const select of document.querySelectorAll('.inline > select')) {
+      const button = select.parentElement!.querySelector(':scope > button');
+      const [a, b] = [select.getBoundingClientRect(), button?.getBoundingClientRect()];
+      if (b && (Math.abs(a.height - b.height) > 2 || Math.abs(a.top - b.top) > 2)) problems.push(`a select (${Math.round(a.height)} px at ${Math.round(a.top)}) out of line with its button (${Math.round(b.height)} px at ${Math.round(b.top)})`);
+    }
+    return problems;
+  }, brand);
+}
+
 /** WCAG contrast ratio of two computed colours (rgb()/rgba(), opaque). */
 export function contrast(a: string, b: string): number {
   const luminance = (css: string) => {
