@@ -112,7 +112,7 @@ export const POLICY = {
   MAX_WEBHOOK_URL_LENGTH: fixed(2000, 'characters', 'src/webhooks/address-policy.ts', 'the longest webhook URL', 'stored and shown on the developer page; a longer one has no use'),
   // Request size limits
   MAX_URL_LENGTH: fixed(8 * KIB, 'bytes', 'src/http/url-limits.ts', 'the longest request URL (longer: `414`)', 'no legitimate use here, and only parsing cost; headers are capped by Node at 16 KiB'),
-  TOKEN_BODY_LIMIT: fixed(16 * KIB, 'bytes', 'src/oauth/request-shims.ts', 'the largest body of the token, revocation and introspection endpoints (larger: `413`)', 'a form of a few parameters; a client assertion fits many times over'),
+  TOKEN_BODY_LIMIT: fixed(16 * KIB, 'bytes', 'src/oauth/request-shims.ts', 'the largest body of the token, revocation, introspection and pushed authorization request endpoints (larger: `413`)', 'a form of a few parameters; a client assertion fits many times over'),
   LEAK_REPORT_BODY_LIMIT: fixed(64 * KIB, 'bytes', 'src/leak-reports/revoke-endpoint.ts', 'the largest leaked-credential report', `at most MAX_CREDENTIALS_PER_REPORT credentials of at most 512 characters`),
   MAX_CREDENTIALS_PER_REPORT: fixed(100, 'count', 'src/leak-reports/revoke-endpoint.ts', 'credentials in one leaked-credential report', 'secret scanners batch reports; more are sent as another'),
   LEAK_REPORTS_PER_MINUTE: fixed(30, 'per minute', 'src/leak-reports/revoke-endpoint.ts', 'leaked-credential reports per address', 'an open endpoint: enough for scanners, too few to probe with'),
@@ -169,7 +169,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'FAST_PATHS', type: 'bool', default: true, on: ['on'], off: ['off'], doc: "`off` sends every request through the Koa app and the provider, none answered on the fast path (`src/fast/`): slower, the same answers. The fast path also switches itself off at start, with one warning, when the provider's configuration or version is not what it mirrors ([architecture.md](architecture.md#every-request-in-order))" },
   { name: 'RATE_LIMITS', type: 'bool', default: true, on: ['on'], off: ['off'], doc: '`off` disables every abuse limit (benchmarks only)' },
   // An app with 100,000 connected users refreshes about 3,300 times a minute on 30-minute tokens.
-  { name: 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', type: 'int', default: 6000, min: 1, doc: 'token, revocation and introspection requests per minute of one **authenticated** client (its secret accepted; a public client: per client and address, requests accepted); an operator can set a client\'s own, a resource server\'s too, with `clients set-rate-limit`. How the limits work: [security.md](security.md#what-is-protected)' },
+  { name: 'RATE_LIMIT_TOKEN_PER_MINUTE_PER_CLIENT', type: 'int', default: 6000, min: 1, doc: 'token, revocation, introspection and pushed authorization requests per minute of one **authenticated** client (its secret accepted; a public client: per client and address, requests accepted); an operator can set a client\'s own, a resource server\'s too, with `clients set-rate-limit`. How the limits work: [security.md](security.md#what-is-protected)' },
   // A user's tokens are refreshed once per access token lifetime: a few a minute leaves room for
   // retries and several devices, and stops a loop within seconds.
   { name: 'RATE_LIMIT_REFRESH_PER_MINUTE_PER_USER', type: 'int', default: 10, min: 1, doc: "refreshes per minute of one client for one user; past it that pair is answered `429` (the app's other users are not touched)" },

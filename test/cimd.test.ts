@@ -215,8 +215,6 @@ describe('client ID metadata documents (redis)', () => {
       ['a shared-secret method', (d) => d.agent('/secret.json', { token_endpoint_auth_method: 'client_secret_basic' }), /token_endpoint_auth_method "none"/],
       // Not yet held for metadata documents (docs/dpop.md): refused, never silently not enforced.
       ['dpop_bound_access_tokens', (d) => d.agent('/dpop-bound.json', { dpop_bound_access_tokens: true }), /dpop_bound_access_tokens/],
-      // Held when true (docs/par.md); anything but a boolean is not guessed at.
-      ['a require_pushed_authorization_requests that is not a boolean', (d) => d.agent('/par-odd.json', { require_pushed_authorization_requests: 'yes' }), /require_pushed_authorization_requests true or false/],
       ['private_key_jwt without jwks_uri', (d) => d.agent('/pkjwt.json', { token_endpoint_auth_method: 'private_key_jwt' }), /https jwks_uri/],
       ['not JSON', (d) => d.serve('/not-json.json', { body: '<html>hello</html>' }), /is not JSON/],
       ['not found', (d) => `${d.url}/missing.json`, /status 404/],

@@ -14,6 +14,8 @@ import { Browser, type Page } from './support/browser.ts';
 import { clientKinds, KINDS } from './support/client-kinds.ts';
 import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { PAR_REQUIRED_TEXT, REQUEST_URI_TEXT } from '../src/oauth/error-descriptions.ts';
+import { PUSHED_REQUEST_TTL } from '../src/fast/library.ts';
+import { dpopKey, proof, tokenPost } from './support/dpop.ts';
 
 const URN = 'urn:ietf:params:oauth:request_uri:';
 const parUrl = (at: { url: string }) => `${at.url}/v2/auth/oauth2/par`;
@@ -114,7 +116,7 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
       // client_id in the body with Basic too: an authorization request's parameter (RFC 9126 2.1, RFC 6749 4.1.1).
       const pushed = auth === 'basic' ? await push(server, request({ client_id: app.client_id, scope: 'PROFILE_READ,BOOKING_READ' }), { basic: app }) : await push(server, { ...app, ...request({ scope: 'PROFILE_READ BOOKING_READ' }) });
       expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
-      expect(pushed.body.expires_in).toBe(60);
+      expect(pushed.body.expires_in).toBe(PUSHED_REQUEST_TTL);
       expect(pushed.body.request_uri).toMatch(new RegExp(`^${URN}[A-Za-z0-9_-]+$`));
       expect(pushed.headers.get('cache-control')).toMatch(/no-store/);
       // Counted against the client's budget as the token endpoint's requests are (rate-limits.ts).
@@ -317,6 +319,40 @@ describe('pushed authorization requests for every kind of client (redis)', () =>
     expect(code, back.href).toBeTruthy();
     const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: redirect, code_verifier: verifier, ...client.auth(), client_id: client.clientId });
     expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+  });
+
+  it("an unreviewed agent's tier holds at the PAR endpoint as at the authorization endpoint", async () => {
+    const agent = await clientOf('metadata document, none');
+    const res = await push(server, { client_id: agent.clientId, response_type: 'code', redirect_uri: AGENT_REDIRECT, scope: 'PROFILE_READ TEAM_BOOKING_READ', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error).toBe('invalid_scope');
+  });
+
+  it('a DPoP proof on the push binds the code to its key (RFC 9449 10.1); two DPoP headers are refused before the library reads either', async () => {
+    const client = await clientOf('registry confidential');
+    const secret = client.auth();
+    const key = dpopKey();
+    const fields = { ...secret, response_type: 'code', redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' };
+    const twice = await fetch(parUrl(server), {
+      method: 'POST',
+      headers: [['content-type', 'application/x-www-form-urlencoded'], ['dpop', proof(key, 'POST', parUrl(server))], ['dpop', proof(key, 'POST', parUrl(server))]],
+      body: new URLSearchParams(fields).toString(),
+    });
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as { error: string }).error).toBe('invalid_dpop_proof');
+    const res = await fetch(parUrl(server), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: proof(key, 'POST', parUrl(server)) }, body: new URLSearchParams(fields).toString() });
+    const pushed = (await res.json()) as Record<string, string>;
+    expect(res.status, JSON.stringify(pushed)).toBe(201);
+    const back = await authorize(new Browser(), server.url, authorizeWith(server, client.clientId, pushed.request_uri!), user);
+    const code = back.searchParams.get('code')!;
+    expect(code, back.href).toBeTruthy();
+    const exchange = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, ...secret };
+    const without = await tokenPost(server, exchange);
+    expect(without.status, JSON.stringify(without.body)).toBe(400);
+    expect(without.body.error).toBe('invalid_grant');
+    const bound = await tokenPost(server, exchange, { dpop: proof(key, 'POST', `${server.url}/v2/auth/oauth2/token`) });
+    expect(bound.status, JSON.stringify(bound.body)).toBe(200);
+    expect(bound.body.token_type).toBe('DPoP');
   });
 
   it('a metadata document or registration saying require_pushed_authorization_requests is held to it', async () => {

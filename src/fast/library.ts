@@ -68,6 +68,21 @@ export async function fromStore<T>(model: unknown, stored: AdapterPayload): Prom
 }
 
 /**
+ * Pushed authorization requests (RFC 9126): how long the library keeps one usable (its MAX_TTL,
+ * not configurable) and which client pushed one — it stores the request as an unsigned JWT of
+ * the parameters, issued by that client (lib/actions/authorization/pushed_authorization_requests.js).
+ */
+export const PUSHED_REQUEST_TTL = 60;
+export function pushedRequestClientId(request: string): string | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(request.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss?: unknown };
+    return typeof payload.iss === 'string' ? payload.iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Makes the ids (the values: opaque tokens are their ids) of new access tokens, refresh tokens and
  * authorization codes with `make` (src/credentials/format.ts) instead of the library's nanoid. Its
  * generateTokenId is what every save() and the fast refresh (toSave) call, so this covers both

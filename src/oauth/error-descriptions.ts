@@ -3,7 +3,7 @@
 // unchanged error code). Only what the client already knows is said: its own code expired or was
 // used; a code it was never given reads like an unknown one.
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { codeRefusalOf, type CodeRefusal } from '../fast/library.ts';
+import { codeRefusalOf, PUSHED_REQUEST_TTL, type CodeRefusal } from '../fast/library.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { POLICY } from '../settings.ts';
 import { heldForReview, scopesOf } from '../directory/facts.ts';
@@ -53,9 +53,7 @@ const PAR_REQUIRED = 'Pushed Authorization Request must be used';
 export const PAR_REQUIRED_TEXT = 'this client must use pushed authorization requests (RFC 9126): POST the request to the pushed_authorization_request_endpoint first, then send only client_id and the request_uri it answers';
 /** The library's (and our adapters', RequestUriAlreadyUsed) refusal of a request_uri. */
 const REQUEST_URI_REFUSED = 'request_uri is invalid, expired, or was already used';
-// Read from the library's code (lib/actions/authorization/pushed_authorization_requests.js MAX_TTL): not a setting.
-const PUSHED_REQUEST_SECONDS = 60;
-export const REQUEST_URI_TEXT = `the request_uri is unknown, expired (a pushed request may be used for ${PUSHED_REQUEST_SECONDS} seconds) or already used (each works once): push the request again`;
+export const REQUEST_URI_TEXT = `the request_uri is unknown, expired (a pushed request may be used for ${PUSHED_REQUEST_TTL} seconds) or already used (each works once): push the request again`;
 
 /** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
 export function plainAuthorizationError(description: string, params: { response_type?: unknown; scope?: unknown } | undefined, client?: object): string {

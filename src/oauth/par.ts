@@ -6,16 +6,7 @@
 // that pushed it: another client naming it gets what an unknown one gets, invalid_request_uri,
 // and nothing is spent.
 import Provider from 'oidc-provider';
-
-/** The client that pushed a stored request: its JWT's issuer (lib/actions/authorization/pushed_authorization_requests.js). */
-function pushedBy(request: string): string | undefined {
-  try {
-    const payload = JSON.parse(Buffer.from(request.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss?: unknown };
-    return typeof payload.iss === 'string' ? payload.iss : undefined;
-  } catch {
-    return undefined;
-  }
-}
+import { pushedRequestClientId } from '../fast/library.ts';
 
 /** The authorization endpoint finds a pushed request only for the client that pushed it. */
 export function requestUrisOfTheirClients(provider: Provider): void {
@@ -27,6 +18,6 @@ export function requestUrisOfTheirClients(provider: Provider): void {
     // The request's own context (Provider.ctx): the authorization endpoint has found the client by now.
     const oidc = Provider.ctx?.oidc;
     if (!found || oidc?.route !== 'authorization' || !oidc.client) return found;
-    return pushedBy(found.request) === oidc.client.clientId ? found : undefined;
+    return pushedRequestClientId(found.request) === oidc.client.clientId ? found : undefined;
   } as typeof model.find;
 }
