@@ -16,6 +16,9 @@ import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './supp
 import { PAR_REQUIRED_TEXT, REQUEST_URI_TEXT } from '../src/oauth/error-descriptions.ts';
 import { PUSHED_REQUEST_TTL } from '../src/fast/library.ts';
 import { dpopKey, proof, tokenPost } from './support/dpop.ts';
+import { admin } from './support/processes.ts';
+import { expectRefusal } from './support/admin-cli.ts';
+import { eventually } from './support/eventually.ts';
 
 const URN = 'urn:ietf:params:oauth:request_uri:';
 const parUrl = (at: { url: string }) => `${at.url}/v2/auth/oauth2/par`;
@@ -150,7 +153,7 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
     const pushed = await push(server, { ...app, ...request() });
     const at = [server, other, server, other];
     const browsers = at.map(() => new Browser());
-    const consents = [];
+    const consents: Page[] = [];
     for (const [i, instance] of at.entries()) consents.push(await reachConsent(browsers[i]!, instance.url, authorizeWith(instance, app.client_id, pushed.body.request_uri), user));
     const ends = await Promise.all(at.map((instance, i) => allow(browsers[i]!, consents[i]!, instance.url)));
     const backs = ends.map((end) => new URL(end.location!));
@@ -258,6 +261,13 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
     expect((await clientsSetPar(operator(server), strict.client_id, 'off')).require_pushed_authorization_requests).toBe(false);
     const plain = await authorize(new Browser(), server.url, { client_id: strict.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }, user);
     expect(plain.searchParams.get('code'), plain.href).toBeTruthy();
+    // The operator script itself: on again, seen by the running server.
+    const env = { DATABASE_URL: server.pg.url };
+    const set = await admin(['--json', 'clients', 'set-par', strict.client_id, 'on'], env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ client_id: strict.client_id, require_pushed_authorization_requests: true });
+    expectRefusal(await admin(['--json', 'clients', 'set-par', strict.client_id, 'yes'], env), /on.*off/);
+    await eventually(async () => expect((await server.system.provider.Client.find(strict.client_id))?.requirePushedAuthorizationRequests).toBe(true));
   });
 
   it('refuses at the PAR endpoint what the authorization endpoint refuses: suspended clients, and a pending one for anyone but its owner', async () => {
