@@ -135,6 +135,21 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
     }
   });
 
+  it("a legacy client's pushed request without scope: full access as on the front channel, counted once for its migration", async () => {
+    const created = await clientsCreate(operator(server), { name: 'Old Tool', redirectUri: [REDIRECT], legacy: true });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    const legacy = { client_id: created.client_id, client_secret: created.client_secret! };
+    const pushed = await push(server, { ...legacy, response_type: 'code', redirect_uri: REDIRECT, state: 's' });
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
+    const back = await authorize(new Browser(), server.url, authorizeWith(server, legacy.client_id, pushed.body.request_uri), user);
+    const code = back.searchParams.get('code');
+    expect(code, back.href).toBeTruthy();
+    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, ...legacy });
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    const counted = await server.pg.db('client_scope_requests').where('client_id', legacy.client_id).sum<{ sum: string }[]>('count as sum');
+    expect(Number(counted[0]!.sum)).toBe(1);
+  });
+
   it('a request_uri works once: used again, on this instance or another, it is refused in words', async () => {
     const pushed = await push(server, { ...app, ...request() });
     expect(pushed.status).toBe(201);

@@ -74,13 +74,17 @@ function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) 
 /**
  * The scope value of the authorization request as sent, split on spaces and commas. A pushed
  * request's (RFC 9126) was sent to the PAR endpoint, judged there and stored as judged: at the
- * authorization endpoint it is the request's own (`value`), not the browser's query.
+ * authorization endpoint it is the request's own (`value`), not the browser's query — without the
+ * full-access marker an unmigrated legacy client's request was given there.
  */
 function requestedScopes(ctx: KoaContextWithOIDC, value: unknown): string[] | undefined {
-  if ('PushedAuthorizationRequest' in ctx.oidc.entities) return typeof value === 'string' ? parseScopeList(value) : undefined;
+  if (isPushed(ctx)) return typeof value === 'string' ? parseScopeList(value).filter((s) => s !== LEGACY_FULL_ACCESS) : undefined;
   const raw = ctx.method === 'POST' ? (ctx.oidc.body as Record<string, unknown> | undefined)?.scope : ctx.query.scope;
   return typeof raw === 'string' ? parseScopeList(raw) : undefined;
 }
+
+/** An authorization request that arrived as a request_uri (RFC 9126): pushed, and judged, before. */
+const isPushed = (ctx: KoaContextWithOIDC): boolean => 'PushedAuthorizationRequest' in ctx.oidc.entities;
 
 /** 429 slow_down with Retry-After: one client refreshing one user's tokens too often. */
 function tooManyRefreshes(ctx: KoaContextWithOIDC, wait: number): Error {
@@ -238,7 +242,8 @@ export function createProvider(deps: ProviderDeps): Provider {
         // The limited tier of an unreviewed metadata-document client (docs/agents.md): user scopes only.
         const beyondTier = isUnreviewed(client) ? scopes.filter((s) => !isUserScope(s)) : [];
         if (beyondTier.length) throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', beyondTier.join(' '));
-        if (!unmigratedLegacy) return;
+        // A pushed request was counted, and given the marker, when it was pushed.
+        if (!unmigratedLegacy || isPushed(ctx)) return;
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
       },
