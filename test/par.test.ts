@@ -180,6 +180,20 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
     }
   });
 
+  it('bad request_uris at the authorization endpoint are refused in words, never a 500', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['made up', `${URN}made-up`, 'invalid_request_uri'],
+      ['oversized', `${URN}${'x'.repeat(4000)}`, 'invalid_request_uri'],
+      ['not ours (a URL)', 'https://evil.example/request.jwt', 'request_uri_not_supported'],
+      ['empty', '', 'invalid_request'],
+    ];
+    for (const [what, requestUri, error] of cases) {
+      const page = await new Browser().get(authorizeWith(server, app.client_id, requestUri).href);
+      expect(page.status, `${what}: ${page.html.slice(0, 200)}`).toBe(400);
+      expect(page.html, what).toContain(error);
+    }
+  });
+
   it('an expired request_uri (past its 60 seconds) is refused, and nothing is issued', async () => {
     const pushed = await earlier(61_000, () => push(server, { ...app, ...request() }));
     expect(pushed.status).toBe(201);
@@ -231,6 +245,7 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
       ['no response_type', () => push(server, { ...app, redirect_uri: REDIRECT, scope: 'PROFILE_READ' }), 400, 'invalid_request'],
       // RFC 9126 2.1: a push must not carry a request_uri (the library's code for it).
       ['a request_uri in the push', () => push(server, { ...app, ...request({ request_uri: `${URN}abc` }) }), 400, 'request_uri_not_supported'],
+      ['a request object (JAR is not supported)', () => push(server, { ...app, ...request({ request: 'eyJhbGciOiJub25lIn0.eyJzY29wZSI6IlBST0ZJTEVfUkVBRCJ9.' }) }), 400, 'request_not_supported'],
       ['an oversized state', () => push(server, { ...app, ...request({ state: 'x'.repeat(5000) }) }), 400, 'invalid_request', /state/],
       ['an oversized body', () => push(server, {}, { body: new URLSearchParams({ ...app, ...request({ nonce: 'x'.repeat(20_000) }) }).toString() }), 413, 'invalid_request'],
       ['a public client without PKCE', () => push(server, { client_id: publicApp.client_id, ...request() }), 400, 'invalid_request', /PKCE/],
