@@ -497,6 +497,8 @@ describe('requiring pushed requests on the developer page (RFC 9126 5)', () => {
     const shown = await browser.get(url(path));
     expect(shown.$('form.par input[name=par]').is(':checked')).toBe(true);
     expect(shown.html).toContain('Pushed authorization requests required');
+    // The address to push to, in the page's How to connect panel.
+    expect(shown.$('code.par-endpoint').text()).toBe(`${server.url}/v2/auth/oauth2/par`);
     expect((await server.system.provider.Client.find(id))?.requirePushedAuthorizationRequests).toBe(true);
 
     expect((await post(browser, `${path}/par`, {}, 'not-the-token')).status).toBe(403);
