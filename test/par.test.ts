@@ -4,6 +4,10 @@
 // for 60 seconds; a client may require pushed requests (clients set-par, the developer page);
 // bad pushes are refused with the right error, nothing stored, never a 500.
 import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
@@ -324,6 +328,48 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
     const forOwner = await push(server, { ...pending, ...request() });
     const back = await authorize(new Browser(), server.url, authorizeWith(server, pending.client_id, forOwner.body.request_uri), owner);
     expect(back.searchParams.get('code'), back.href).toBeTruthy();
+  });
+});
+
+// The embedded database (PGlite, DATA_DIR): the same SQL adapter as PostgreSQL's, on its own engine.
+describe('pushed authorization requests (embedded PGlite)', () => {
+  let instance: AppInstance;
+  let dir: string;
+  let umask: number;
+  beforeAll(async () => {
+    // Opening the data directory tightens this process's umask (src/storage/data-dir.ts): put back after.
+    umask = process.umask(0o022);
+    process.umask(umask);
+    dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'par-embedded-')), 'data');
+    await copyMigratedDataDir(dir);
+    instance = await startInstance({ DATA_DIR: dir });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    process.umask(umask);
+    if (dir) fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+  });
+
+  it('push, authorize, exchange; the request_uri then refused, and two authorizations from one give one code', async () => {
+    const server = instance as unknown as TestServer;
+    const app = await approvedClient(server, ['PROFILE_READ']);
+    const user = await newUser(server);
+    const fields = { ...app, response_type: 'code', redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' };
+    const pushed = await push(server, fields);
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
+    const back = await authorize(new Browser(), server.url, authorizeWith(server, app.client_id, pushed.body.request_uri), user);
+    const tokens = await tokenRequest(server.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, ...app });
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    const again = await new Browser().get(authorizeWith(server, app.client_id, pushed.body.request_uri).href);
+    expect(again.status).toBe(400);
+    expect(again.html).toContain('invalid_request_uri');
+
+    const twice = await push(server, fields);
+    const browsers = [new Browser(), new Browser(), new Browser()];
+    const consents: Page[] = [];
+    for (const browser of browsers) consents.push(await reachConsent(browser, server.url, authorizeWith(server, app.client_id, twice.body.request_uri), user));
+    const ends = await Promise.all(browsers.map((browser, i) => allow(browser, consents[i]!, server.url)));
+    expect(ends.filter((end) => new URL(end.location!).searchParams.get('code')).length).toBe(1);
   });
 });
 
