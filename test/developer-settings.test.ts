@@ -140,6 +140,8 @@ describe('the client page', () => {
     expect(panel('Token endpoint')).toBe(metadata.token_endpoint);
     expect(panel('Token endpoint').startsWith(BASE_URL)).toBe(true);
     expect(panel('Discovery')).toBe(`${BASE_URL}${RFC8414_PATH}`);
+    expect(panel('Pushed authorization requests')).toBe(metadata.pushed_authorization_request_endpoint);
+    expect(panel('Pushed authorization requests').startsWith(BASE_URL)).toBe(true);
     expect(page.$('.connect .example').text()).toContain(`client_id=${id}`);
     const date = /^\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4}, \d{2}:\d{2} UTC$/;
     expect(page.$('.facts time').text()).toMatch(date);

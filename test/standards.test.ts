@@ -45,6 +45,8 @@ describe('metadata (RFC 8414)', () => {
       token_endpoint: `${issuer}/token`,
       revocation_endpoint: `${issuer}/revoke`,
       introspection_endpoint: `${issuer}/introspect`,
+      // Pushed authorization requests (RFC 9126, docs/par.md).
+      pushed_authorization_request_endpoint: `${issuer}/par`,
       jwks_uri: `${issuer}/jwks`,
       scopes_supported: [...ALL_SCOPES],
       response_types_supported: ['code'],

@@ -19,6 +19,7 @@ import {
   setClientRateLimit,
   setClientRefreshGrace,
   setClientDpopRequired,
+  setClientParRequired,
   setClientStatus,
   sweepClient,
   deleteClient,
@@ -83,6 +84,8 @@ export function clientJson(client: ClientRecord) {
     refresh_grace_seconds: client.refreshGraceSeconds ?? 'default',
     // Every token request must carry a DPoP proof (docs/dpop.md).
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
+    // Every authorization request must be pushed first (docs/par.md).
+    require_pushed_authorization_requests: client.requirePushedAuthorizationRequests === true,
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
@@ -273,6 +276,11 @@ export async function clientsSetRateLimit(ctx: AdminContext, clientId: string, p
 export async function clientsSetDpop(ctx: AdminContext, clientId: string, setting: string) {
   if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every token request must carry a DPoP proof) or "off"');
   return clientJson(await setClientDpopRequired(ctx, clientId, setting === 'on', ctx.by));
+}
+
+export async function clientsSetPar(ctx: AdminContext, clientId: string, setting: string) {
+  if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every authorization request must be pushed first) or "off"');
+  return clientJson(await setClientParRequired(ctx, clientId, setting === 'on', ctx.by));
 }
 
 export async function clientsSetRefreshGrace(ctx: AdminContext, clientId: string, seconds: string) {

@@ -403,6 +403,10 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .description('on: every token request of this client must carry a DPoP proof, so all its tokens are bound to a key (RFC 9449 5.2; docs/dpop.md)')
     .action(action((ctx, id: string, setting: string) => commands.clientsSetDpop(ctx, id, setting)));
   clients
+    .command('set-par <id> <on|off>')
+    .description('on: every authorization request of this client must be pushed first (RFC 9126 pushed authorization requests; docs/par.md): one without a request_uri is refused')
+    .action(action((ctx, id: string, setting: string) => commands.clientsSetPar(ctx, id, setting)));
+  clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')
     .action(action(registryOnly('clients add-redirect-uri', (ctx, id: string, uri: string) => commands.clientsAddRedirectUri(ctx, id, uri))));

@@ -22,6 +22,8 @@ export interface CimdDocument {
   scopes: string[];
   /** Its `policy_uri` and `tos_uri`, when usable as the registry's links are. */
   links: ClientDocLinks;
+  /** Its `require_pushed_authorization_requests` (RFC 9126 5, docs/par.md): held as a registry client's setting is. */
+  requirePar: boolean;
 }
 
 const MAX_NAME = 100;
@@ -61,6 +63,9 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
   if ('client_secret' in d || 'client_secret_expires_at' in d) return refuse('must not contain a client_secret');
   // Not yet held for these clients (docs/dpop.md): refused rather than ignored. Proofs are accepted without it.
   if (d.dpop_bound_access_tokens === true) return refuse('must not ask for dpop_bound_access_tokens, which is not yet supported for metadata documents (send DPoP proofs without it)');
+  // Held as stated (docs/par.md): it only narrows what the client may do, so the document's word is enough.
+  const par = d.require_pushed_authorization_requests;
+  if (par !== undefined && typeof par !== 'boolean') return refuse('must say require_pushed_authorization_requests true or false');
   const method = d.token_endpoint_auth_method;
   if (method !== 'none' && method !== 'private_key_jwt') return refuse('must say token_endpoint_auth_method "none" (with PKCE) or "private_key_jwt"');
   let jwksUri: string | undefined;
@@ -84,5 +89,5 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
     throw err;
   }
   const scopes = typeof d.scope === 'string' ? parseScopeList(d.scope).filter(isKnownScope) : [];
-  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)], links: documentLinks(d) };
+  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)], links: documentLinks(d), requirePar: par === true };
 }

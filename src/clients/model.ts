@@ -52,6 +52,8 @@ export interface ClientRecord {
   resourceUri?: string | null;
   /** Every token request must carry a DPoP proof (RFC 9449 5.2; clients set-dpop, the developer page). */
   dpopBoundAccessTokens?: boolean;
+  /** Every authorization request must be pushed first (RFC 9126 5; clients set-par, the developer page). */
+  requirePushedAuthorizationRequests?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

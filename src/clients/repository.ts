@@ -14,7 +14,7 @@ import type { ClientStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'require_pushed_authorization_requests', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -31,6 +31,7 @@ interface ClientRow {
   tos_uri: string | null;
   resource_uri: string | null;
   dpop_bound_access_tokens: boolean;
+  require_pushed_authorization_requests: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -56,6 +57,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     tosUri: row.tos_uri,
     resourceUri: row.resource_uri ?? null,
     dpopBoundAccessTokens: row.dpop_bound_access_tokens === true,
+    requirePushedAuthorizationRequests: row.require_pushed_authorization_requests === true,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -128,7 +130,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean; requirePushedAuthorizationRequests: boolean }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -148,6 +150,7 @@ export async function updateClient(
       ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),
       ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
       ...(changes.dpopBoundAccessTokens !== undefined ? { dpop_bound_access_tokens: changes.dpopBoundAccessTokens } : {}),
+      ...(changes.requirePushedAuthorizationRequests !== undefined ? { require_pushed_authorization_requests: changes.requirePushedAuthorizationRequests } : {}),
       updated_at: trx.fn.now(),
     });
 }

@@ -383,6 +383,14 @@ export async function setClientDpopRequired(deps: ChangeDeps, clientId: string, 
   });
 }
 
+/** Whether every authorization request of the client must be pushed first (RFC 9126 5, docs/par.md). */
+export async function setClientParRequired(deps: ChangeDeps, clientId: string, required: boolean, by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    await repo.updateClient(trx, clientId, { requirePushedAuthorizationRequests: required });
+    return { result: await reread(trx, clientId), action: 'client.par_set', details: { from: current.requirePushedAuthorizationRequests === true, to: required } };
+  });
+}
+
 /**
  * Which of the client's current scopes the user may untick on the consent page. Never widens what
  * the app may do, so the owner sets it without review.

@@ -60,6 +60,14 @@ const INVALID_REQUEST: ErrorCause = {
   wayOn: [APPS_WITH_ACCESS],
 };
 
+// A pushed authorization request (RFC 9126, docs/par.md) lives a minute and works once.
+const REQUEST_EXPIRED: ErrorCause = {
+  title: 'This request has expired',
+  happened: 'The app prepared this request for you in advance, and it has expired or was already used: each one works once, for a short time. Nothing was shared with the app.',
+  whatToDo: 'Go back to the app and start again from there.',
+  wayOn: [APPS_WITH_ACCESS],
+};
+
 const SCOPE_NOT_ALLOWED: ErrorCause = {
   title: 'This app asked for more than it may',
   happened: 'The app asked for access it is not allowed to ask for. Nothing was shared with it.',
@@ -122,6 +130,7 @@ const CAUSES: Row[] = [
   { code: 'invalid_request', kind: 'SessionNotFound', cause: SIGN_IN_EXPIRED },
   { code: 'invalid_request', kind: 'ForbiddenError', status: 403, cause: FORM_EXPIRED },
   { code: 'invalid_request', kind: 'InputError', cause: { ...INVALID_REQUEST, title: 'This request cannot be completed', ownMessage: true } },
+  { code: 'invalid_request_uri', cause: REQUEST_EXPIRED },
   { code: 'invalid_scope', cause: SCOPE_NOT_ALLOWED },
   { code: 'access_denied', cause: NOT_ALLOWED },
   { code: 'conflict', cause: CHANGED_MEANWHILE },

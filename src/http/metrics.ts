@@ -5,13 +5,14 @@ import http from 'node:http';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { requestMetrics } from './request-metrics.ts';
 import { registerPlainMetric, type Series } from '../seams/prom-client.ts';
-import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PROTECTED_RESOURCE_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
+import { APP_AUTHORIZE_PATH, CHECK_PATH, INTERACTION_PATH, INTROSPECTION_PATH, ME_PATH, PAR_PATH, PROTECTED_RESOURCE_PATH, PROVIDER_PATH, REVOCATION_PATH, RFC8414_PATH, TOKEN_PATH } from './paths.ts';
 
 // Low-cardinality endpoint names: never a raw path (ids, uids and tokens would explode the series).
 const EXACT = new Map<string, string>([
   [TOKEN_PATH, 'token'],
   [REVOCATION_PATH, 'revocation'],
   [INTROSPECTION_PATH, 'introspection'],
+  [PAR_PATH, 'pushed_authorization_request'],
   [`${PROVIDER_PATH}/authorize`, 'authorization'],
   [APP_AUTHORIZE_PATH, 'authorization'],
   [`${PROVIDER_PATH}/jwks`, 'jwks'],

@@ -12,8 +12,10 @@ export const RFC8414_PATH = `/.well-known/oauth-authorization-server${PROVIDER_P
 export const TOKEN_PATH = `${PROVIDER_PATH}/token`;
 export const REVOCATION_PATH = `${PROVIDER_PATH}/revoke`;
 export const INTROSPECTION_PATH = `${PROVIDER_PATH}/introspect`;
+/** RFC 9126: where a client pushes its authorization request before sending the browser (docs/par.md). */
+export const PAR_PATH = `${PROVIDER_PATH}/par`;
 /** The endpoints that authenticate clients and answer in RFC 6749 JSON. */
-export const OAUTH_ENDPOINTS: ReadonlySet<string> = new Set([TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH]);
+export const OAUTH_ENDPOINTS: ReadonlySet<string> = new Set([TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH, PAR_PATH]);
 
 export const ME_PATH = '/v2/me';
 export const CHECK_PATH = '/v2/auth/check';

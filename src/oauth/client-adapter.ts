@@ -43,6 +43,8 @@ function registryView({ client, secrets }: UsableClient): AdapterPayload {
     refresh_grace_seconds: client.refreshGraceSeconds,
     // Every token request with a DPoP proof (clients set-dpop; docs/dpop.md).
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
+    // Every authorization request pushed first (clients set-par; docs/par.md).
+    require_pushed_authorization_requests: client.requirePushedAuthorizationRequests === true,
   });
 }
 

@@ -20,11 +20,11 @@ const only = (applies: (ctx: Context) => boolean, steps: Step[]): Step => {
 };
 
 // The provider's routes under its mount, exactly as spelled (resume uids are nanoids). The token,
-// revocation and introspection endpoints are the back channel's (tokenEndpoints).
+// revocation, introspection and pushed authorization request endpoints are the back channel's (tokenEndpoints).
 const PROVIDER_ROUTES = /^\/(authorize(\/[A-Za-z0-9_-]+)?|jwks|\.well-known\/(openid-configuration|oauth-authorization-server))$/;
 // Open dynamic registration (DYNAMIC_REGISTRATION=open, src/registration/registration.ts): POST only.
 const REGISTRATION_ROUTE = /^\/register$/;
-const TOKEN_ROUTES = /^\/(token|revoke|introspect)$/;
+const TOKEN_ROUTES = /^\/(token|revoke|introspect|par)$/;
 const AUTHORIZE_ROUTES = /^\/authorize(\/[A-Za-z0-9_-]+)?$/;
 const AUTHORIZE_PATHS = new Set([`${PROVIDER_PATH}/authorize`, APP_AUTHORIZE_PATH]);
 
@@ -49,7 +49,7 @@ export function providerEndpoints(provider: Provider, { registration = false } =
   ]);
 }
 
-const ENDPOINT_NAMES: Record<string, string> = { token: 'token', introspect: 'introspection', revoke: 'revocation' };
+const ENDPOINT_NAMES: Record<string, string> = { token: 'token', introspect: 'introspection', revoke: 'revocation', par: 'pushed authorization request' };
 
 async function postOnly(ctx: Context): Promise<never> {
   const name = ENDPOINT_NAMES[ctx.path.slice(ctx.path.lastIndexOf('/') + 1)] ?? 'this';
@@ -57,8 +57,8 @@ async function postOnly(ctx: Context): Promise<never> {
 }
 
 /**
- * The token, revocation and introspection endpoints (the back channel's app, src/app.ts: the one
- * way into them): read the body once (form or JSON), then a client over its own budget waits; the
+ * The token, revocation, introspection and pushed authorization request (RFC 9126) endpoints (the
+ * back channel's app, src/app.ts: the one way into them): read the body once (form or JSON), then a client over its own budget waits; the
  * failures are counted inside the provider (rate-limits.ts).
  */
 export function tokenEndpoints(provider: Provider, limits: TokenEndpointLimits): Step {

@@ -3,7 +3,7 @@
 // unchanged error code). Only what the client already knows is said: its own code expired or was
 // used; a code it was never given reads like an unknown one.
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { codeRefusalOf, type CodeRefusal } from '../seams/oidc-provider.ts';
+import { codeRefusalOf, PUSHED_REQUEST_TTL, type CodeRefusal } from '../seams/oidc-provider.ts';
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { POLICY } from '../settings.ts';
 import { heldForReview, scopesOf } from '../directory/facts.ts';
@@ -48,9 +48,18 @@ function heldScopesAsked(params: { scope?: unknown } | undefined, client: object
   return held.length === beyond.length ? held : [];
 }
 
+/** The library's refusal of a front-channel request from a client that must push its requests (RFC 9126 5). */
+const PAR_REQUIRED = 'Pushed Authorization Request must be used';
+export const PAR_REQUIRED_TEXT = 'this client must use pushed authorization requests (RFC 9126): POST the request to the pushed_authorization_request_endpoint first, then send only client_id and the request_uri it answers';
+/** The library's (and our adapters', RequestUriAlreadyUsed) refusal of a request_uri. */
+const REQUEST_URI_REFUSED = 'request_uri is invalid, expired, or was already used';
+export const REQUEST_URI_TEXT = `the request_uri is unknown, expired (a pushed request may be used for ${PUSHED_REQUEST_TTL} seconds) or already used (each works once): push the request again`;
+
 /** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
 export function plainAuthorizationError(description: string, params: { response_type?: unknown; scope?: unknown } | undefined, client?: object): string {
   if (description === MISLEADING_RESPONSE_MODE && !params?.response_type) return MISSING_RESPONSE_TYPE;
+  if (description === PAR_REQUIRED) return PAR_REQUIRED_TEXT;
+  if (description === REQUEST_URI_REFUSED) return REQUEST_URI_TEXT;
   // Told why, as an unreviewed agent asking beyond its tier is (src/oauth/provider.ts, extraParams.scope).
   const held = description === SCOPE_NOT_ALLOWED ? heldScopesAsked(params, client) : [];
   if (held.length) return `${HELD_FOR_REVIEW} (${held.join(' ')})`;
@@ -63,7 +72,8 @@ export function plainAuthorizationError(description: string, params: { response_
  */
 export async function plainAuthorizationRedirects(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
   await next();
-  if (ctx.oidc?.route !== 'authorization' || ctx.status < 300 || ctx.status >= 400) return;
+  // The resume too: a pushed request is spent when the authorization ends (RFC 9126; storage/artifact-errors.ts).
+  if ((ctx.oidc?.route !== 'authorization' && ctx.oidc?.route !== 'resume') || ctx.status < 300 || ctx.status >= 400) return;
   const location = ctx.response.get('Location');
   if (!location) return;
   let url: URL;

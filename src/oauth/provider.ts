@@ -26,6 +26,7 @@ import type { RecordCache } from '../storage/record-cache.ts';
 import { bindingClaims, isBoundGrantId, type GrantBindings } from '../orgs/bindings.ts';
 import { makeTokenIds, replaceReplayDetection } from '../seams/oidc-provider.ts';
 import { DPOP_ALGS, dpopHeader, singleUse, spendProofBeforeCode } from './dpop.ts';
+import { requestUrisOfTheirClients } from './par.ts';
 import { hkdfSync } from 'node:crypto';
 import { generateCredential, TOKEN_MODEL_KINDS } from '../credentials/format.ts';
 import { audienceOf, checkCodeResourceFirst, checkGrantedResource, platformResource, resourceIndicators, type WithAudience } from './resources.ts';
@@ -72,11 +73,20 @@ function adapterFactory({ db, records, artifacts, cimd, config }: ProviderDeps) 
   return (model: string): Adapter => (model === 'Client' ? new ClientAdapter(clients, cimd, config.dynamicRegistration) : artifacts.adapterFor(model));
 }
 
-/** The scope value of the authorization request as sent, split on spaces and commas. */
-function requestedScopes(ctx: KoaContextWithOIDC): string[] | undefined {
+/**
+ * The scope value of the authorization request as sent, split on spaces and commas. A pushed
+ * request's (RFC 9126) was sent to the PAR endpoint, judged there and stored as judged: at the
+ * authorization endpoint it is the request's own (`value`), not the browser's query — without the
+ * full-access marker an unmigrated legacy client's request was given there.
+ */
+function requestedScopes(ctx: KoaContextWithOIDC, value: unknown): string[] | undefined {
+  if (isPushed(ctx)) return typeof value === 'string' ? parseScopeList(value).filter((s) => s !== LEGACY_FULL_ACCESS) : undefined;
   const raw = ctx.method === 'POST' ? (ctx.oidc.body as Record<string, unknown> | undefined)?.scope : ctx.query.scope;
   return typeof raw === 'string' ? parseScopeList(raw) : undefined;
 }
+
+/** An authorization request that arrived as a request_uri (RFC 9126): pushed, and judged, before. */
+const isPushed = (ctx: KoaContextWithOIDC): boolean => 'PushedAuthorizationRequest' in ctx.oidc.entities;
 
 /** 429 slow_down with Retry-After: one client refreshing one user's tokens too often. */
 function tooManyRefreshes(ctx: KoaContextWithOIDC, wait: number): Error {
@@ -122,7 +132,12 @@ export function createProvider(deps: ProviderDeps): Provider {
       // (and a public client's refresh token too); server nonces offered (DPoP-Nonce), not required.
       // The secret derives from the first cookie key, so every instance issues and accepts the same.
       dPoP: { enabled: true, nonceSecret: dpopNonceSecret(config.cookieKeys[0]!) },
-      pushedAuthorizationRequests: { enabled: false },
+      // Pushed authorization requests (RFC 9126, docs/par.md): a client authenticates as at the token
+      // endpoint and posts its request; the browser then carries only client_id and the request_uri
+      // (single use, 60 s: the library's own lifetime). A client may require them
+      // (require_pushed_authorization_requests, per client: clients set-par, the developer page).
+      // Redirect URIs are still matched exactly against the registered ones: none unregistered.
+      pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false, allowUnregisteredRedirectUris: false },
       rpInitiatedLogout: { enabled: false },
       userinfo: { enabled: false },
       // RFC 8707 (src/oauth/resources.ts, docs/resources.md): `resource` names the platform API or
@@ -159,6 +174,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       token: '/token',
       revocation: '/revoke',
       introspection: '/introspect',
+      pushed_authorization_request: '/par',
       jwks: '/jwks',
       registration: '/register',
     },
@@ -177,7 +193,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       },
       Grant: REFRESH_TOKEN_MAX_AGE,
       Session: SESSION_TTL,
-      Interaction: 3600,
+      Interaction: POLICY.INTERACTION_TTL.value,
       // The library's default, said here because a rotated signing key stays published this long
       // after its successor signs (src/oauth/signing-keys.ts); no ID token is issued while `openid` is refused.
       IdToken: ID_TOKEN_TTL,
@@ -218,10 +234,11 @@ export function createProvider(deps: ProviderDeps): Provider {
       ...boundedParams,
       async scope(ctx, value, client) {
         checkLength(ctx, 'scope', value);
-        const sent = requestedScopes(ctx) ?? [];
+        const sent = requestedScopes(ctx, value) ?? [];
         const scopes = sent.length ? sent : defaultScopes(client);
-        // What the consent page, the grant and the token read from here on.
-        if (!sent.length && scopes.length) ctx.oidc.params!.scope = scopes.join(' ');
+        // What the consent page, the grant and the token read from here on; a pushed request is
+        // stored with it, its commas made spaces (the authorization endpoint's query is so already).
+        if ((!sent.length && scopes.length) || ctx.oidc.route === 'pushed_authorization_request') ctx.oidc.params!.scope = scopes.length ? scopes.join(' ') : undefined;
         const unmigratedLegacy = factsOf(client).legacy === true;
         if (scopes.length === 0 && !unmigratedLegacy) throw new errors.InvalidScope('the scope parameter is required', undefined as unknown as string);
         const allowed = new Set(client.scope?.split(' ') ?? []);
@@ -230,7 +247,8 @@ export function createProvider(deps: ProviderDeps): Provider {
         // The limited tier of an unreviewed metadata-document client (docs/agents.md): user scopes only.
         const beyondTier = isUnreviewed(client) ? scopes.filter((s) => !isUserScope(s)) : [];
         if (beyondTier.length) throw new errors.InvalidScope('this app has not been reviewed yet: it may ask only for scopes of your own data, not TEAM_ or ORG_ scopes', beyondTier.join(' '));
-        if (!unmigratedLegacy) return;
+        // A pushed request was counted, and given the marker, when it was pushed.
+        if (!unmigratedLegacy || isPushed(ctx)) return;
         await recordLegacyRequest(db, client.clientId, scopes);
         if (scopes.length === 0) ctx.oidc.params!.scope = LEGACY_FULL_ACCESS;
       },
@@ -300,6 +318,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   const unique = singleUse(deps.artifacts.flights);
   replaceReplayDetection(provider, unique);
   spendProofBeforeCode(provider, unique);
+  // A request_uri (RFC 9126) is found only by the client that pushed it (par.ts).
+  requestUrisOfTheirClients(provider);
   // The mount (src/oauth/mount.ts) replaces the X-Forwarded-* headers with what our app decided
   // (trusted hops, https APP_URL), so the provider may trust them: it sees the request as we do.
   provider.proxy = true;
@@ -368,8 +388,9 @@ function dpopNonceSecret(cookieKey: string): Buffer {
  * refuses a proof (RFC 9449 7: 400 invalid_dpop_proof), with nothing read or written.
  */
 const boundedDpopHeader: Step = async function boundedDpopHeader(ctx, next) {
-  // The token endpoint is the provider's only one that reads proofs (no PAR, no userinfo here).
-  if (ctx.method !== 'POST' || !ctx.path.endsWith('/token')) return next();
+  // The token and PAR endpoints are the provider's only ones that read proofs (a pushed request's
+  // proof binds its code, RFC 9449 10.1; no userinfo here).
+  if (ctx.method !== 'POST' || !(ctx.path === '/token' || ctx.path === '/par')) return next();
   const header = dpopHeader(ctx.headers, ctx.req.rawHeaders);
   if (typeof header !== 'object') return next();
   ctx.status = 400;

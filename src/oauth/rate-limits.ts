@@ -73,8 +73,11 @@ function tooManyTokenRequests(ctx: Context | KoaContextWithOIDC, retryAfter: num
  */
 export const counterKey = (clientId: string): string => (isWellFormedClientId(clientId) ? clientId : `~${createHash('sha256').update(clientId).digest('base64url')}`);
 
-/** The provider's routes that are limited, as the provider sees its own paths. */
-const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect']);
+/**
+ * The provider's routes that are limited, as the provider sees its own paths: every one that
+ * authenticates clients (the pushed authorization request endpoint too, RFC 9126 2.1).
+ */
+const LIMITED_PROVIDER_PATHS = new Set(['/token', '/revoke', '/introspect', '/par']);
 
 export type ClientWithBudget = Pick<ProviderClient, 'clientAuthMethod' | 'token_requests_per_minute'> & { clientId: string };
 

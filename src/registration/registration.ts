@@ -37,7 +37,9 @@ export function registeredClientId(): string {
 export const UNUSED_REGISTRATION_SECONDS = POLICY.UNUSED_REGISTRATION_SECONDS.value;
 
 // What a registration keeps of the metadata the provider validated: the standard fields it uses.
-const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at'];
+// require_pushed_authorization_requests (RFC 9126 5, docs/par.md) stands as registered: it only
+// narrows what the client may do.
+const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at', 'require_pushed_authorization_requests'];
 
 /** Checks and stores a registration (the provider's Client adapter upsert); throws invalid_client_metadata. */
 export async function storeRegistration(db: Db, clientId: string, metadata: AdapterPayload): Promise<void> {

@@ -25,6 +25,7 @@ export const UPSTREAM: readonly UpstreamFile[] = [
   { file: 'oidc-provider/lib/helpers/initialize_keystore.js', sha256: '6e178e2a43cb5b32c4c2ddc889340fa1886d3f1a1619a5fc9cef9991bbc9d900', what: "the keystore and the published jwks kept in the provider's internals, and the members published (replaceSigningKeys)" },
   { file: 'oidc-provider/lib/actions/jwks.js', sha256: '02072b992975a01d0e9939e51ec432db780c17a5f3a9adaa8bf4e6b389e78e5e', what: 'the jwks_uri answer read from the internals at each request (replaceSigningKeys)' },
   { file: 'oidc-provider/lib/models/id_token.js', sha256: '809a238a6d68b391115f1e21bd755b388198064d9163cb44e176df4f171a6880', what: 'ID tokens and JWT responses signed with the keystore read at each signing (replaceSigningKeys)' },
+  { file: 'oidc-provider/lib/actions/authorization/pushed_authorization_requests.js', sha256: 'a3d434f0aabf6d7e5d3302c9c2f273dcd4167eb92d7baabc0a717be9ffb4698b', what: 'a pushed request lives MAX_TTL (PUSHED_REQUEST_TTL) and is stored as an unsigned JWT its client issued (pushedRequestClientId)' },
   { file: 'knex/lib/execution/transaction.js', sha256: '17ebc527bce986224880a2303c934c5a69ae0311619dd2cc723460a8806e3eba', what: "a transaction's executionPromise (transactionSettled)" },
 ];
 
@@ -108,6 +109,21 @@ export async function fromStore<T>(model: unknown, stored: AdapterPayload): Prom
   const Model = model as { verify(stored: AdapterPayload, options: { ignoreExpiration: boolean }): Promise<AdapterPayload>; instantiate(payload: AdapterPayload): T };
   try {
     return Model.instantiate(await Model.verify(stored, { ignoreExpiration: true }));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Pushed authorization requests (RFC 9126): how long the library keeps one usable (its MAX_TTL,
+ * not configurable) and which client pushed one — it stores the request as an unsigned JWT of
+ * the parameters, issued by that client (lib/actions/authorization/pushed_authorization_requests.js).
+ */
+export const PUSHED_REQUEST_TTL = 60;
+export function pushedRequestClientId(request: string): string | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(request.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss?: unknown };
+    return typeof payload.iss === 'string' ? payload.iss : undefined;
   } catch {
     return undefined;
   }

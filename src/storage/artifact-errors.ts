@@ -13,3 +13,16 @@ export class ArtifactAlreadyConsumed extends errors.InvalidGrant {
     this.model = model;
   }
 }
+
+/**
+ * A pushed authorization request (RFC 9126) spent by a concurrent authorization in the meantime:
+ * its request_uri works once, and the loser is refused as the provider refuses a spent one.
+ */
+export class RequestUriAlreadyUsed extends errors.InvalidRequestUri {
+  constructor() {
+    super('request_uri is invalid, expired, or was already used');
+  }
+}
+
+/** The refusal of a consume that lost its race: the model's own error. */
+export const alreadyConsumed = (model: string): Error => (model === 'PushedAuthorizationRequest' ? new RequestUriAlreadyUsed() : new ArtifactAlreadyConsumed(model));

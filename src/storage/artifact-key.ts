@@ -22,5 +22,8 @@ export function fromStored(model: string, id: string, stored: AdapterPayload): A
   return KEEPS_ID.has(model) ? stored : { ...stored, jti: id };
 }
 
-/** Models whose artifacts can be spent exactly once (oidc-provider's "consumable" models). */
-export const CONSUMABLE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+/**
+ * Models whose artifacts can be spent exactly once (oidc-provider's "consumable" models, and the
+ * pushed authorization request, whose request_uri works once: RFC 9126 4).
+ */
+export const CONSUMABLE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PushedAuthorizationRequest']);

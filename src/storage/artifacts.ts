@@ -11,6 +11,7 @@ import { DEFAULT_REDIS_PREFIX } from './redis-keys.ts';
 import type { TokenCache } from './token-cache.ts';
 import { refusingMalformed } from '../credentials/lookups.ts';
 import { refusedAs } from '../credentials/format.ts';
+import { POLICY } from '../settings.ts';
 
 export interface ArtifactStorage extends ClientArtifacts {
   adapterFor(model: string): Adapter;
@@ -56,9 +57,12 @@ export function artifactStorage(db: Db, redis?: RedisClient, prefix = DEFAULT_RE
  * Seconds a model's artifacts stay stored past their expiry. An authorization code is kept 10
  * minutes longer, so that a late exchange is answered "expired" rather than "unknown"
  * (src/oauth/error-descriptions.ts): the provider reads codes ignoring expiry and refuses an
- * expired one itself, before anything is spent or revoked.
+ * expired one itself, before anything is spent or revoked. A pushed authorization request
+ * (RFC 9126) may start an authorization only within its 60 seconds (the provider refuses it after,
+ * reading it ignoring expiry), but that authorization spends it when it ends, up to an interaction's
+ * lifetime later: kept that long, so that it is spent then, once, and never found gone and skipped.
  */
-export const KEPT_PAST_EXPIRY_SECONDS: Readonly<Record<string, number>> = { AuthorizationCode: 600 };
+export const KEPT_PAST_EXPIRY_SECONDS: Readonly<Record<string, number>> = { AuthorizationCode: 600, PushedAuthorizationRequest: POLICY.INTERACTION_TTL.value };
 
 function keptPastExpiry<A extends Adapter>(model: string, adapter: A): A {
   const extra = KEPT_PAST_EXPIRY_SECONDS[model];

@@ -4,7 +4,7 @@
 // share a hash slot; on a single node a save is one script.
 import { redisScript, type RedisClient } from './redis.ts';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
+import { alreadyConsumed } from './artifact-errors.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 import { deleteIndexed } from './client-artifacts.ts';
 import { artifactKeyOf, clientIndexKey, grantIndexKey } from './redis-keys.ts';
@@ -267,12 +267,12 @@ export class RedisAdapter implements Adapter {
     return undefined;
   }
 
-  // Atomic, so two concurrent redemptions of one code or refresh token cannot both pass:
+  // Atomic, so two concurrent redemptions of one code, refresh token or request_uri cannot both pass:
   // oidc-provider checks `consumed` and calls consume() in separate steps.
   async consume(id: string): Promise<void> {
     const marked = await this.scripts.consume(1, this.key(id), Math.floor(Date.now() / 1000));
     if (marked !== 1 && CONSUMABLE.has(this.model)) {
-      throw new ArtifactAlreadyConsumed(this.model);
+      throw alreadyConsumed(this.model);
     }
   }
 

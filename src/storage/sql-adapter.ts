@@ -1,6 +1,6 @@
 // oidc-provider adapter on the SQL database (PostgreSQL or PGlite), used when REDIS_URL is unset.
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { ArtifactAlreadyConsumed } from './artifact-errors.ts';
+import { alreadyConsumed } from './artifact-errors.ts';
 import type { Db } from './db.ts';
 import { artifactKey, CONSUMABLE, fromStored, toStored } from './artifact-key.ts';
 
@@ -62,7 +62,7 @@ export class SqlAdapter implements Adapter {
     return undefined;
   }
 
-  // Conditional, so two concurrent redemptions of one code or refresh token cannot both pass:
+  // Conditional, so two concurrent redemptions of one code, refresh token or request_uri cannot both pass:
   // oidc-provider checks `consumed` and calls consume() in separate steps.
   async consume(id: string): Promise<void> {
     const updated = await this.live()
@@ -70,7 +70,7 @@ export class SqlAdapter implements Adapter {
       .whereNull('consumed_at')
       .update({ consumed_at: this.db.fn.now() });
     if (updated === 0 && CONSUMABLE.has(this.model)) {
-      throw new ArtifactAlreadyConsumed(this.model);
+      throw alreadyConsumed(this.model);
     }
   }
 

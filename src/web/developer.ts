@@ -7,7 +7,7 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientParRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
 import { DAY_SECONDS } from '../durations.ts';
 import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
@@ -290,6 +290,13 @@ export function developerRoutes({
     redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: required ? 'DPoP required: token requests without a proof are refused.' : 'DPoP no longer required.' });
   };
 
+  // Requiring pushed authorization requests only narrows what the app may do (RFC 9126 5): set by the owner, no review.
+  const savePar: Step = async (ctx) => {
+    const required = field(ctx, 'par') === 'on';
+    await setClientParRequired(clients, clientOf(ctx).clientId, required, actor(ctx));
+    redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: required ? 'Pushed authorization requests required: an authorization request without a request_uri is refused.' : 'Pushed authorization requests no longer required.' });
+  };
+
   const showDelete: Step = async (ctx) => {
     const client = clientOf(ctx);
     return page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors: {}, form: { confirmName: '' } });
@@ -390,6 +397,7 @@ export function developerRoutes({
   router.post(`${CLIENT}/name`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { errors: { name: refusal }, renameForm: renameForm(ctx) })), renameClient);
   router.post(`${CLIENT}/optional-scopes`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { optionalError: refusal })), saveOptionalScopes);
   router.post(`${CLIENT}/dpop`, ...form, ownClient, saveDpop);
+  router.post(`${CLIENT}/par`, ...form, ownClient, savePar);
   router.get(`${CLIENT}/delete`, ...signedIn, ownClient, showDelete);
   router.post(`${CLIENT}/delete`, ...form, once('the client was deleted.', () => BASE), ownClient, deleteOwnClient);
   router.post(`${CLIENT}/secrets`, ...form, once(SECRET_AGAIN), ownClient, refusedAsFlash(), makeSecret);

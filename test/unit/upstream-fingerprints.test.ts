@@ -22,6 +22,7 @@ const MIRRORED: Array<[file: string, mirroredBy: string, sha256: string]> = [
   ['lib/models/formats/opaque.js', 'src/seams/oidc-provider.ts (toSave: extraTokenClaims called with the token, outside a request), src/fast/introspection.ts (extra)', '116a242cbe98d59b50d2c25e6c9b1810b97bc9a3d505a6ac3f03c54d43e9cb15'],
   ['lib/models/formats/index.js', 'src/seams/oidc-provider.ts (makeTokenIds: the library decides an access token\'s format in generateTokenId; only opaque ids are ours)', '2e89935f9f822621edc3d9fb5de22ddf273953e78d140c3010ae2f67cf533fab'],
   ['lib/shared/selective_body.js', 'src/seams/oidc-provider.ts (withBodyToRead)', '850da4702de01145f3a718d8a17387b3bbd6e90ba43749c9e0a05cab8de1bad8'],
+  ['lib/actions/authorization/pushed_authorization_requests.js', 'src/seams/oidc-provider.ts (PUSHED_REQUEST_TTL: its MAX_TTL; pushedRequestClientId: a pushed request stored as an unsigned JWT its client issued), src/oauth/par.ts, src/storage/artifacts.ts (kept past expiry: found ignoring it)', 'a3d434f0aabf6d7e5d3302c9c2f273dcd4167eb92d7baabc0a717be9ffb4698b'],
   ['lib/helpers/resolve_resource.js', 'src/fast/refresh.ts and src/fast/assumptions.ts (no `resource` asked, none granted: no resource, as with the feature off), src/oauth/resources.ts (checkGrantedResource)', 'ad1c38e95cb32d47fe54336078be0a6e49f58806510293b489e55a8eebd19a2a'],
 ];
 
