@@ -30,6 +30,7 @@ import * as m028 from './028_host_blocks_by_name.ts';
 import * as m029 from './029_cimd_approved_asks.ts';
 import * as m030 from './030_leak_reports_of_every_client.ts';
 import * as m031 from './031_client_dpop.ts';
+import * as m033 from './033_client_keys.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -66,6 +67,7 @@ const migrations: Record<string, Migration> = {
   '029_cimd_approved_asks': m029,
   '030_leak_reports_of_every_client': m030,
   '031_client_dpop': m031,
+  '033_client_keys': m033,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

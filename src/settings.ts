@@ -67,6 +67,11 @@ export const POLICY = {
   MAX_REFRESH_GRACE_SECONDS: fixed(60, 'seconds', 'src/clients/model.ts', 'the longest refresh grace window (`REFRESH_GRACE_SECONDS`, `clients set-refresh-grace`)', 'a retry or a race comes within seconds; a spent token good for longer is a stolen token good for longer'),
   DPOP_PROOF_MAX_AGE_SECONDS: fixed(300, 'seconds', 'src/oauth/dpop.ts', "how far a DPoP proof's `iat` may be from now", 'RFC 9449 11.1: a proof is for the request it came with; the provider\'s own window is the same 300'),
   DPOP_PROOF_MAX_LENGTH: fixed(4096, 'characters', 'src/oauth/dpop.ts', 'the longest `DPoP` header the gateway check and `/v2/me` read (longer: `invalid_dpop_proof`)', 'a proof with a 4096-bit RSA key is about 2000 characters; a longer one only costs'),
+  // Keys instead of shared secrets (private_key_jwt, RFC 7523: private-key-jwt.md)
+  MAX_CLIENT_KEYS: fixed(10, 'count', 'src/clients/keys.ts', 'the most keys a registered key set (`clients set-keys --jwks`, the developer page) may hold', 'a current key and the next one, with room to spare; each key is judged on every assertion that names none'),
+  CLOCK_TOLERANCE_SECONDS: fixed(15, 'seconds', 'src/oauth/provider.ts', "the provider's clock tolerance: how long past its `exp` a client assertion still passes (and its `jti` is kept)", "the library's default: clients' clocks drift by seconds; a larger one is a longer life for a stolen assertion"),
+  CLIENT_ASSERTION_MAX_SECONDS: fixed(300, 'seconds', 'src/oauth/client-keys.ts', "how far in the future a client assertion's `exp` may be", 'an assertion is for the request it comes with (RFC 7523 3); its `jti` is kept until `exp`, so a far one would be kept for as long'),
+  JWKS_REFETCH_SECONDS: fixed(10, 'seconds', 'src/oauth/client-keys.ts', "a `jwks_uri` is fetched again when an assertion names a key it lacks (a rotation), at most once per this many seconds per app and instance; a key set is also used no longer than its caching headers say (at least 60 s)", 'a rotated key works within seconds, and no request can make this server fetch an app\'s keys more often'),
   FORM_LIFETIME_SECONDS: fixed(DAY, 'seconds', 'src/web/single-use.ts', 'how long a rendered form can be sent (and its claim kept)', 'longer than a sign-in session, so no form outlives the session it was shown in'),
   KNOWN_DEVICE_DAYS: fixed(400, 'days', 'src/web/known-devices.ts', 'how long a browser stays known for the accounts signed in on it', "about the longest browsers keep a cookie"),
   KNOWN_DEVICE_ACCOUNTS: fixed(5, 'count', 'src/web/known-devices.ts', 'accounts remembered per browser (the most recent)', 'a shared family or team machine; more would let one browser vouch for many accounts'),
@@ -92,7 +97,7 @@ export const POLICY = {
   // Metadata documents and open registration (the user cap and fetch limits are settings: CIMD_…)
   MAX_CLIENT_ID_URL: fixed(2000, 'characters', 'src/cimd/client-id.ts', 'the longest URL `client_id`', 'users read it on the consent page; a longer one has no use and only costs'),
   MAX_DOCUMENT_BYTES: fixed(5 * KIB, 'bytes', 'src/cimd/fetch.ts', 'the largest metadata document fetched', 'a document is a few hundred bytes; the bound keeps every fetch cheap'),
-  MAX_JWKS_BYTES: fixed(16 * KIB, 'bytes', 'src/cimd/fetch.ts', "the largest key set of a metadata document's app", 'a few keys, a few KB'),
+  MAX_JWKS_BYTES: fixed(16 * KIB, 'bytes', 'src/cimd/fetch.ts', "the largest key set of an app (private_key_jwt): fetched from a `jwks_uri`, or registered with `clients set-keys`", 'a few keys, a few KB'),
   FETCH_TIMEOUT_MS: fixed(3000, 'milliseconds', 'src/cimd/fetch.ts', 'how long a document fetch may take', 'the authorization request waits for it'),
   CACHE_MIN_SECONDS: fixed(60, 'seconds', 'src/cimd/fetch.ts', 'the shortest a fetched document is used before it is fetched again, whatever its headers say', 'a document host cannot make this server fetch on every request'),
   CACHE_MAX_SECONDS: fixed(DAY, 'seconds', 'src/cimd/fetch.ts', 'the longest a fetched document is used before it is fetched again', "a changed document is seen within a day"),

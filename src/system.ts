@@ -190,6 +190,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     https: config.appUrl.startsWith('https:'),
     platformName: config.platformName,
     cimdMaxUsers: config.cimd.maxUsers,
+    jwksUriAllowLoopback: config.cimd.allowLoopback,
     dynamicRegistration: config.dynamicRegistration,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },

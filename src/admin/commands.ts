@@ -19,6 +19,7 @@ import {
   setClientRateLimit,
   setClientRefreshGrace,
   setClientDpopRequired,
+  setClientKeys,
   setClientStatus,
   sweepClient,
   deleteClient,
@@ -39,6 +40,7 @@ import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
+import { validateClientKeys } from '../clients/keys.ts';
 import * as orgs from '../orgs/store.ts';
 import { grantBindings } from '../orgs/bindings.ts';
 import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
@@ -59,6 +61,8 @@ export interface AdminContext extends ClientDeps {
   allowLoopback?: boolean;
   /** RESOURCE_URI_ALLOW_LOOPBACK=true (development): a resource server's URI may be http on this machine's loopback. */
   resourceUriAllowLoopback?: boolean;
+  /** CIMD_ALLOW_LOOPBACK=true (development): a client's jwks_uri may be http on 127.0.0.1, as the provider's fetch allows. */
+  jwksUriAllowLoopback?: boolean;
   /** DATA_ENCRYPTION_KEYS: for the commands that write or re-encrypt stored secrets. */
   cipher?: DataCipher;
 }
@@ -80,6 +84,9 @@ export function clientJson(client: ClientRecord) {
     refresh_grace_seconds: client.refreshGraceSeconds ?? 'default',
     // Every token request must carry a DPoP proof (docs/dpop.md).
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
+    // How it authenticates: with keys (clients set-keys; docs/private-key-jwt.md), a secret, or not at all (public).
+    token_endpoint_auth_method: client.keys ? 'private_key_jwt' : client.kind === 'public' ? 'none' : 'client_secret_basic',
+    ...(client.keys ? ('jwksUri' in client.keys ? { jwks_uri: client.keys.jwksUri } : { jwks: client.keys.jwks }) : {}),
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
@@ -155,6 +162,24 @@ export interface ClientsCreateOptions {
   tosUri?: string;
   /** A user (id or e-mail) who manages the app in the developer settings, as if they had registered it. */
   owner?: string;
+  /** How it authenticates: client_secret_basic (the default: a secret is issued) or private_key_jwt (keys, no secret). */
+  auth?: string;
+  /** With --auth private_key_jwt: where its public keys are published, or the key set's text. */
+  jwksUri?: string;
+  jwks?: string;
+}
+
+/** `--auth` and the keys of `clients create`: keys for private_key_jwt, none for a secret (docs/private-key-jwt.md). */
+function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
+  const auth = options.auth ?? 'client_secret_basic';
+  if (auth !== 'client_secret_basic' && auth !== 'private_key_jwt') throw new InputError('--auth must be client_secret_basic (a secret) or private_key_jwt (keys: --jwks-uri or --jwks)');
+  const keysGiven = options.jwksUri !== undefined || options.jwks !== undefined;
+  if (auth === 'client_secret_basic') {
+    if (keysGiven) throw new InputError('--jwks-uri and --jwks go with --auth private_key_jwt');
+    return undefined;
+  }
+  if (options.public) throw new InputError('a public client does not authenticate: --auth private_key_jwt is for confidential clients and resource servers');
+  return validateClientKeys({ jwksUri: options.jwksUri, jwks: options.jwks }, { allowLoopback: ctx.jwksUriAllowLoopback === true });
 }
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
@@ -179,6 +204,7 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       resourceUri: options.resourceUri,
       ownerUserId: owner?.id,
       allowLoopback: ctx.resourceUriAllowLoopback === true,
+      keys: keysOf(ctx, options),
     },
     by,
   );
@@ -270,6 +296,20 @@ export async function clientsSetRateLimit(ctx: AdminContext, clientId: string, p
 export async function clientsSetDpop(ctx: AdminContext, clientId: string, setting: string) {
   if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every token request must carry a DPoP proof) or "off"');
   return clientJson(await setClientDpopRequired(ctx, clientId, setting === 'on', ctx.by));
+}
+
+/**
+ * `clients set-keys ID (--jwks-uri URL | --jwks FILE|- | --none)`: the public keys the client
+ * authenticates with (private_key_jwt; docs/private-key-jwt.md), its secrets revoked; or, with
+ * `none`, no keys: back to a secret (generate one). `jwks`: the key set's text, read by the caller.
+ */
+export async function clientsSetKeys(ctx: AdminContext, clientId: string, options: { jwksUri?: string; jwks?: string; none?: boolean }) {
+  const given = [options.jwksUri !== undefined, options.jwks !== undefined, options.none === true].filter(Boolean).length;
+  if (given !== 1) throw new InputError('give exactly one of --jwks-uri URL, --jwks FILE (or - for standard input) and --none');
+  const keys = options.none ? null : validateClientKeys({ jwksUri: options.jwksUri, jwks: options.jwks }, { allowLoopback: ctx.jwksUriAllowLoopback === true });
+  await ctx.assertStoresReachable?.();
+  const { client, revokedSecrets } = await setClientKeys(ctx, clientId, keys, ctx.by);
+  return { ...clientJson(client), ...(revokedSecrets.length ? { revoked_secret_ids: revokedSecrets } : {}) };
 }
 
 export async function clientsSetRefreshGrace(ctx: AdminContext, clientId: string, seconds: string) {

@@ -9,12 +9,12 @@ import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import { NotFoundError } from '../errors.ts';
 import { isWellFormedClientId } from './secrets.ts';
 import type { StoredSecret } from '../directory/facts.ts';
-import type { ChangeRequest, ClientKind, ClientRecord, PendingChange, SecretInfo } from './model.ts';
+import type { ChangeRequest, ClientKeys, ClientKind, ClientRecord, PendingChange, SecretInfo } from './model.ts';
 import type { ClientStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'jwks_uri', 'jwks', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -31,6 +31,8 @@ interface ClientRow {
   tos_uri: string | null;
   resource_uri: string | null;
   dpop_bound_access_tokens: boolean;
+  jwks_uri: string | null;
+  jwks: { keys: Array<Record<string, unknown>> } | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -56,6 +58,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     tosUri: row.tos_uri,
     resourceUri: row.resource_uri ?? null,
     dpopBoundAccessTokens: row.dpop_bound_access_tokens === true,
+    keys: row.jwks_uri ? { jwksUri: row.jwks_uri } : row.jwks ? { jwks: row.jwks } : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -128,7 +131,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean; keys: ClientKeys | null }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -148,6 +151,9 @@ export async function updateClient(
       ...(changes.policyUri !== undefined ? { policy_uri: changes.policyUri } : {}),
       ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
       ...(changes.dpopBoundAccessTokens !== undefined ? { dpop_bound_access_tokens: changes.dpopBoundAccessTokens } : {}),
+      ...(changes.keys !== undefined
+        ? { jwks_uri: changes.keys && 'jwksUri' in changes.keys ? changes.keys.jwksUri : null, jwks: changes.keys && 'jwks' in changes.keys ? JSON.stringify(changes.keys.jwks) : null }
+        : {}),
       updated_at: trx.fn.now(),
     });
 }

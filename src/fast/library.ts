@@ -250,3 +250,64 @@ export function dpopNonces(provider: Provider): { nextChallenge(): string; check
   if (typeof nonces.nextChallenge !== 'function' || typeof nonces.checkChallenge !== 'function') throw new Error('oidc-provider no longer keeps its DPoP nonces in DPoPNonces: review src/fast/library.ts');
   return nonces as { nextChallenge(): string; checkChallenge(nonce: string): boolean };
 }
+
+// ---------------------------------------------------------------- client keys (src/oauth/client-keys.ts)
+
+/** What a built client's jwks_uri key set is (lib/models/client.js ClientKeyStore, over lib/helpers/keystore.js). */
+interface LibraryKeyStore extends Iterable<unknown> {
+  jwksUri?: string;
+  fresh(): boolean;
+  refresh(): Promise<void>;
+  getKeyObject(key: unknown, getPublic?: boolean): unknown;
+}
+
+const keptCurrent = new WeakSet<object>();
+
+/**
+ * Keeps a built client's jwks_uri key set current. The library (lib/helpers/jwt.js verify) fetches
+ * the set again only when a verification fails *and* the set's caching headers have lapsed (at
+ * least 60 s after the last fetch), and it goes on using a key it found however long ago it was
+ * fetched. So an assertion signed with a key just added at the jwks_uri (a rotation) would be
+ * refused for up to a minute or more, and a key removed from it would go on working. Here:
+ * - a failed verification fetches the set again when the last attempt began `refetchSeconds` ago
+ *   or more (never more often, whatever is sent: a request cannot make us fetch at its rate);
+ * - a set whose caching headers lapsed is fetched before its keys are used again; when that fetch
+ *   fails, the keys last fetched go on being used (the jwks_uri briefly down is no outage).
+ * Once per key set; throws when the library no longer keeps client keys this way.
+ */
+export function keepClientKeysCurrent(client: object, refetchSeconds: number, now: () => number = Date.now): void {
+  const store = (client as { asymmetricKeyStore?: LibraryKeyStore }).asymmetricKeyStore;
+  if (!store || keptCurrent.has(store) || !store.jwksUri) return;
+  if (typeof store.fresh !== 'function' || typeof store.refresh !== 'function' || typeof store.getKeyObject !== 'function') {
+    throw new Error("oidc-provider no longer keeps a client's jwks_uri keys in a refreshable key store: review src/fast/library.ts");
+  }
+  keptCurrent.add(store);
+  const headersFresh = store.fresh.bind(store);
+  const libraryRefresh = store.refresh.bind(store);
+  const libraryKey = store.getKeyObject.bind(store);
+  let attemptedAt = -Infinity;
+  const attemptedRecently = () => now() - attemptedAt < refetchSeconds * 1000;
+  // "Fresh" is what the library asks before it fetches (after a failed verification, in refresh()).
+  store.fresh = () => attemptedRecently();
+  let inFlight: Promise<void> | undefined;
+  store.refresh = () => {
+    // Requests arriving while it is fetched wait for the same fetch.
+    if (inFlight) return inFlight;
+    if (attemptedRecently()) return Promise.resolve();
+    // The library's refresh checks fresh() before its first await: the attempt is marked after.
+    const fetching = libraryRefresh();
+    attemptedAt = now();
+    inFlight = fetching
+      // Keys fetched before go on being used (verify tries them again); none: the failure stands.
+      .catch((err: unknown) => {
+        if ([...store].length === 0) throw err;
+      })
+      .finally(() => (inFlight = undefined));
+    return inFlight;
+  };
+  // A lapsed set is not used until it was fetched again (or that fetch failed, just now).
+  store.getKeyObject = (key, getPublic) => {
+    if (getPublic && !headersFresh() && !attemptedRecently()) throw new Error('the key set lapsed: fetched again first');
+    return libraryKey(key, getPublic);
+  };
+}
