@@ -219,6 +219,19 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
       expectRefusal(await admin(['--json', 'clients', 'set-keys', app.client_id, ...args], adminEnv), reason);
       expect(await stored(app.client_id), args.join(' ')).toEqual({ jwks_uri: null, jwks: null });
     }
+    // A jwks_uri is fetched when it is set, under the provider's rules, and its keys judged.
+    const published: Array<[string, unknown, RegExp]> = [
+      ['/unpublished.json', undefined, /the jwks_uri cannot be fetched: it answered with status 404 \(publish the keys there first\)/],
+      ['/published-private.json', { keys: [key.privateJwk] }, /the keys published at the jwks_uri: key 1 holds private key material/],
+      ['/published-oct.json', { keys: [key.jwk, { kty: 'oct', k: 'c2VjcmV0' }] }, /the keys published at the jwks_uri: key 2 is a shared secret/],
+      ['/published-enc-only.json', { keys: [{ ...key.jwk, use: 'enc', alg: undefined }] }, /none of its keys is a public signing key/],
+      ['/published-junk.json', 'not json', /the keys published at the jwks_uri: the key set is not JSON/],
+    ];
+    for (const [path, body, reason] of published) {
+      const uri = body === undefined ? `${docs.url}${path}` : docs.serve(path, { body });
+      expectRefusal(await admin(['--json', 'clients', 'set-keys', app.client_id, '--jwks-uri', uri], adminEnv), reason);
+      expect(await stored(app.client_id), path).toEqual({ jwks_uri: null, jwks: null });
+    }
     // Refused by the other loopback rule: http on 127.0.0.1 only with CIMD_ALLOW_LOOPBACK=true.
     expectRefusal(await admin(['--json', 'clients', 'set-keys', app.client_id, '--jwks-uri', `${docs.url}/keys.json`], { ...adminEnv, CIMD_ALLOW_LOOPBACK: 'false' }), /must use https/);
     expectRefusal(await admin(['--json', 'clients', 'set-keys', app.client_id, '--none'], adminEnv), /no keys to remove/);
@@ -231,6 +244,23 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
     expectRefusal(await admin(['--json', 'clients', 'create', '--name', 'X', '--redirect-uri', REDIRECT, '--scope', 'PROFILE_READ', '--auth', 'client_secret_jwt'], adminEnv), /--auth must be client_secret_basic .* or private_key_jwt/);
     expectRefusal(await admin(['--json', 'clients', 'create', '--name', 'X', '--redirect-uri', REDIRECT, '--scope', 'PROFILE_READ', '--public', '--auth', 'private_key_jwt', '--jwks-uri', 'https://keys.example.com/j'], adminEnv), /public client does not authenticate/);
     expect(await server.pg.db('oauth_clients').where('name', 'X').first()).toBeUndefined();
+  });
+
+  it('a resource server with keys introspects with assertions, and has no secret', async () => {
+    const key = newKey();
+    const app = await approvedClient(server, ['PROFILE_READ'], 'Introspected App');
+    const { access_token: token } = (await post(server.url, TOKEN, { grant_type: 'authorization_code', code: await code(app.client_id), redirect_uri: REDIRECT }, basic(app.client_id, app.client_secret))).body;
+    const created = await admin(['--json', 'clients', 'create', '--resource-server', '--name', 'Keyed Gateway', '--scope', 'PROFILE_READ', '--auth', 'private_key_jwt', '--jwks-uri', docs.serve('/gateway-keys.json', { body: jwksOf(key) })], adminEnv);
+    expect(created.code, created.stderr).toBe(0);
+    const gateway = JSON.parse(created.stdout);
+    expect(gateway).toMatchObject({ kind: 'resource_server', token_endpoint_auth_method: 'private_key_jwt' });
+    expect(gateway.client_secret).toBeUndefined();
+    expect((await admin(['--json', 'clients', 'approve', gateway.client_id], adminEnv)).code).toBe(0);
+    for (const at of [server.url, other.url]) {
+      const answer = await post(at, INTROSPECT, { token, ...withAssertion(assertion(key, gateway.client_id, issuer)) });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ active: true, client_id: app.client_id });
+    }
   });
 
   describe('assertions', () => {
@@ -311,6 +341,8 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
     let status = 200;
     const path = `/keys-${app.client_id}.json`;
     await clientsSetKeys({ ...operator(server), jwksUriAllowLoopback: true }, app.client_id, { jwksUri: docs.serve(path, () => ({ body: published, status })) });
+    // Fetched once as it was set (the keys judged); counted from here: the instances' own fetches.
+    docs.hits.delete(path);
     const fetches = () => docs.hits.get(path) ?? 0;
     const passes = async (key: Key, at = server.url) => (await post(at, INTROSPECT, { token: 'x', ...withAssertion(assertion(key, app.client_id, issuer)) })).status;
     vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
@@ -394,6 +426,7 @@ describe('keys on the developer page (owner only)', () => {
       [{ key_source: 'jwks', jwks: '{"keys": "no"}' }, /"keys" list/],
       [{ key_source: 'jwks_uri', jwks_uri: 'http://keys.example.com/jwks.json' }, /must use https/],
       [{ key_source: 'other' }, /Choose a jwks_uri or a key set/],
+      [{ key_source: 'jwks_uri', jwks_uri: `${docs.url}/not-yet.json` }, /cannot be fetched: it answered with status 404 \(publish the keys there first\)/],
     ] as Array<[Record<string, string>, RegExp]>) {
       const refused = await send(browser, `${path}/keys`, fields);
       expect(refused.status, JSON.stringify(fields)).toBe(400);

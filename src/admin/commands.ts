@@ -41,6 +41,7 @@ import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
 import { validateClientKeys } from '../clients/keys.ts';
+import { checkPublishedKeys } from '../cimd/fetch.ts';
 import * as orgs from '../orgs/store.ts';
 import { grantBindings } from '../orgs/bindings.ts';
 import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
@@ -170,7 +171,7 @@ export interface ClientsCreateOptions {
 }
 
 /** `--auth` and the keys of `clients create`: keys for private_key_jwt, none for a secret (docs/private-key-jwt.md). */
-function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
+async function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
   const auth = options.auth ?? 'client_secret_basic';
   if (auth !== 'client_secret_basic' && auth !== 'private_key_jwt') throw new InputError('--auth must be client_secret_basic (a secret) or private_key_jwt (keys: --jwks-uri or --jwks)');
   const keysGiven = options.jwksUri !== undefined || options.jwks !== undefined;
@@ -179,7 +180,15 @@ function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
     return undefined;
   }
   if (options.public) throw new InputError('a public client does not authenticate: --auth private_key_jwt is for confidential clients and resource servers');
-  return validateClientKeys({ jwksUri: options.jwksUri, jwks: options.jwks }, { allowLoopback: ctx.jwksUriAllowLoopback === true });
+  return judgedKeys(ctx, { jwksUri: options.jwksUri, jwks: options.jwks });
+}
+
+/** The keys given, judged; a jwks_uri also fetched now, under the provider's rules (src/cimd/fetch.ts). */
+async function judgedKeys(ctx: AdminContext, input: { jwksUri?: string | undefined; jwks?: string | undefined }) {
+  const allowLoopback = ctx.jwksUriAllowLoopback === true;
+  const keys = validateClientKeys(input, { allowLoopback });
+  if ('jwksUri' in keys) await checkPublishedKeys(keys.jwksUri, { production: ctx.production === true, allowLoopback });
+  return keys;
 }
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
@@ -204,7 +213,7 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       resourceUri: options.resourceUri,
       ownerUserId: owner?.id,
       allowLoopback: ctx.resourceUriAllowLoopback === true,
-      keys: keysOf(ctx, options),
+      keys: await keysOf(ctx, options),
     },
     by,
   );
@@ -306,7 +315,7 @@ export async function clientsSetDpop(ctx: AdminContext, clientId: string, settin
 export async function clientsSetKeys(ctx: AdminContext, clientId: string, options: { jwksUri?: string; jwks?: string; none?: boolean }) {
   const given = [options.jwksUri !== undefined, options.jwks !== undefined, options.none === true].filter(Boolean).length;
   if (given !== 1) throw new InputError('give exactly one of --jwks-uri URL, --jwks FILE (or - for standard input) and --none');
-  const keys = options.none ? null : validateClientKeys({ jwksUri: options.jwksUri, jwks: options.jwks }, { allowLoopback: ctx.jwksUriAllowLoopback === true });
+  const keys = options.none ? null : await judgedKeys(ctx, { jwksUri: options.jwksUri, jwks: options.jwks });
   await ctx.assertStoresReachable?.();
   const { client, revokedSecrets } = await setClientKeys(ctx, clientId, keys, ctx.by);
   return { ...clientJson(client), ...(revokedSecrets.length ? { revoked_secret_ids: revokedSecrets } : {}) };

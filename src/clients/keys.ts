@@ -54,7 +54,28 @@ function validateJwksUri(uri: string, allowLoopback: boolean): string {
   throw new InputError('the jwks_uri must use https');
 }
 
-function validateJwks(text: string): { keys: Array<Record<string, unknown>> } {
+/**
+ * The key set published at a jwks_uri, as fetched now (src/cimd/fetch.ts checkPublishedKeys): it may
+ * hold other keys too (encryption keys, more than MAX_CLIENT_KEYS), but none with private parts nor
+ * a symmetric one (the provider then refuses the whole set), and at least one key an assertion may
+ * be signed with.
+ */
+export function validatePublishedKeys(text: string): void {
+  const keys = keyList(text);
+  const refusedOutright = /private key material|shared secret/;
+  let usable = 0;
+  keys.forEach((key, i) => {
+    try {
+      validateKey(key, i + 1);
+      usable++;
+    } catch (err) {
+      if (err instanceof InputError && refusedOutright.test(err.message)) throw err;
+    }
+  });
+  if (!usable) throw new InputError(`none of its keys is a public signing key of ${CLIENT_AUTH_ALGS.join(', ')}`);
+}
+
+function keyList(text: string): unknown[] {
   if (Buffer.byteLength(text) > MAX_JWKS_BYTES) throw new InputError(`the key set must be at most ${MAX_JWKS_BYTES} bytes`);
   let parsed: unknown;
   try {
@@ -65,6 +86,11 @@ function validateJwks(text: string): { keys: Array<Record<string, unknown>> } {
   const keys = (parsed as { keys?: unknown } | null)?.keys;
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || !Array.isArray(keys)) throw new InputError('the key set must be a JWKS: a JSON object with a "keys" list');
   if (keys.length === 0) throw new InputError('the key set holds no keys');
+  return keys;
+}
+
+function validateJwks(text: string): { keys: Array<Record<string, unknown>> } {
+  const keys = keyList(text);
   if (keys.length > MAX_CLIENT_KEYS) throw new InputError(`the key set may hold at most ${MAX_CLIENT_KEYS} keys`);
   const kids = new Set<string>();
   return {
