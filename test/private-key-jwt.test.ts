@@ -227,8 +227,9 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
       ['/published-enc-only.json', { keys: [{ ...key.jwk, use: 'enc', alg: undefined }] }, /none of its keys is a public signing key/],
       ['/published-junk.json', 'not json', /the keys published at the jwks_uri: the key set is not JSON/],
     ];
+    published.push(['https://10.0.0.1/jwks.json', undefined, /the jwks_uri cannot be fetched: .*public addresses only/], ['https://169.254.169.254/jwks.json', undefined, /the jwks_uri cannot be fetched: .*public addresses only/]);
     for (const [path, body, reason] of published) {
-      const uri = body === undefined ? `${docs.url}${path}` : docs.serve(path, { body });
+      const uri = path.startsWith('https:') ? path : body === undefined ? `${docs.url}${path}` : docs.serve(path, { body });
       expectRefusal(await admin(['--json', 'clients', 'set-keys', app.client_id, '--jwks-uri', uri], adminEnv), reason);
       expect(await stored(app.client_id), path).toEqual({ jwks_uri: null, jwks: null });
     }
