@@ -40,8 +40,8 @@ import { reencryptWebhookSecrets } from '../webhooks/secrets.ts';
 import { reencryptSigningKeys } from '../oauth/signing-keys.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
-import { validateClientKeys } from '../clients/keys.ts';
-import { checkPublishedKeys } from '../cimd/fetch.ts';
+import type { KeysInput } from '../clients/keys.ts';
+import { judgedClientKeys } from '../cimd/fetch.ts';
 import * as orgs from '../orgs/store.ts';
 import { grantBindings } from '../orgs/bindings.ts';
 import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
@@ -184,12 +184,7 @@ async function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
 }
 
 /** The keys given, judged; a jwks_uri also fetched now, under the provider's rules (src/cimd/fetch.ts). */
-async function judgedKeys(ctx: AdminContext, input: { jwksUri?: string | undefined; jwks?: string | undefined }) {
-  const allowLoopback = ctx.jwksUriAllowLoopback === true;
-  const keys = validateClientKeys(input, { allowLoopback });
-  if ('jwksUri' in keys) await checkPublishedKeys(keys.jwksUri, { production: ctx.production === true, allowLoopback });
-  return keys;
-}
+const judgedKeys = (ctx: AdminContext, input: KeysInput) => judgedClientKeys(input, { production: ctx.production === true, allowLoopback: ctx.jwksUriAllowLoopback === true });
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
   if (options.public && options.resourceServer) throw new InputError('choose one of --public and --resource-server');

@@ -8,7 +8,8 @@ import https from 'node:https';
 import { allowedAddresses, checkedLookup, type AddressPolicy } from '../webhooks/address-policy.ts';
 import { POLICY } from '../settings.ts';
 import { InputError } from '../errors.ts';
-import { validatePublishedKeys } from '../clients/keys.ts';
+import { validateClientKeys, validatePublishedKeys, type KeysInput } from '../clients/keys.ts';
+import type { ClientKeys } from '../clients/model.ts';
 
 export const MAX_DOCUMENT_BYTES = POLICY.MAX_DOCUMENT_BYTES.value;
 export const FETCH_TIMEOUT_MS = POLICY.FETCH_TIMEOUT_MS.value;
@@ -147,4 +148,15 @@ export async function checkPublishedKeys(jwksUri: string, policy: AddressPolicy)
     if (err instanceof InputError) throw new InputError(`the keys published at the jwks_uri: ${err.message}`);
     throw err;
   }
+}
+
+/**
+ * The keys a registry client is given (clients set-keys and create, the developer page), judged
+ * in one place: the key set or the jwks_uri (validateClientKeys), and a jwks_uri fetched now
+ * (checkPublishedKeys). `policy.allowLoopback`: CIMD_ALLOW_LOOPBACK, which the provider's fetch follows.
+ */
+export async function judgedClientKeys(input: KeysInput, policy: AddressPolicy): Promise<ClientKeys> {
+  const keys = validateClientKeys(input, { allowLoopback: policy.allowLoopback === true });
+  if ('jwksUri' in keys) await checkPublishedKeys(keys.jwksUri, policy);
+  return keys;
 }

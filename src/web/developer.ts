@@ -8,8 +8,7 @@ import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
 import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientKeys, setOptionalScopes, type NewSecret } from '../clients/service.ts';
-import { validateClientKeys } from '../clients/keys.ts';
-import { checkPublishedKeys } from '../cimd/fetch.ts';
+import { judgedClientKeys } from '../cimd/fetch.ts';
 import { DAY_SECONDS } from '../durations.ts';
 import { hasSecrets, mayUseKeys, usesKeys, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
@@ -308,9 +307,8 @@ export function developerRoutes({
     const client = clientOf(ctx);
     const form = keysForm(ctx);
     if (form.source !== 'jwks_uri' && form.source !== 'jwks') throw new InputError('choose a jwks_uri or a key set');
-    const keys = validateClientKeys(form.source === 'jwks_uri' ? { jwksUri: form.jwksUri } : { jwks: form.jwks }, { allowLoopback: jwksUriAllowLoopback });
-    // Fetched now, under the provider's rules: keys not published yet are refused here, with the reason.
-    if ('jwksUri' in keys) await checkPublishedKeys(keys.jwksUri, { production: webhooks.policy.production, allowLoopback: jwksUriAllowLoopback });
+    // A jwks_uri is fetched now, under the provider's rules: keys not published yet are refused here, with the reason.
+    const keys = await judgedClientKeys(form.source === 'jwks_uri' ? { jwksUri: form.jwksUri } : { jwks: form.jwks }, { production: webhooks.policy.production, allowLoopback: jwksUriAllowLoopback });
     const { revokedSecrets } = await setClientKeys(clients, client.clientId, keys, actor(ctx));
     const revoked = revokedSecrets.length ? ` Its client secret${revokedSecrets.length > 1 ? 's are' : ' is'} revoked: requests that use ${revokedSecrets.length > 1 ? 'them' : 'it'} are refused from now on.` : '';
     redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: `Keys saved: your app authenticates with client assertions signed by its private key (private_key_jwt).${revoked}` });
