@@ -58,7 +58,7 @@ export interface NewClient extends ClientLinks {
   resourceUri?: string | undefined;
   /** http on loopback allowed for the resource URI (RESOURCE_URI_ALLOW_LOOPBACK, development). */
   allowLoopback?: boolean;
-  /** Keys instead of a secret (private_key_jwt), judged by validateClientKeys: then no secret is issued. */
+  /** Keys instead of a secret (private_key_jwt), judged (src/cimd/fetch.ts judgedClientKeys): then no secret is issued. */
   keys?: ClientKeys | undefined;
 }
 
@@ -264,10 +264,10 @@ export interface NewSecret {
   expiresAt: Date | null;
 }
 
-/** The longest lifetime a secret may be given, and the longest overlap of a rotation (docs/secret-rotation.md). */
 /** Why a client with keys gets no secret. */
 const KEYS_NOT_SECRETS = 'this client authenticates with its keys (private_key_jwt) and has no secret; to go back to a secret, remove its keys first (clients set-keys ID --none)';
 
+/** The longest lifetime a secret may be given, and the longest overlap of a rotation (docs/secret-rotation.md). */
 export const MAX_SECRET_LIFETIME_SECONDS = POLICY.MAX_SECRET_LIFETIME_SECONDS.value;
 export const MAX_ROTATION_OVERLAP_SECONDS = POLICY.MAX_ROTATION_OVERLAP_SECONDS.value;
 /** A secret used this recently may be in use by the app right now: revoking it needs a confirmation. */
