@@ -31,6 +31,7 @@ import * as m029 from './029_cimd_approved_asks.ts';
 import * as m030 from './030_leak_reports_of_every_client.ts';
 import * as m031 from './031_client_dpop.ts';
 import * as m032 from './032_client_par.ts';
+import * as m033 from './033_client_keys.ts';
 import * as m034 from './034_signing_key_times.ts';
 
 interface Migration {
@@ -69,6 +70,7 @@ const migrations: Record<string, Migration> = {
   '030_leak_reports_of_every_client': m030,
   '031_client_dpop': m031,
   '032_client_par': m032,
+  '033_client_keys': m033,
   '034_signing_key_times': m034,
 };
 

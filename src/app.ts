@@ -81,6 +81,8 @@ export interface AppDeps {
   platformName: string;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
+  /** CIMD_ALLOW_LOOPBACK, for a client's jwks_uri (src/clients/keys.ts). */
+  jwksUriAllowLoopback: boolean;
   /** DYNAMIC_REGISTRATION=open: the registration endpoint is served (src/registration/registration.ts). */
   dynamicRegistration: boolean;
   /** APP_URL and BASE_URL, for pages that show the endpoints (developer settings). */
@@ -201,7 +203,7 @@ function createApp(deps: AppDeps, api: ResourceApi, wrap: Envelope, backChannel:
   const leakReports = leakReportRoutes({ provider, db, outbox: deps.outbox, records: deps.records, artifacts: deps.artifacts }, deps.leakReportLimiter);
   const metadata = resourceMetadataRoutes(deps.publicUrls.baseUrl, provider.issuer);
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps, api.resourceMetadata), metadata, leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers });
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers, jwksUriAllowLoopback: deps.jwksUriAllowLoopback });
   app.use(providerEndpoints(provider, { registration: deps.dynamicRegistration }));
   return app;
 }

@@ -229,6 +229,7 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     https,
     platformName: config.platformName,
     cimdMaxUsers: config.cimd.maxUsers,
+    jwksUriAllowLoopback: config.cimd.allowLoopback,
     dynamicRegistration: config.dynamicRegistration,
     publicUrls: { appUrl: config.appUrl, baseUrl: config.baseUrl },
     webhooks: { policy: webhookPolicy, cipher },

@@ -9,7 +9,8 @@ import { eventually } from './support/eventually.ts';
 import { approvedClient, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { authorize, authorizeUrl, tokenRequest } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
-import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsCreate, clientsSetKeys, clientsSetStatus } from '../src/admin/commands.ts';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { comparable, raw, type Raw } from './support/raw-http.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { CREDENTIAL_PATTERNS, credentialKind } from '../src/credentials/format.ts';
@@ -326,6 +327,61 @@ describe('the fast path and the provider leave the same traces (FAST_PATHS on an
     expect(replayed!.answer).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect(spent!.answer).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     for (const refused of results[0]!.slice(2, 7)) expect(refused.answer.status, refused.what).toBe(400);
+    // Nothing of it was the fast path's: every request handed over, none served or failed.
+    const after = await fastPath();
+    expect(after.filter((v) => !before.includes(v)).every((v) => v.includes(':handed_over:'))).toBe(true);
+    expect(after.filter((v) => v.includes(':served:'))).toEqual(before.filter((v) => v.includes(':served:')));
+  });
+
+  it('private_key_jwt (RFC 7523): a client with keys is the provider’s — assertions valid, replayed, for another audience, and its revoked secret — handed over before anything is written, with the same answers', async () => {
+    const fastPath = async () =>
+      (await on.server.system.metrics.registry.getSingleMetric('oauth_fast_path_requests_total')!.get()).values.map((v) => `${v.labels.route}:${v.labels.outcome}:${v.labels.reason ?? ''}:${v.value}`).sort();
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwks = JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256', use: 'sig' }] });
+    const signed = (clientId: string, aud: string) => {
+      const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const now = Math.floor(Date.now() / 1000);
+      const input = `${part({ alg: 'ES256', typ: 'JWT', kid: 'k1' })}.${part({ iss: clientId, sub: clientId, aud, jti: randomUUID(), iat: now, exp: now + 60 })}`;
+      return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+    };
+    const results = [];
+    let before: string[] = [];
+    for (const s of [on, off]) {
+      const keyed = await approvedClient(s.server, ['PROFILE_READ', 'BOOKING_READ'], 'Keyed App');
+      await clientsSetKeys(operator(s.server), keyed.client_id, { jwks });
+      const form = { 'content-type': 'application/x-www-form-urlencoded' };
+      const aud = `${s.server.url}${TOKEN}`;
+      const assertion = (jwt: string) => `client_assertion_type=${encodeURIComponent('urn:ietf:params:oauth:client-assertion-type:jwt-bearer')}&client_assertion=${jwt}`;
+      const code = (await authorize(new Browser(), s.server.url, { client_id: keyed.client_id, redirect_uri: REDIRECT, scope: SCOPE, state: 's' }, s.user)).searchParams.get('code')!;
+      const issued = JSON.parse((await raw(s.server.url, 'POST', TOKEN, form, `grant_type=authorization_code&code=${code}&redirect_uri=${encodeURIComponent(REDIRECT)}&${assertion(signed(keyed.client_id, aud))}`)).body) as { access_token: string; refresh_token: string };
+      expect(issued.access_token).toBeTruthy();
+      if (s === on) before = await fastPath();
+      const revokedSecret = { ...form, authorization: `Basic ${Buffer.from(`${keyed.client_id}:${keyed.client_secret}`).toString('base64')}` };
+      let used = '';
+      const reused = () => (used ||= signed(keyed.client_id, aud));
+      const cases: Array<[string, Record<string, string>, string, () => string]> = [
+        ['introspect: the revoked secret', revokedSecret, INTROSPECT, () => `token=${issued.access_token}`],
+        ['introspect: the secret posted', form, INTROSPECT, () => `token=${issued.access_token}&client_id=${keyed.client_id}&client_secret=${keyed.client_secret}`],
+        ['introspect: an assertion', form, INTROSPECT, () => `token=${issued.access_token}&${assertion(signed(keyed.client_id, aud))}`],
+        ['refresh: the revoked secret', revokedSecret, TOKEN, () => `grant_type=refresh_token&refresh_token=${issued.refresh_token}`],
+        ['refresh: another audience', form, TOKEN, () => `grant_type=refresh_token&refresh_token=${issued.refresh_token}&${assertion(signed(keyed.client_id, 'https://evil.example/token'))}`],
+        ['refresh: valid', form, TOKEN, () => `grant_type=refresh_token&refresh_token=${issued.refresh_token}&${assertion(reused())}`],
+        ['refresh: replayed', form, TOKEN, () => `grant_type=refresh_token&refresh_token=${issued.refresh_token}&${assertion(reused())}`],
+      ];
+      const answers = [];
+      for (const [what, headers, path, body] of cases) {
+        // The replay within the assertion's life: the clock is not moved before it.
+        if (what === 'refresh: replayed') s.events.length = 0;
+        else await clearTraces(s);
+        answers.push({ what, answer: shaped(await raw(s.server.url, 'POST', path, headers, body()), s.server.url), ...(await traces(s)) });
+      }
+      results.push(answers);
+    }
+    expect(results[0]).toEqual(results[1]);
+    const [bySecret, posted, introspected, refreshBySecret, otherAudience, valid, replayed] = results[0]!;
+    for (const refused of [bySecret, posted, refreshBySecret, otherAudience, replayed]) expect(refused!.answer, refused!.what).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
+    expect(introspected!.answer).toMatchObject({ status: 200, body: { active: true } });
+    expect(valid!.answer).toMatchObject({ status: 200, body: { token_type: 'bearer' } });
     // Nothing of it was the fast path's: every request handed over, none served or failed.
     const after = await fastPath();
     expect(after.filter((v) => !before.includes(v)).every((v) => v.includes(':handed_over:'))).toBe(true);

@@ -53,9 +53,9 @@ describe('metadata (RFC 8414)', () => {
       response_modes_supported: ['query'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
-      // private_key_jwt for client ID metadata document clients (docs/agents.md), on by default outside production.
+      // private_key_jwt for every client with keys (docs/private-key-jwt.md, docs/agents.md): asymmetric algorithms only.
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt'],
-      token_endpoint_auth_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'],
+      token_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'ES512', 'RS256', 'PS256', 'EdDSA', 'Ed25519'],
       authorization_response_iss_parameter_supported: true,
       client_id_metadata_document_supported: true,
       // DPoP (RFC 9449, docs/dpop.md): asymmetric algorithms only.

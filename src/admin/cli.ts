@@ -12,10 +12,18 @@ async function firstLine(): Promise<string> {
   return '';
 }
 
+/** All of standard input (a key set: `clients set-keys --jwks -`). */
+async function allOfStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 const code = await runAdmin(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   stdin: firstLine,
+  stdinText: allOfStdin,
 });
 process.exit(code);

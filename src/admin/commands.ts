@@ -20,6 +20,7 @@ import {
   setClientRefreshGrace,
   setClientDpopRequired,
   setClientParRequired,
+  setClientKeys,
   setClientStatus,
   sweepClient,
   deleteClient,
@@ -41,6 +42,8 @@ import { DEFAULT_ROTATION_DELAY, ID_TOKEN_TTL, listSigningKeys, MAX_ROTATION_DEL
 import type { Clock } from '../clock.ts';
 import type { DataCipher } from '../storage/data-encryption.ts';
 import { validateClientLink } from '../clients/validate.ts';
+import type { KeysInput } from '../clients/keys.ts';
+import { judgedClientKeys } from '../cimd/fetch.ts';
 import * as orgs from '../orgs/store.ts';
 import { grantBindings } from '../orgs/bindings.ts';
 import { memberDemoted, type InstallationDeps } from '../orgs/installations.ts';
@@ -61,6 +64,8 @@ export interface AdminContext extends ClientDeps {
   allowLoopback?: boolean;
   /** RESOURCE_URI_ALLOW_LOOPBACK=true (development): a resource server's URI may be http on this machine's loopback. */
   resourceUriAllowLoopback?: boolean;
+  /** CIMD_ALLOW_LOOPBACK=true (development): a client's jwks_uri may be http on 127.0.0.1, as the provider's fetch allows. */
+  jwksUriAllowLoopback?: boolean;
   /** DATA_ENCRYPTION_KEYS: for the commands that write or re-encrypt stored secrets. */
   cipher?: DataCipher;
   /** The time `keys rotate` and `keys list` decide by (src/clock.ts); tests hand the servers' moved one. */
@@ -86,6 +91,9 @@ export function clientJson(client: ClientRecord) {
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
     // Every authorization request must be pushed first (docs/par.md).
     require_pushed_authorization_requests: client.requirePushedAuthorizationRequests === true,
+    // How it authenticates: with keys (clients set-keys; docs/private-key-jwt.md), a secret, or not at all (public).
+    token_endpoint_auth_method: client.keys ? 'private_key_jwt' : client.kind === 'public' ? 'none' : 'client_secret_basic',
+    ...(client.keys ? ('jwksUri' in client.keys ? { jwks_uri: client.keys.jwksUri } : { jwks: client.keys.jwks }) : {}),
     // Shown to users on the consent page; null when not given.
     policy_uri: client.policyUri,
     tos_uri: client.tosUri,
@@ -161,7 +169,28 @@ export interface ClientsCreateOptions {
   tosUri?: string;
   /** A user (id or e-mail) who manages the app in the developer settings, as if they had registered it. */
   owner?: string;
+  /** How it authenticates: client_secret_basic (the default: a secret is issued) or private_key_jwt (keys, no secret). */
+  auth?: string;
+  /** With --auth private_key_jwt: where its public keys are published, or the key set's text. */
+  jwksUri?: string;
+  jwks?: string;
 }
+
+/** `--auth` and the keys of `clients create`: keys for private_key_jwt, none for a secret (docs/private-key-jwt.md). */
+async function keysOf(ctx: AdminContext, options: ClientsCreateOptions) {
+  const auth = options.auth ?? 'client_secret_basic';
+  if (auth !== 'client_secret_basic' && auth !== 'private_key_jwt') throw new InputError('--auth must be client_secret_basic (a secret) or private_key_jwt (keys: --jwks-uri or --jwks)');
+  const keysGiven = options.jwksUri !== undefined || options.jwks !== undefined;
+  if (auth === 'client_secret_basic') {
+    if (keysGiven) throw new InputError('--jwks-uri and --jwks go with --auth private_key_jwt');
+    return undefined;
+  }
+  if (options.public) throw new InputError('a public client does not authenticate: --auth private_key_jwt is for confidential clients and resource servers');
+  return judgedKeys(ctx, { jwksUri: options.jwksUri, jwks: options.jwks });
+}
+
+/** The keys given, judged; a jwks_uri also fetched now, under the provider's rules (src/cimd/fetch.ts). */
+const judgedKeys = (ctx: AdminContext, input: KeysInput) => judgedClientKeys(input, { production: ctx.production === true, allowLoopback: ctx.jwksUriAllowLoopback === true });
 
 function kindOf(options: ClientsCreateOptions): ClientKind {
   if (options.public && options.resourceServer) throw new InputError('choose one of --public and --resource-server');
@@ -185,6 +214,7 @@ export async function clientsCreate(ctx: AdminContext, options: ClientsCreateOpt
       resourceUri: options.resourceUri,
       ownerUserId: owner?.id,
       allowLoopback: ctx.resourceUriAllowLoopback === true,
+      keys: await keysOf(ctx, options),
     },
     by,
   );
@@ -281,6 +311,20 @@ export async function clientsSetDpop(ctx: AdminContext, clientId: string, settin
 export async function clientsSetPar(ctx: AdminContext, clientId: string, setting: string) {
   if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every authorization request must be pushed first) or "off"');
   return clientJson(await setClientParRequired(ctx, clientId, setting === 'on', ctx.by));
+}
+
+/**
+ * `clients set-keys ID (--jwks-uri URL | --jwks FILE|- | --none)`: the public keys the client
+ * authenticates with (private_key_jwt; docs/private-key-jwt.md), its secrets revoked; or, with
+ * `none`, no keys: back to a secret (generate one). `jwks`: the key set's text, read by the caller.
+ */
+export async function clientsSetKeys(ctx: AdminContext, clientId: string, options: { jwksUri?: string; jwks?: string; none?: boolean }) {
+  const given = [options.jwksUri !== undefined, options.jwks !== undefined, options.none === true].filter(Boolean).length;
+  if (given !== 1) throw new InputError('give exactly one of --jwks-uri URL, --jwks FILE (or - for standard input) and --none');
+  const keys = options.none ? null : await judgedKeys(ctx, { jwksUri: options.jwksUri, jwks: options.jwks });
+  await ctx.assertStoresReachable?.();
+  const { client, revokedSecrets } = await setClientKeys(ctx, clientId, keys, ctx.by);
+  return { ...clientJson(client), ...(revokedSecrets.length ? { revoked_secret_ids: revokedSecrets } : {}) };
 }
 
 export async function clientsSetRefreshGrace(ctx: AdminContext, clientId: string, seconds: string) {

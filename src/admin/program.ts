@@ -2,6 +2,7 @@
 // tests run them in-process; src/admin/cli.ts is the process entry.
 // --json prints exactly one JSON document; a refusal exits 1 with a one-line reason on stderr.
 import os from 'node:os';
+import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { connectDb, type Db } from '../storage/db.ts';
@@ -56,6 +57,8 @@ export interface AdminIo {
   stdin?(): Promise<string>;
   /** The time the commands decide by (the machine's; tests hand the servers' moved clock). */
   clock?: Clock;
+  /** All of standard input, for `clients set-keys --jwks -`. */
+  stdinText?(): Promise<string>;
 }
 
 /** The settings naming the servers' Redis, by the mode they recorded. */
@@ -134,6 +137,7 @@ async function open(env: AdminIo['env'], reason: string | undefined, mode: Admin
     production: config.env === 'production',
     allowLoopback: config.webhookAllowLoopback,
     resourceUriAllowLoopback: config.resourceUriAllowLoopback,
+    jwksUriAllowLoopback: config.cimd.allowLoopback,
     cipher: createDataCipher(config.dataEncryptionKeys),
     clock,
     async close() {
@@ -164,6 +168,23 @@ function printText(value: unknown, indent = ''): string {
       .join('\n');
   }
   return `${indent}${show(value)}`;
+}
+
+/** `--jwks FILE`: the file's text; `-`: all of standard input. Refused with the reason, never a stack. */
+async function keySetText(file: string, io: AdminIo): Promise<string> {
+  if (file === '-') {
+    if (!io.stdinText) throw new InputError('--jwks -: there is no standard input to read');
+    return io.stdinText();
+  }
+  try {
+    const { size } = await fs.promises.stat(file);
+    // Far over any key set: refused without reading it (src/clients/keys.ts words the bound).
+    if (size > 1024 * 1024) throw new InputError(`--jwks ${file}: the file is not a key set (${size} bytes)`);
+    return await fs.promises.readFile(file, 'utf8');
+  } catch (err) {
+    if (err instanceof InputError) throw err;
+    throw new InputError(`--jwks ${file}: the file cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }
 
 /** --password P, or --password-stdin: the first line of standard input, kept out of shell history. */
@@ -330,7 +351,15 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .option('--tos-uri <url>', "the app's terms of service, linked on the consent page (https, or http on localhost)")
     .option('--resource-uri <uri>', 'with --resource-server: the resource it serves (RFC 8707), an https URL; tokens asked for it carry it as audience (default: the platform API)')
     .option('--owner <user>', 'a user (id or e-mail) who manages the app in the developer settings, as if they had registered it')
-    .action(action((ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, opts), withSecretNote));
+    .option('--auth <method>', 'client_secret_basic (default: a secret is issued) or private_key_jwt (keys instead: give --jwks-uri or --jwks; no secret is issued)')
+    .option('--jwks-uri <url>', 'with --auth private_key_jwt: where the app publishes its public keys (https)')
+    .option('--jwks <file>', 'with --auth private_key_jwt: the key set itself, a JWKS file of public keys ("-": standard input)')
+    .action(
+      action(
+        async (ctx, opts: commands.ClientsCreateOptions) => commands.clientsCreate(ctx, { ...opts, ...(opts.jwks !== undefined ? { jwks: await keySetText(opts.jwks, io) } : {}) }),
+        withSecretNote,
+      ),
+    );
   for (const [name, what, effect] of [
     ['approve', 'approve a pending client, or reinstate a suspended one (already approved: no change); for a metadata-document or registered client (its URL or id), the full tier', 'users can now authorize it'],
     ['reject', 'reject a pending client (already rejected: no change); a metadata-document or registered client (its URL or id) is refused from then on, its tokens revoked', 'it cannot be authorized'],
@@ -398,6 +427,19 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .command('set-refresh-grace <id> <seconds>')
     .description('seconds within which a retried refresh gets the same answer, 0 to 60 (0: off; "default": REFRESH_GRACE_SECONDS, at most 2 for public clients)')
     .action(action(registryOnly('clients set-refresh-grace', (ctx, id: string, seconds: string) => commands.clientsSetRefreshGrace(ctx, id, seconds))));
+  clients
+    .command('set-keys <id>')
+    .description("authenticate with keys instead of a secret (private_key_jwt, RFC 7523; docs/private-key-jwt.md): the client's public keys, published at a URL or given as a key set; its secrets are revoked. --none: back to a secret (then generate one)")
+    .option('--jwks-uri <url>', 'where the app publishes its public keys (https); fetched when needed, so keys rotated there work at once')
+    .option('--jwks <file>', 'the key set itself, a JWKS file of public keys ("-": standard input)')
+    .option('--none', 'remove the keys: the client authenticates with a secret again (it has none until one is generated)')
+    .action(
+      action(
+        registryOnly('clients set-keys', async (ctx, id: string, opts: { jwksUri?: string; jwks?: string; none?: boolean }) =>
+          commands.clientsSetKeys(ctx, id, { ...opts, ...(opts.jwks !== undefined ? { jwks: await keySetText(opts.jwks, io) } : {}) }),
+        ),
+      ),
+    );
   clients
     .command('set-dpop <id> <on|off>')
     .description('on: every token request of this client must carry a DPoP proof, so all its tokens are bound to a key (RFC 9449 5.2; docs/dpop.md)')

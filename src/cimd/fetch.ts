@@ -7,6 +7,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { allowedAddresses, checkedLookup, type AddressPolicy } from '../webhooks/address-policy.ts';
 import { POLICY } from '../settings.ts';
+import { InputError } from '../errors.ts';
+import { validateClientKeys, validatePublishedKeys, type KeysInput } from '../clients/keys.ts';
+import type { ClientKeys } from '../clients/model.ts';
 
 export const MAX_DOCUMENT_BYTES = POLICY.MAX_DOCUMENT_BYTES.value;
 export const FETCH_TIMEOUT_MS = POLICY.FETCH_TIMEOUT_MS.value;
@@ -123,4 +126,37 @@ export function ruledFetch(policy: AddressPolicy) {
     }
     return new Response(fetched.body, { status: 200, headers });
   };
+}
+
+/**
+ * A registry client's jwks_uri as it is registered (clients set-keys, the developer page): fetched
+ * now, by the rules the provider's fetch follows (ruledFetch), and its keys judged — so a wrong
+ * address, keys not published yet, or a set with private parts are refused with the reason when
+ * they are set, not at the app's first token request.
+ */
+export async function checkPublishedKeys(jwksUri: string, policy: AddressPolicy): Promise<void> {
+  let body: string;
+  try {
+    ({ body } = await fetchDocument(new URL(jwksUri), policy, MAX_JWKS_BYTES, 'the jwks_uri'));
+  } catch (err) {
+    if (err instanceof DocumentError) throw new InputError(`${err.message} (publish the keys there first)`);
+    throw err;
+  }
+  try {
+    validatePublishedKeys(body);
+  } catch (err) {
+    if (err instanceof InputError) throw new InputError(`the keys published at the jwks_uri: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * The keys a registry client is given (clients set-keys and create, the developer page), judged
+ * in one place: the key set or the jwks_uri (validateClientKeys), and a jwks_uri fetched now
+ * (checkPublishedKeys). `policy.allowLoopback`: CIMD_ALLOW_LOOPBACK, which the provider's fetch follows.
+ */
+export async function judgedClientKeys(input: KeysInput, policy: AddressPolicy): Promise<ClientKeys> {
+  const keys = validateClientKeys(input, { allowLoopback: policy.allowLoopback === true });
+  if ('jwksUri' in keys) await checkPublishedKeys(keys.jwksUri, policy);
+  return keys;
 }

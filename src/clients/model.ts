@@ -54,9 +54,23 @@ export interface ClientRecord {
   dpopBoundAccessTokens?: boolean;
   /** Every authorization request must be pushed first (RFC 9126 5; clients set-par, the developer page). */
   requirePushedAuthorizationRequests?: boolean;
+  /**
+   * The keys it authenticates with (private_key_jwt, RFC 7523; clients set-keys, the developer
+   * page): then it has no secret. Null: it authenticates as its kind does (a secret, or none).
+   */
+  keys?: ClientKeys | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** A client's registered public keys: where they are published, or the set itself (docs/private-key-jwt.md). */
+export type ClientKeys = { jwksUri: string } | { jwks: { keys: Array<Record<string, unknown>> } };
+
+/** Kinds that may authenticate with keys instead of a secret: those that authenticate at all. */
+export const mayUseKeys = (kind: ClientKind) => kind !== 'public';
+
+/** Whether the client authenticates with private_key_jwt (and so has no secret). */
+export const usesKeys = (client: Pick<ClientRecord, 'keys'>) => Boolean(client.keys);
 
 /** A legacy client that has not selected scopes yet: it still has full access (docs/legacy-migration.md). */
 export const isUnscopedLegacy = (client: Pick<ClientRecord, 'legacy' | 'scopes'>) => client.legacy && client.scopes.length === 0;

@@ -11,12 +11,15 @@ import { generateClientId, generateClientSecret, hashClientSecret } from './secr
 import { validateClientLinks, validateClientName, validateClientScopes, validateOptionalScopes, validateRedirectUri, validateRedirectUris, validateResourceUri } from './validate.ts';
 import {
   hasSecrets,
+  mayUseKeys,
+  usesKeys,
   clientVersion,
   MAX_ACTIVE_SECRETS,
   MAX_REDIRECT_URIS,
   MAX_REFRESH_GRACE_SECONDS,
   MAX_TOKEN_REQUESTS_PER_MINUTE,
   type Actor,
+  type ClientKeys,
   type ClientKind,
   type ClientLinks,
   type ClientRecord,
@@ -55,6 +58,8 @@ export interface NewClient extends ClientLinks {
   resourceUri?: string | undefined;
   /** http on loopback allowed for the resource URI (RESOURCE_URI_ALLOW_LOOPBACK, development). */
   allowLoopback?: boolean;
+  /** Keys instead of a secret (private_key_jwt), judged (src/cimd/fetch.ts judgedClientKeys): then no secret is issued. */
+  keys?: ClientKeys | undefined;
 }
 
 export interface CreatedClient {
@@ -102,7 +107,8 @@ export async function createClient({ db, records }: CachedDb, input: NewClient, 
   const scopes = validateClientScopes(input.scopes, input.legacy || input.kind === 'resource_server');
   const links = validateClientLinks(input);
   const clientId = generateClientId();
-  const secretValue = hasSecrets(input.kind) ? generateClientSecret() : undefined;
+  if (input.keys && !mayUseKeys(input.kind)) throw new InputError('a public client does not authenticate: it has neither a secret nor keys (it uses PKCE)');
+  const secretValue = hasSecrets(input.kind) && !input.keys ? generateClientSecret() : undefined;
   if (input.kind === 'resource_server' && input.legacy) throw new InputError('a resource server cannot be a legacy client');
   if (input.resourceUri !== undefined && input.kind !== 'resource_server') throw new InputError('only a resource server has a resource URI (--resource-server)');
   const resourceUri = input.resourceUri === undefined ? null : validateResourceUri(input.resourceUri, input.allowLoopback === true);
@@ -110,9 +116,13 @@ export async function createClient({ db, records }: CachedDb, input: NewClient, 
   return db.transaction(async (trx) => {
     if (input.ownerUserId != null) await refuseOverOwnerCap(trx, input.ownerUserId);
     const fields = { name, kind: input.kind, legacy: input.legacy, scopes, ownerUserId: input.ownerUserId ?? null, ...links, resourceUri };
-    const client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
+    let client = await repo.insertClient(trx, clientId, fields, redirectUris, records);
+    if (input.keys) {
+      await repo.updateClient(trx, clientId, { keys: input.keys });
+      client = await reread(trx, clientId);
+    }
     const secret = secretValue ? { id: (await repo.insertSecret(trx, clientId, hashClientSecret(secretValue))).id, value: secretValue } : undefined;
-    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links), ...(resourceUri ? { resource_uri: resourceUri } : {}) }) });
+    await recordAudit(trx, { actor: by.actor, action: 'client.created', clientId, details: auditDetails(by, { kind: input.kind, legacy: input.legacy, scopes, redirectUris, ...definedLinks(links), ...(resourceUri ? { resource_uri: resourceUri } : {}), ...(input.keys ? { auth: 'private_key_jwt' } : {}) }) });
     return { client, ...(secret ? { secret } : {}) };
   });
 }
@@ -254,6 +264,9 @@ export interface NewSecret {
   expiresAt: Date | null;
 }
 
+/** Why a client with keys gets no secret. */
+const KEYS_NOT_SECRETS = 'this client authenticates with its keys (private_key_jwt) and has no secret; to go back to a secret, remove its keys first (clients set-keys ID --none)';
+
 /** The longest lifetime a secret may be given, and the longest overlap of a rotation (docs/secret-rotation.md). */
 export const MAX_SECRET_LIFETIME_SECONDS = POLICY.MAX_SECRET_LIFETIME_SECONDS.value;
 export const MAX_ROTATION_OVERLAP_SECONDS = POLICY.MAX_ROTATION_OVERLAP_SECONDS.value;
@@ -276,6 +289,7 @@ export async function generateSecret(deps: ChangeDeps, clientId: string, by: Act
   const value = generateClientSecret();
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
+    if (usesKeys(current)) throw new InputError(KEYS_NOT_SECRETS);
     if ((await repo.activeSecrets(trx, clientId)).length >= MAX_ACTIVE_SECRETS) {
       throw new InputError(`the client already has ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
     }
@@ -304,6 +318,7 @@ export async function rotateSecret(
   const value = generateClientSecret();
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!hasSecrets(current.kind)) throw new InputError('a public client has no secrets');
+    if (usesKeys(current)) throw new InputError(KEYS_NOT_SECRETS);
     const active = await repo.activeSecrets(trx, clientId);
     if (active.length === 0) throw new InputError('the client has no active secret to rotate; generate one instead');
     if (active.length >= MAX_ACTIVE_SECRETS) {
@@ -390,6 +405,30 @@ export async function setClientParRequired(deps: ChangeDeps, clientId: string, r
     return { result: await reread(trx, clientId), action: 'client.par_set', details: { from: current.requirePushedAuthorizationRequests === true, to: required } };
   });
 }
+
+/**
+ * The keys the client authenticates with (private_key_jwt, RFC 7523; docs/private-key-jwt.md), or
+ * none (null): back to a secret, of which it then has none until one is generated. With keys it
+ * has no shared secret at all: its active secrets are revoked in the same change, on every
+ * instance at once (as a revocation: the marks are set before it commits).
+ */
+export async function setClientKeys(deps: ClientDeps, clientId: string, keys: ClientKeys | null, by: Actor): Promise<{ client: ClientRecord; revokedSecrets: number[] }> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    if (!mayUseKeys(current.kind)) throw new InputError('a public client does not authenticate: it has neither a secret nor keys (it uses PKCE)');
+    if (!keys && !current.keys) throw new InputError('the client has no keys to remove');
+    const revoked = keys ? (await repo.activeSecrets(trx, clientId)).map((s) => s.id) : [];
+    for (const id of revoked) {
+      await repo.revokeSecretRow(trx, clientId, id);
+      await deps.artifacts.markSecretRevoked(id);
+    }
+    await repo.updateClient(trx, clientId, { keys });
+    const details = { from: keySource(current.keys), to: keySource(keys), ...(keys && 'jwksUri' in keys ? { jwks_uri: keys.jwksUri } : {}), ...(revoked.length ? { revoked_secret_ids: revoked } : {}) };
+    const events = revoked.map((id) => webhookEvent(clientId, 'secret.revoked', { secret_id: id }));
+    return { result: { client: await reread(trx, clientId), revokedSecrets: revoked }, action: 'client.keys_set', details, events };
+  });
+}
+
+const keySource = (keys: ClientKeys | null | undefined) => (!keys ? 'secret' : 'jwksUri' in keys ? 'jwks_uri' : 'jwks');
 
 /**
  * Which of the client's current scopes the user may untick on the consent page. Never widens what

@@ -1,7 +1,8 @@
 // Development loopback: whether something on this machine's loopback is let in, decided here for
 // every concern, each with its own setting named for what it allows (src/config.ts; README, settings):
 //   webhooks            WEBHOOK_ALLOW_LOOPBACK        (src/webhooks/address-policy.ts)
-//   metadata documents  CIMD_ALLOW_LOOPBACK           (src/cimd/: document URLs, jwks_uri, their fetches)
+//   metadata documents  CIMD_ALLOW_LOOPBACK           (src/cimd/: document URLs, every client's jwks_uri
+//                                                      (src/clients/keys.ts): the provider's one fetch)
 //   resource URIs       RESOURCE_URI_ALLOW_LOOPBACK   (src/clients/validate.ts)
 //   redirect URIs       always: native apps receive their code on the loopback (RFC 8252 7.3), as
 //                       do the consent page's links in development — REDIRECT_URI_LOOPBACK

@@ -16,11 +16,16 @@ function registryView({ client, secrets }: UsableClient): AdapterPayload {
   const source = { clientId: client.clientId, name: client.name, redirectUris: client.redirectUris };
   // Its budget, as any client's (clients set-rate-limit); null: the server's default.
   const budget = { token_requests_per_minute: client.tokenRequestsPerMinute };
+  // Keys instead of a secret (clients set-keys; docs/private-key-jwt.md): private_key_jwt against
+  // its jwks_uri (the provider fetches it under the documents' rules) or its registered key set.
+  const keys = client.keys ? ('jwksUri' in client.keys ? { jwks_uri: client.keys.jwksUri } : { jwks: structuredClone(client.keys.jwks) }) : undefined;
+  const secretMethod = keys ? 'private_key_jwt' : 'client_secret_basic';
   if (client.kind === 'resource_server') {
-    // It authenticates with its secrets, has no redirect URIs and may use no grant: only
+    // It authenticates with its secrets (or keys), has no redirect URIs and may use no grant: only
     // introspection (see its policy in src/oauth/provider.ts).
-    return providerView({ ...source, redirectUris: [], authMethod: 'client_secret_basic', flow: 'none' }, {
-      secret_hashes: secrets,
+    return providerView({ ...source, redirectUris: [], authMethod: secretMethod, flow: 'none' }, {
+      ...keys,
+      secret_hashes: keys ? [] : secrets,
       resource_server: true,
       // It may introspect only tokens with at least one of these scopes; none listed: any token.
       introspect_scopes: client.scopes,
@@ -30,10 +35,11 @@ function registryView({ client, secrets }: UsableClient): AdapterPayload {
     });
   }
   const unscopedLegacy = isUnscopedLegacy(client);
-  return providerView({ ...source, authMethod: client.kind === 'confidential' ? 'client_secret_basic' : 'none', flow: 'code' }, {
+  return providerView({ ...source, authMethod: client.kind === 'confidential' ? secretMethod : 'none', flow: 'code' }, {
+    ...(client.kind === 'confidential' ? keys : undefined),
     // A legacy client that has not selected scopes may ask for any of them, or for none (docs/legacy-migration.md).
     scope: (unscopedLegacy ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
-    secret_hashes: secrets,
+    secret_hashes: keys ? [] : secrets,
     // True while a legacy client has not selected scopes yet (step 2 of docs/legacy-migration.md not done).
     legacy: unscopedLegacy,
     // A pending client is usable only by its owner, for testing before review (directory/facts.ts usableBy).

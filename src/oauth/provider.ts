@@ -37,6 +37,7 @@ import { defaultScopes, FACT_NAMES, factsOf, isUnreviewed } from '../directory/f
 import { registeredClientId } from '../registration/registration.ts';
 import { POLICY } from '../settings.ts';
 import { ID_TOKEN_TTL } from './signing-keys.ts';
+import { checkAssertionLifetime, CLIENT_AUTH_ALGS, keepJwksCurrent } from './client-keys.ts';
 
 
 export const ACCESS_TOKEN_TTL = POLICY.ACCESS_TOKEN_TTL.value; // the token response's expires_in (docs/endpoints.md)
@@ -45,6 +46,7 @@ export const AUTHORIZATION_CODE_TTL = POLICY.AUTHORIZATION_CODE_TTL.value;
 const REFRESH_TOKEN_TTL = POLICY.REFRESH_TOKEN_TTL.value; // sliding: each rotation gets a fresh one…
 const REFRESH_TOKEN_MAX_AGE = POLICY.REFRESH_TOKEN_MAX_AGE.value; // …but never past this after the user's consent
 const SESSION_TTL = POLICY.SESSION_TTL.value;
+const CLOCK_TOLERANCE_SECONDS = POLICY.CLOCK_TOLERANCE_SECONDS.value;
 
 export interface ProviderDeps {
   config: Config;
@@ -110,20 +112,31 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Our scope names are the provider's "static" scopes: only listed scopes reach a token.
     scopes: [...ALL_SCOPES, LEGACY_FULL_ACCESS],
     responseTypes: ['code'],
-    // private_key_jwt for client ID metadata document clients (docs/agents.md), whose keys are
-    // fetched from their jwks_uri under the documents' rules (src/cimd/fetch.ts): the only fetch.
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', ...(config.cimd.enabled ? (['private_key_jwt'] as const) : [])],
+    // private_key_jwt (RFC 7523, docs/private-key-jwt.md) for every client with keys: registry
+    // clients' (clients set-keys), metadata documents' and registered ones'. A jwks_uri is fetched
+    // under the documents' address rules (src/cimd/fetch.ts ruledFetch): the provider's only fetch.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt'],
     fetch: deps.cimd.fetch as unknown as Configuration['fetch'],
-    // Called with an assertion whose signature the client's keys verified: this request's client
-    // authenticated (rate-limits.ts counts it so), unless the library then finds the assertion
-    // replayed (its one later check, answered 401). Nothing to add to the library's checks here;
-    // its default only adds one for FAPI 2.0, which this server does not use.
-    assertJwtClientAuthClaimsAndHeader: (ctx) => deps.tokenLimits.authenticated(ctx),
+    // Called with an assertion whose signature the client's keys verified: refused if it lives too
+    // long (client-keys.ts); else this request's client authenticated (rate-limits.ts counts it
+    // so), unless the library then finds the assertion replayed (its one later check, answered
+    // 401). Its default only adds a check for FAPI 2.0, which this server does not use.
+    assertJwtClientAuthClaimsAndHeader: (ctx, claims) => {
+      checkAssertionLifetime(claims);
+      deps.tokenLimits.authenticated(ctx);
+    },
+    // How long past its exp an assertion still passes, and its jti is kept (the library's default,
+    // said here: small).
+    clockTolerance: CLOCK_TOLERANCE_SECONDS,
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
     // Proofs signed with asymmetric algorithms only (RFC 9449 4.2), the same on every path (dpop.ts).
-    enabledJWA: { dPoPSigningAlgValues: [...DPOP_ALGS] as NonNullable<Configuration['enabledJWA']>['dPoPSigningAlgValues'] },
+    // Client assertions too: never HS256 (a shared secret) nor none (client-keys.ts).
+    enabledJWA: {
+      dPoPSigningAlgValues: [...DPOP_ALGS] as NonNullable<Configuration['enabledJWA']>['dPoPSigningAlgValues'],
+      clientAuthSigningAlgValues: [...CLIENT_AUTH_ALGS] as NonNullable<Configuration['enabledJWA']>['clientAuthSigningAlgValues'],
+    },
 
     features: {
       // On by default in v9 and not part of this service.
@@ -325,6 +338,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.proxy = true;
   // Built clients for all clients in use, found without hashing their records (src/oauth/built-clients.ts).
   keepBuiltClients(provider, (clientId) => clientView(cached, clientId));
+  // A client's jwks_uri keys kept current: a rotated key works at once, a removed one stops (client-keys.ts).
+  keepJwksCurrent(provider, deps.clock);
 
   // Around every request of the provider, outermost first (each runs its part after the provider answered).
   provider.use(boundedDpopHeader);

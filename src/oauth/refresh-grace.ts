@@ -12,7 +12,8 @@
 // end): on real time the two agree, and a test that moves the clock ends the window without waiting.
 //
 // "The same client" is the one the provider authenticated — by its secret, by a client assertion
-// it verified (private_key_jwt: metadata-document and registered clients), or as the public
+// it verified (private_key_jwt: registry clients with keys, metadata-document and registered
+// clients; src/oauth/client-keys.ts), or as the public
 // client the token was issued to: the retry is recognised inside the refresh grant, after client
 // authentication and before the token is spent or reuse detected (answersAgain, called from the
 // grant's account lookup in provider.ts). Verifying credentials stays the provider's alone.

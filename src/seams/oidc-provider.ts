@@ -26,6 +26,8 @@ export const UPSTREAM: readonly UpstreamFile[] = [
   { file: 'oidc-provider/lib/actions/jwks.js', sha256: '02072b992975a01d0e9939e51ec432db780c17a5f3a9adaa8bf4e6b389e78e5e', what: 'the jwks_uri answer read from the internals at each request (replaceSigningKeys)' },
   { file: 'oidc-provider/lib/models/id_token.js', sha256: '809a238a6d68b391115f1e21bd755b388198064d9163cb44e176df4f171a6880', what: 'ID tokens and JWT responses signed with the keystore read at each signing (replaceSigningKeys)' },
   { file: 'oidc-provider/lib/actions/authorization/pushed_authorization_requests.js', sha256: 'a3d434f0aabf6d7e5d3302c9c2f273dcd4167eb92d7baabc0a717be9ffb4698b', what: 'a pushed request lives MAX_TTL (PUSHED_REQUEST_TTL) and is stored as an unsigned JWT its client issued (pushedRequestClientId)' },
+  { file: 'oidc-provider/lib/models/client.js', sha256: '37841c70b72be69297851e4c9a091261748f7045ed8ae9a32f6b6c3ad9c312cb', what: "a client's jwks_uri keys kept in a key store it refreshes only on a failed check past its cache time (keepClientKeysCurrent)" },
+  { file: 'oidc-provider/lib/helpers/jwt.js', sha256: 'e52ef4048fcf0277223a2e5fd40ffe5672c5187b49d608e582281f005bcacc51', what: 'a client assertion verified against that key store (keepClientKeysCurrent)' },
   { file: 'knex/lib/execution/transaction.js', sha256: '17ebc527bce986224880a2303c934c5a69ae0311619dd2cc723460a8806e3eba', what: "a transaction's executionPromise (transactionSettled)" },
 ];
 
@@ -311,4 +313,65 @@ export function dpopNonces(provider: Provider): { nextChallenge(): string; check
   if (!nonces) return undefined;
   if (typeof nonces.nextChallenge !== 'function' || typeof nonces.checkChallenge !== 'function') throw new Error('oidc-provider no longer keeps its DPoP nonces in DPoPNonces: review src/seams/oidc-provider.ts');
   return nonces as { nextChallenge(): string; checkChallenge(nonce: string): boolean };
+}
+
+// ---------------------------------------------------------------- client keys (src/oauth/client-keys.ts)
+
+/** What a built client's jwks_uri key set is (lib/models/client.js ClientKeyStore, over lib/helpers/keystore.js). */
+interface LibraryKeyStore extends Iterable<unknown> {
+  jwksUri?: string;
+  fresh(): boolean;
+  refresh(): Promise<void>;
+  getKeyObject(key: unknown, getPublic?: boolean): unknown;
+}
+
+const keptCurrent = new WeakSet<object>();
+
+/**
+ * Keeps a built client's jwks_uri key set current. The library (lib/helpers/jwt.js verify) fetches
+ * the set again only when a verification fails *and* the set's caching headers have lapsed (at
+ * least 60 s after the last fetch), and it goes on using a key it found however long ago it was
+ * fetched. So an assertion signed with a key just added at the jwks_uri (a rotation) would be
+ * refused for up to a minute or more, and a key removed from it would go on working. Here:
+ * - a failed verification fetches the set again when the last attempt began `refetchSeconds` ago
+ *   or more (never more often, whatever is sent: a request cannot make us fetch at its rate);
+ * - a set whose caching headers lapsed is fetched before its keys are used again; when that fetch
+ *   fails, the keys last fetched go on being used (the jwks_uri briefly down is no outage).
+ * Once per key set; throws when the library no longer keeps client keys this way.
+ */
+export function keepClientKeysCurrent(client: object, refetchSeconds: number, now: () => number = Date.now): void {
+  const store = (client as { asymmetricKeyStore?: LibraryKeyStore }).asymmetricKeyStore;
+  if (!store || keptCurrent.has(store) || !store.jwksUri) return;
+  if (typeof store.fresh !== 'function' || typeof store.refresh !== 'function' || typeof store.getKeyObject !== 'function') {
+    throw new Error("oidc-provider no longer keeps a client's jwks_uri keys in a refreshable key store: review src/seams/oidc-provider.ts");
+  }
+  keptCurrent.add(store);
+  const headersFresh = store.fresh.bind(store);
+  const libraryRefresh = store.refresh.bind(store);
+  const libraryKey = store.getKeyObject.bind(store);
+  let attemptedAt = -Infinity;
+  const attemptedRecently = () => now() - attemptedAt < refetchSeconds * 1000;
+  // "Fresh" is what the library asks before it fetches (after a failed verification, in refresh()).
+  store.fresh = () => attemptedRecently();
+  let inFlight: Promise<void> | undefined;
+  store.refresh = () => {
+    // Requests arriving while it is fetched wait for the same fetch.
+    if (inFlight) return inFlight;
+    if (attemptedRecently()) return Promise.resolve();
+    // The library's refresh checks fresh() before its first await: the attempt is marked after.
+    const fetching = libraryRefresh();
+    attemptedAt = now();
+    inFlight = fetching
+      // Keys fetched before go on being used (verify tries them again); none: the failure stands.
+      .catch((err: unknown) => {
+        if ([...store].length === 0) throw err;
+      })
+      .finally(() => (inFlight = undefined));
+    return inFlight;
+  };
+  // A lapsed set is not used until it was fetched again (or that fetch failed, just now).
+  store.getKeyObject = (key, getPublic) => {
+    if (getPublic && !headersFresh() && !attemptedRecently()) throw new Error('the key set lapsed: fetched again first');
+    return libraryKey(key, getPublic);
+  };
 }

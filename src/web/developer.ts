@@ -7,9 +7,10 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientParRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientKeys, setClientParRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { judgedClientKeys } from '../cimd/fetch.ts';
 import { DAY_SECONDS } from '../durations.ts';
-import { hasSecrets, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
+import { hasSecrets, mayUseKeys, usesKeys, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
 import { editClient, pendingChangeOf, renameOwnClient } from '../clients/changes.ts';
 import { migrationStatus } from '../clients/legacy.ts';
 import { scopeGrid } from '../scopes.ts';
@@ -113,6 +114,7 @@ export function developerRoutes({
   publicUrls,
   webhooks,
   tokenLimits,
+  jwksUriAllowLoopback,
 }: {
   db: Db;
   artifacts: ClientArtifacts;
@@ -121,6 +123,7 @@ export function developerRoutes({
   publicUrls: PublicUrls;
   webhooks: WebhookPageDeps;
   tokenLimits: Pick<TokenEndpointLimits, 'budgetUse'>;
+  jwksUriAllowLoopback: boolean;
 }) {
   const clients = { db, artifacts, outbox, records };
   const router = newRouter();
@@ -181,7 +184,11 @@ export function developerRoutes({
       title: client.name,
       client,
       grid: GRID,
-      secrets: hasSecrets(client.kind) ? await listActiveSecrets(db, client.clientId) : [],
+      secrets: hasSecrets(client.kind) && !usesKeys(client) ? await listActiveSecrets(db, client.clientId) : [],
+      // Keys instead of a secret (private_key_jwt): the form shows what is registered.
+      mayUseKeys: mayUseKeys(client.kind),
+      keysForm: { source: client.keys && 'jwks' in client.keys ? 'jwks' : 'jwks_uri', jwksUri: client.keys && 'jwksUri' in client.keys ? client.keys.jwksUri : '', jwks: client.keys && 'jwks' in client.keys ? JSON.stringify(client.keys.jwks, null, 2) : '' },
+      keysError: '',
       maxSecrets: MAX_ACTIVE_SECRETS,
       // Its use of the token-endpoint budget this minute (a public client's is per address: none shown).
       budget: hasSecrets(client.kind) ? await tokenLimits.budgetUse(client).catch(() => undefined) : undefined,
@@ -297,6 +304,25 @@ export function developerRoutes({
     redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: required ? 'Pushed authorization requests required: an authorization request without a request_uri is refused.' : 'Pushed authorization requests no longer required.' });
   };
 
+  // Keys instead of a secret (private_key_jwt, docs/private-key-jwt.md): a jwks_uri or a key set,
+  // public keys only. Narrows how the app authenticates (no review); its secrets are revoked then.
+  const keysForm = (ctx: Context) => ({ source: field(ctx, 'key_source'), jwksUri: field(ctx, 'jwks_uri'), jwks: field(ctx, 'jwks') });
+  const saveKeys: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    const form = keysForm(ctx);
+    if (form.source !== 'jwks_uri' && form.source !== 'jwks') throw new InputError('choose a jwks_uri or a key set');
+    // A jwks_uri is fetched now, under the provider's rules: keys not published yet are refused here, with the reason.
+    const keys = await judgedClientKeys(form.source === 'jwks_uri' ? { jwksUri: form.jwksUri } : { jwks: form.jwks }, { production: webhooks.policy.production, allowLoopback: jwksUriAllowLoopback });
+    const { revokedSecrets } = await setClientKeys(clients, client.clientId, keys, actor(ctx));
+    const revoked = revokedSecrets.length ? ` Its client secret${revokedSecrets.length > 1 ? 's are' : ' is'} revoked: requests that use ${revokedSecrets.length > 1 ? 'them' : 'it'} are refused from now on.` : '';
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: `Keys saved: your app authenticates with client assertions signed by its private key (private_key_jwt).${revoked}` });
+  };
+  const removeKeys: Step = async (ctx) => {
+    const client = clientOf(ctx);
+    await setClientKeys(clients, client.clientId, null, actor(ctx));
+    redirectWithFlash(ctx, clientPath(client), { type: 'ok', text: 'Keys removed: your app authenticates with a client secret again. Generate one below.' });
+  };
+
   const showDelete: Step = async (ctx) => {
     const client = clientOf(ctx);
     return page(ctx, 'developer-delete', { title: `Delete ${client.name}`, client, errors: {}, form: { confirmName: '' } });
@@ -398,6 +424,8 @@ export function developerRoutes({
   router.post(`${CLIENT}/optional-scopes`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { optionalError: refusal })), saveOptionalScopes);
   router.post(`${CLIENT}/dpop`, ...form, ownClient, saveDpop);
   router.post(`${CLIENT}/par`, ...form, ownClient, savePar);
+  router.post(`${CLIENT}/keys`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { keysError: refusal, keysForm: keysForm(ctx) })), saveKeys);
+  router.post(`${CLIENT}/keys/remove`, ...form, ownClient, refusedAsFlash(), removeKeys);
   router.get(`${CLIENT}/delete`, ...signedIn, ownClient, showDelete);
   router.post(`${CLIENT}/delete`, ...form, once('the client was deleted.', () => BASE), ownClient, deleteOwnClient);
   router.post(`${CLIENT}/secrets`, ...form, once(SECRET_AGAIN), ownClient, refusedAsFlash(), makeSecret);

@@ -46,6 +46,8 @@ export interface WebDeps {
   bindings: GrantBindings;
   /** CIMD_MAX_USERS (src/cimd/tier.ts). */
   cimdMaxUsers: number;
+  /** CIMD_ALLOW_LOOPBACK: a jwks_uri may be http on 127.0.0.1 (the provider's one fetch follows the documents' rules). */
+  jwksUriAllowLoopback: boolean;
 }
 
 export function mountWebPages(app: Koa, deps: WebDeps): void {

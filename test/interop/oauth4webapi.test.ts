@@ -1,6 +1,6 @@
 // Interop: oauth4webapi (panva), the low-level strict OAuth 2.0 client, step by step: RFC 8414
 // discovery, authorization response validation (state, iss), code exchange, protected resource,
-// refresh, introspection, revocation.
+// refresh, introspection, revocation — with a secret, and with keys instead (private_key_jwt).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -13,6 +13,8 @@ let server: TestServer;
 let user: Awaited<ReturnType<typeof newUser>>;
 let confidential: { client_id: string; client_secret: string };
 let publicId: string;
+/** A client with keys instead of a secret (docs/private-key-jwt.md): its private key, never sent. */
+let keyed: { client_id: string; privateKey: CryptoKey };
 const insecure = { [oauth.allowInsecureRequests]: true };
 
 beforeAll(async () => {
@@ -23,6 +25,11 @@ beforeAll(async () => {
   await Promise.all([c, p].map((x) => clientsSetStatus(operator(server), x.client_id, 'approved')));
   confidential = { client_id: c.client_id, client_secret: c.client_secret! };
   publicId = p.client_id;
+  const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+  const jwks = JSON.stringify({ keys: [{ ...(await crypto.subtle.exportKey('jwk', pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig', key_ops: undefined, ext: undefined }] });
+  const k = await clientsCreate(operator(server), { name: 'oauth4webapi (private_key_jwt)', redirectUri: [REDIRECT], scope: ['PROFILE_READ', 'PROFILE_WRITE'], auth: 'private_key_jwt', jwks });
+  await clientsSetStatus(operator(server), k.client_id, 'approved');
+  keyed = { client_id: k.client_id, privateKey: pair.privateKey };
 });
 afterAll(() => server?.close());
 
@@ -51,13 +58,14 @@ async function obtainTokens(as: oauth.AuthorizationServer, client: oauth.Client,
   return oauth.processAuthorizationCodeResponse(as, client, response);
 }
 
-describe.each([
-  ['client_secret_post', () => oauth.ClientSecretPost(confidential.client_secret)],
-  ['client_secret_basic', () => oauth.ClientSecretBasic(confidential.client_secret)],
-])('oauth4webapi, confidential client (%s)', (_name, auth) => {
+describe.each<[string, () => oauth.ClientAuth, () => string]>([
+  ['client_secret_post', () => oauth.ClientSecretPost(confidential.client_secret), () => confidential.client_id],
+  ['client_secret_basic', () => oauth.ClientSecretBasic(confidential.client_secret), () => confidential.client_id],
+  ['private_key_jwt', () => oauth.PrivateKeyJwt({ key: keyed.privateKey, kid: 'k1' }), () => keyed.client_id],
+])('oauth4webapi, confidential client (%s)', (_name, auth, clientId) => {
   it('runs the whole lifecycle', async () => {
     const as = await discover();
-    const client: oauth.Client = { client_id: confidential.client_id };
+    const client: oauth.Client = { client_id: clientId() };
     const tokens = await obtainTokens(as, client, auth(), 'PROFILE_READ PROFILE_WRITE');
     expect(tokens).toMatchObject({ token_type: 'bearer', expires_in: 1800, scope: 'PROFILE_READ PROFILE_WRITE' });
 
