@@ -109,9 +109,12 @@ describe.runIf(browserTestsEnabled('pages in a browser'))('the start page, devel
     expect(await page.locator('#scope-PROFILE_READ').isVisible()).toBe(false);
     await shoot(page, 'developer-client', { fullPage: true });
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
-    expect(height, 'the client page at 1280×800 (it was about 3,970 px with the grid open)').toBeLessThan(3200);
     await page.getByText('Change scopes').click();
     expect(await page.locator('#scope-PROFILE_READ').isVisible()).toBe(true);
+    // Folded, the grid takes no room (open, about 770 px at 1280×800); the page's other sections
+    // (DPoP, pushed requests, keys, webhook) grow with the features, so the fold is measured, not the page.
+    const opened = await page.evaluate(() => document.documentElement.scrollHeight);
+    expect(opened - height, `the scope grid folded saves its height (${height} px folded, ${opened} px open)`).toBeGreaterThan(500);
     expect(await page.locator('#scope-PROFILE_READ').isChecked()).toBe(true);
     await context.close();
   });
