@@ -1,6 +1,7 @@
 // Developer settings over real HTTP: the scope grid, refusals beside their fields, the
 // how-to-connect panel, the only secret kept, rename before review only, delete with confirmation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { developerPages } from './support/developer-pages.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { Browser, type Page } from './support/browser.ts';
 import { authorize, getMe, tokenRequest, type TestUser } from './support/oauth.ts';
@@ -22,23 +23,10 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-const url = (path: string) => `${server.url}${path}`;
+const { url, signIn, post } = developerPages(() => server.url);
 const db = () => server.pg.db;
 
-async function signIn(user: TestUser): Promise<Browser> {
-  const browser = new Browser();
-  const login = await browser.get(url(`/login?next=${encodeURIComponent(BASE)}`));
-  expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
-  return browser;
-}
 
-/** Posts a form of the pages with this browser's CSRF token. */
-async function post(browser: Browser, path: string, fields: Record<string, string | string[]>): Promise<Page> {
-  const csrf = (await browser.get(url(BASE))).$('input[name=csrf]').val() as string;
-  const body = new URLSearchParams({ csrf });
-  for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) body.append(k, value);
-  return browser.request(url(path), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
-}
 
 async function follow(browser: Browser, res: Page): Promise<Page> {
   expect(res.status, res.$('.alert').text() || res.html.slice(0, 300)).toBe(303);

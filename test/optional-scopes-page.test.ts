@@ -1,8 +1,8 @@
 // The developer page's optional-scopes form (issue 35 point 6, data side): the owner marks which
 // approved scopes users may untick; refusals change nothing; others cannot.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { developerPages } from './support/developer-pages.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { Browser, type Page } from './support/browser.ts';
 import type { TestUser } from './support/oauth.ts';
 import { newUser, REDIRECT } from './support/fixtures.ts';
 
@@ -17,22 +17,10 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-const url = (path: string) => `${server.url}${path}`;
+const { url, signIn, post } = developerPages(() => server.url);
 const stored = (id: string) => server.pg.db('oauth_clients').where('id', id).first('scopes', 'optional_scopes');
 
-async function signIn(user: TestUser): Promise<Browser> {
-  const browser = new Browser();
-  const login = await browser.get(url(`/login?next=${encodeURIComponent(BASE)}`));
-  expect((await browser.submit(login, 'form[action="/login"]', { email: user.email, password: user.password })).status).toBe(303);
-  return browser;
-}
 
-async function post(browser: Browser, path: string, fields: Record<string, string | string[]>, csrf?: string): Promise<Page> {
-  const token = csrf ?? ((await browser.get(url(BASE))).$('input[name=csrf]').val() as string);
-  const body = new URLSearchParams({ csrf: token });
-  for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) body.append(k, value);
-  return browser.request(url(path), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
-}
 
 describe('optional scopes on the developer page', () => {
   it('the owner marks scopes optional and unmarks them; refusals and other users change nothing', async () => {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { developerPages } from './support/developer-pages.ts';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetPar, clientsSetStatus } from '../src/admin/commands.ts';
@@ -515,20 +516,8 @@ describe('requiring pushed requests on the developer page (RFC 9126 5)', () => {
     [dev, stranger] = await Promise.all([newUser(server, 'Dev'), newUser(server, 'Stranger')]);
   });
   afterAll(() => server?.close());
-  const url = (path: string) => `${server.url}${path}`;
+  const { url, signIn, post } = developerPages(() => server.url);
 
-  async function signIn(who: TestUser): Promise<Browser> {
-    const browser = new Browser();
-    const login = await browser.get(url(`/login?next=${encodeURIComponent(BASE)}`));
-    expect((await browser.submit(login, 'form[action="/login"]', { email: who.email, password: who.password })).status).toBe(303);
-    return browser;
-  }
-  async function post(browser: Browser, path: string, fields: Record<string, string | string[]>, csrf?: string): Promise<Page> {
-    const token = csrf ?? ((await browser.get(url(BASE))).$('input[name=csrf]').val() as string);
-    const body = new URLSearchParams({ csrf: token });
-    for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) body.append(k, value);
-    return browser.request(url(path), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
-  }
 
   it('the owner turns it on and off; the provider then requires a pushed request; others cannot', async () => {
     const browser = await signIn(dev);

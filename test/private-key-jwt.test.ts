@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { developerPages } from './support/developer-pages.ts';
 import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { startDocumentServer, type DocumentServer } from './support/cimd.ts';
@@ -16,7 +17,7 @@ import { admin, spawnAdmin, startServerProcess } from './support/processes.ts';
 import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { authorize } from './support/oauth.ts';
 import { expectRefusal } from './support/admin-cli.ts';
-import { Browser, type Page } from './support/browser.ts';
+import { Browser } from './support/browser.ts';
 import type { TestUser } from './support/oauth.ts';
 import { clientsSetKeys, secretsGenerate } from '../src/admin/commands.ts';
 import { CLIENT_AUTH_ALGS } from '../src/oauth/client-keys.ts';
@@ -398,19 +399,7 @@ describe('keys on the developer page (owner only)', () => {
   });
   afterAll(() => Promise.all([server?.close(), docs?.close()]));
 
-  const url = (path: string) => `${server.url}${path}`;
-  async function signIn(who: TestUser): Promise<Browser> {
-    const browser = new Browser();
-    const login = await browser.get(url(`/login?next=${encodeURIComponent(BASE)}`));
-    expect((await browser.submit(login, 'form[action="/login"]', { email: who.email, password: who.password })).status).toBe(303);
-    return browser;
-  }
-  async function send(browser: Browser, path: string, fields: Record<string, string | string[]>, csrf?: string): Promise<Page> {
-    const token = csrf ?? ((await browser.get(url(BASE))).$('input[name=csrf]').val() as string);
-    const body = new URLSearchParams({ csrf: token });
-    for (const [k, v] of Object.entries(fields)) for (const value of [v].flat()) body.append(k, value);
-    return browser.request(url(path), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
-  }
+  const { url, signIn, post: send } = developerPages(() => server.url);
 
   it('the owner registers a key set or a jwks_uri, then removes them; bad input is shown beside the form; others cannot', async () => {
     const browser = await signIn(dev);

@@ -234,5 +234,5 @@ describe('keys rotate on the embedded database (PGlite)', () => {
     } finally {
       await server.stop();
     }
-  });
+  }, 120_000); // two starts of the bundled server and four script runs, as test/embedded.test.ts allows
 });
