@@ -2,7 +2,7 @@
 // token only as `DPoP <token>` with a valid proof of the request the client made, each proof once
 // across every instance (both stores); every refusal carries the DPoP challenge (RFC 9449 7.1).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
+import { anotherInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { dpopKey, getWith, proof, tokenPost, type DpopKey } from './support/dpop.ts';
 import { DPOP_ALGS } from '../src/oauth/dpop.ts';
@@ -23,10 +23,7 @@ describe.each<Storage>(['redis', 'sql'])('DPoP-bound tokens at /v2/me and the ga
 
   beforeAll(async () => {
     server = await startTestServer(storage);
-    other = await startInstance(
-      { DATABASE_URL: server.pg.url, APP_URL: server.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
-      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
-    );
+    other = await anotherInstance(server);
     app = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
     user = await newUser(server);
     key = dpopKey();

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { copyMigratedDataDir } from './support/embedded-template.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { developerPages } from './support/developer-pages.ts';
-import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
+import { anotherInstance, startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetPar, clientsSetStatus } from '../src/admin/commands.ts';
 import { createClient } from '../src/clients/service.ts';
@@ -88,10 +88,7 @@ describe.each<Storage>(['redis', 'sql'])('pushed authorization requests (%s)', (
 
   beforeAll(async () => {
     server = await startTestServer(storage);
-    other = await startInstance(
-      { DATABASE_URL: server.pg.url, APP_URL: server.url, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
-      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
-    );
+    other = await anotherInstance(server);
     app = await approvedClient(server, ['PROFILE_READ', 'BOOKING_READ']);
     user = await newUser(server);
   });

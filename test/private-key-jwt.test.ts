@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { developerPages } from './support/developer-pages.ts';
-import { startInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
+import { anotherInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { admin, spawnAdmin, startServerProcess } from './support/processes.ts';
@@ -96,10 +96,7 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
 
   beforeAll(async () => {
     [server, docs] = await Promise.all([startTestServer(storage, ENV), startDocumentServer()]);
-    other = await startInstance(
-      { DATABASE_URL: server.pg.url, APP_URL: server.url, ...ENV, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
-      { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}) },
-    );
+    other = await anotherInstance(server, ENV);
     user = await newUser(server);
     const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server/v2/auth/oauth2`)).json()) as Record<string, any>;
     issuer = metadata.issuer;

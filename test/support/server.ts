@@ -84,6 +84,14 @@ export async function startInstance(env: Record<string, string>, overrides: Syst
   };
 }
 
+/** A second instance of `server`'s system: the same database and Redis (key prefix too), its own listener and caches. */
+export function anotherInstance(server: TestServer, env: Record<string, string> = {}, overrides: SystemOverrides = {}): Promise<AppInstance> {
+  return startInstance(
+    { DATABASE_URL: server.pg.url, APP_URL: server.url, ...env, ...(server.redis ? { REDIS_URL: server.redis.url } : {}) },
+    { db: server.pg.db, ...(server.redis ? { redis: server.redis.redis, redisPrefix: server.redis.prefix } : {}), ...overrides },
+  );
+}
+
 /**
  * An instance on a per-file PostgreSQL database (a copy of the migrated template) and, for 'redis',
  * a per-file Redis key prefix. `options.clock`: a clock the test moves (test/support/clock.ts).
