@@ -31,6 +31,7 @@ import * as m029 from './029_cimd_approved_asks.ts';
 import * as m030 from './030_leak_reports_of_every_client.ts';
 import * as m031 from './031_client_dpop.ts';
 import * as m034 from './034_signing_key_times.ts';
+import * as m035 from './035_upstream_links.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -68,6 +69,7 @@ const migrations: Record<string, Migration> = {
   '030_leak_reports_of_every_client': m030,
   '031_client_dpop': m031,
   '034_signing_key_times': m034,
+  '035_upstream_links': m035,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -62,6 +62,26 @@ export interface Config {
   cimd: CimdConfig;
   /** DYNAMIC_REGISTRATION=open: anyone may register a client (RFC 7591), which lands unreviewed; off by default. */
   dynamicRegistration: boolean;
+  /** UPSTREAM_…: the upstream OpenID provider people sign in with (docs/accounts.md), or undefined for none. */
+  upstream: UpstreamConfig | undefined;
+  /** LOCAL_PASSWORDS: password sign-in is offered (off only with an upstream). */
+  localPasswords: boolean;
+}
+
+export interface UpstreamConfig {
+  issuer: string;
+  /** UPSTREAM_NAME, else the issuer's host: "Sign in with …". */
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  /** UPSTREAM_SCOPES, openid first. */
+  scopes: string;
+  emailClaim: string;
+  nameClaim: string;
+  /** UPSTREAM_LINKING: whether a first sign-in may create a user. */
+  linking: 'existing' | 'create';
+  /** UPSTREAM_ALLOW_LOOPBACK=true (development only): the issuer may be http on the loopback. */
+  allowLoopback: boolean;
 }
 
 export interface CimdConfig {
@@ -318,6 +338,27 @@ function readRateLimits(read: SettingsReader): RateLimitConfig {
   };
 }
 
+function readUpstream(read: SettingsReader): UpstreamConfig | undefined {
+  const issuer = read.url('UPSTREAM_ISSUER');
+  const allowLoopback = read.bool('UPSTREAM_ALLOW_LOOPBACK');
+  if (!issuer) return undefined;
+  const clientId = read.string('UPSTREAM_CLIENT_ID');
+  const clientSecret = read.string('UPSTREAM_CLIENT_SECRET');
+  if (!clientId || !clientSecret) throw new ConfigError('UPSTREAM_ISSUER needs UPSTREAM_CLIENT_ID and UPSTREAM_CLIENT_SECRET (this server\'s client at the upstream provider)');
+  const scopes = read.string('UPSTREAM_SCOPES')!.split(/\s+/).filter(Boolean);
+  return {
+    issuer,
+    name: read.string('UPSTREAM_NAME') ?? new URL(issuer).host,
+    clientId,
+    clientSecret,
+    scopes: ['openid', ...scopes.filter((s) => s !== 'openid')].join(' '),
+    emailClaim: read.string('UPSTREAM_EMAIL_CLAIM')!,
+    nameClaim: read.string('UPSTREAM_NAME_CLAIM')!,
+    linking: read.enum<'existing' | 'create'>('UPSTREAM_LINKING'),
+    allowLoopback,
+  };
+}
+
 function readRedis(read: SettingsReader): RedisConfig | undefined {
   const url = read.url('REDIS_URL');
   const nodes = read.hostPorts('REDIS_CLUSTER_NODES');
@@ -376,6 +417,10 @@ export function loadConfig(env: Env = process.env): Config {
   const dataKeys = read.list('DATA_ENCRYPTION_KEYS');
   read.refuseDevelopmentDefaults();
   const rateLimits = readRateLimits(read);
+  const upstream = readUpstream(read);
+  const localPasswords = read.bool('LOCAL_PASSWORDS');
+  // Nobody could sign in at all.
+  if (!localPasswords && !upstream) throw new ConfigError('LOCAL_PASSWORDS=off needs UPSTREAM_ISSUER: without an upstream provider, passwords are the only way to sign in');
 
   return {
     env: nodeEnv,
@@ -409,6 +454,8 @@ export function loadConfig(env: Env = process.env): Config {
     fastPaths: read.bool('FAST_PATHS'),
     cimd: readCimd(read, rateLimits.enabled),
     dynamicRegistration: read.bool('DYNAMIC_REGISTRATION'),
+    upstream,
+    localPasswords,
   };
 }
 

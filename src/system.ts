@@ -1,4 +1,5 @@
 // Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
+import { upstreamClient } from './accounts/upstream.ts';
 import type { RequestListener } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { RedisClient } from './storage/redis.ts';
@@ -235,6 +236,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     records,
     leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, prefix),
+    upstream: config.upstream && upstreamClient(config.upstream),
+    localPasswords: config.localPasswords,
   });
 
   // ——— Sweeps, when asked ———
