@@ -144,7 +144,13 @@ describe('the existing-user mode', () => {
     expect(await pagesUser(existing, first.browser)).toBe(user.email);
     expect(await linksOf(existing, account.sub)).toEqual([{ user_id: user.id }]);
 
-    // The upstream account's e-mail changes to another user's: the link decides, not the e-mail.
+    // The upstream account's e-mail changes, to one nobody has here and unverified: the link decides.
+    await upstream.post('/__test/accounts', { ...account, email: `moved-${account.sub}@elsewhere.example`, email_verified: false });
+    const moved = await signInWithUpstream(existing, account.sub);
+    expect(moved.answer.status, moved.answer.html.slice(0, 500)).toBe(303);
+    expect(await pagesUser(existing, moved.browser)).toBe(user.email);
+
+    // …and to another user's: still the linked user, never the one the e-mail names.
     const other = await newUser(existing, 'Other Person');
     await upstream.post('/__test/accounts', { ...account, email: other.email });
     const second = await signInWithUpstream(existing, account.sub);
@@ -176,11 +182,16 @@ describe('bad answers', () => {
   it('refuses a replayed return, in the same browser and in another', async () => {
     const user = await newUser(existing);
     const account = await upstreamAccount({ email: user.email });
-    const { back, answer } = await signInWithUpstream(existing, account.sub);
-    expect(answer.status).toBe(303);
-    const again = await new Browser().get(back.href);
+    const browser = new Browser();
+    const back = await throughUpstream(browser, await browser.get(`${existing.url}/login`), account.sub);
+    // The trip's cookie as the return carried it: a replay with it is refused by the server's record, not the cookie's absence.
+    const trip = (await browser.jar.getCookieString(back.href)).split('; ').filter((c) => c.startsWith('upstream_trip'));
+    expect(trip).toHaveLength(2); // the id and its signature
+    expect((await browser.get(back.href)).status).toBe(303);
+    const again = await new Browser().request(back.href, { headers: { cookie: trip.join('; ') } });
     expect(again.status).toBe(400);
     expect(again.html).toContain('This sign-in cannot be used');
+    expect((await browser.get(back.href)).status).toBe(400);
     // An attacker's browser with a trip of its own: the return is checked against its own state.
     const attacker = new Browser();
     await attacker.submit(await attacker.get(`${existing.url}/login`), 'form.upstream-sign-in');
@@ -273,6 +284,20 @@ describe('local passwords switched off', () => {
     expect(res.status).toBe(403);
     expect(res.html).toContain('Passwords are not used here');
     expect(await pagesUser(jitSql, browser)).toBe('');
+
+    // The authorization flow's sign-in page too: only the upstream, and its password step refused.
+    const client = await approvedClient(jitSql, ['PROFILE_READ']);
+    const flow = await browser.follow(authorizeUrl(jitSql.url, { client_id: client.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'st' }), `${jitSql.url}/`);
+    expect(flow.$('form.upstream-sign-in').length, flow.html.slice(0, 500)).toBe(1);
+    expect(flow.$('input[name=password]').length).toBe(0);
+    const uid = /\/interaction\/([^/]+)\/upstream$/.exec(flow.$('form.upstream-sign-in').attr('action')!)![1];
+    const refused = await browser.request(`${jitSql.url}/auth/oauth2/interaction/${uid}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf: flow.$('form.upstream-sign-in input[name=csrf]').attr('value')!, email: user.email, password: user.password }).toString(),
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.html).toContain('Passwords are not used here');
   });
 
   it('both ways coexist where passwords are on', async () => {
