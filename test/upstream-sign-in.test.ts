@@ -61,7 +61,7 @@ beforeAll(async () => {
     startTestServer('redis', upstreamEnv()),
   ]);
   // Only now are our redirect URIs known: the upstream's client is made with them.
-  await upstream.post('/__test/setup', { redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login/upstream/callback`) });
+  await upstream.post('/__test/setup', { redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login/upstream/callback`), post_logout_redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login`) });
 }, 60_000);
 afterAll(async () => {
   upstream?.process.kill();
@@ -306,6 +306,37 @@ describe('local passwords switched off', () => {
     expect(login.$('input[name=password]').length).toBe(1);
     const user = await newUser(existing);
     await signedIn(existing.url, user);
+  });
+});
+
+describe('sign-out', () => {
+  it('ends the session at the upstream too (RP-initiated logout), then back to our sign-in page', async () => {
+    const account = await upstreamAccount();
+    const { browser, answer } = await signInWithUpstream(jitRedis, account.sub);
+    expect(answer.status).toBe(303);
+    const out = await browser.submit(await browser.get(`${jitRedis.url}/`), 'form[action="/logout"]');
+    expect(out.status).toBe(303);
+    const end = new URL(out.location!);
+    expect(end.origin).toBe(upstream.issuer);
+    expect(end.searchParams.get('id_token_hint')).toBeTruthy();
+    expect(end.searchParams.get('post_logout_redirect_uri')).toBe(`${jitRedis.url}/login`);
+    expect(await pagesUser(jitRedis, browser)).toBe('');
+    // The upstream's own confirmation, then back here.
+    const confirm = await browser.follow(end.href, `${upstream.issuer}/`);
+    const done = await browser.submit(confirm, 'form[id="op.logoutForm"]', { logout: 'yes' });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(`${jitRedis.url}/login`);
+    // Signed out there: the next trip asks for the upstream sign-in again.
+    const start = await browser.submit(await browser.get(`${jitRedis.url}/login`), 'form.upstream-sign-in');
+    const at = await browser.follow(start.location!, `${upstream.issuer}/`);
+    expect(at.$('input[name=login]').length, at.html.slice(0, 300)).toBe(1);
+  });
+
+  it('a password session signs out here only', async () => {
+    const browser = await signedIn(existing.url, await newUser(existing));
+    const out = await browser.submit(await browser.get(`${existing.url}/`), 'form[action="/logout"]');
+    expect(out.status).toBe(303);
+    expect(out.location).toBe(`${existing.url}/login`);
   });
 });
 

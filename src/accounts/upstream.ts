@@ -33,6 +33,8 @@ export interface UpstreamAccount {
   email: string | undefined;
   emailVerified: boolean;
   name: string | undefined;
+  /** The ID token as received: the hint of the upstream's logout (RP-initiated logout). */
+  idToken: string;
 }
 
 export interface UpstreamClient {
@@ -43,6 +45,8 @@ export interface UpstreamClient {
   authorizationUrl(redirectUri: string): Promise<{ url: string; checks: UpstreamChecks }>;
   /** The account of this return to `redirectUri` (the URL the browser came back with). */
   finish(returned: URL, redirectUri: string, checks: UpstreamChecks): Promise<UpstreamAccount>;
+  /** The upstream's logout for a session this ID token started, back to `postLogoutRedirectUri`; undefined when it has none (or cannot be read). */
+  endSessionUrl(idToken: string, postLogoutRedirectUri: string): Promise<string | undefined>;
 }
 
 const TIMEOUT_SECONDS = 5;
@@ -124,7 +128,14 @@ export function upstreamClient(config: UpstreamConfig): UpstreamClient {
         email: typeof email === 'string' ? email : undefined,
         emailVerified: claims.email_verified === true,
         name: typeof name === 'string' ? name : undefined,
+        idToken: tokens.id_token!,
       };
+    },
+
+    async endSessionUrl(idToken, postLogoutRedirectUri) {
+      const settings = await configuration().catch(() => undefined);
+      if (!settings?.serverMetadata().end_session_endpoint) return undefined;
+      return oidc.buildEndSessionUrl(settings, { id_token_hint: idToken, post_logout_redirect_uri: postLogoutRedirectUri }).href;
     },
   };
 }

@@ -67,9 +67,9 @@ export function adminOf(ctx: Context) {
  * across the site: an authorization session of this browser (maybe another account's) ends; the
  * next authorization request starts one from this sign-in.
  */
-export async function signInToPages(ctx: Context, { db, provider }: { db: Db; provider: Provider }, userId: number, { remember, next }: { remember: boolean; next: unknown }): Promise<void> {
+export async function signInToPages(ctx: Context, { db, provider }: { db: Db; provider: Provider }, userId: number, { remember, next, upstreamIdToken }: { remember: boolean; next: unknown; upstreamIdToken?: string }): Promise<void> {
   await endAuthorizationSession(ctx, provider);
-  await startSession(ctx, db, userId, { remember });
+  await startSession(ctx, db, userId, { remember, upstreamIdToken });
   ctx.status = 303;
   ctx.redirect(safeNext(next));
 }
@@ -131,17 +131,21 @@ export function accountRoutes({ db, records, passwords, provider, limits, metric
     });
     // Back from the upstream: the pages' sign-in, or the authorization flow's step (interactions.ts).
     router.get(UPSTREAM_CALLBACK_PATH, ...anyone, async (ctx) => {
-      const { user, target } = await upstream.callback(ctx);
-      if (target.kind === 'interaction') return upstream.handOver(ctx, target.uid, user, target.remember);
-      await signInToPages(ctx, { db, provider }, user.id, { remember: target.remember, next: target.next });
+      const { user, target, idToken } = await upstream.callback(ctx);
+      if (target.kind === 'interaction') return upstream.handOver(ctx, target.uid, user, target.remember, idToken);
+      await signInToPages(ctx, { db, provider }, user.id, { remember: target.remember, next: target.next, upstreamIdToken: idToken });
     });
   }
 
-  // Sign-out ends both sessions: the pages' and the authorization session of the OAuth flow.
+  // Sign-out ends both sessions: the pages' and the authorization session of the OAuth flow; a
+  // session the upstream started ends there too, where it offers a logout (RP-initiated logout),
+  // which sends the browser back to the sign-in page.
   router.post(LOGOUT_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
-    await endSession(ctx, db);
+    const upstreamIdToken = await endSession(ctx, db);
     await endAuthorizationSession(ctx, provider);
     redirectWithFlash(ctx, LOGIN_PATH, { type: 'ok', text: 'You are signed out.' });
+    const atUpstream = upstreamIdToken && upstream ? await upstream.signOutUrl(upstreamIdToken) : undefined;
+    if (atUpstream) ctx.redirect(atUpstream);
   });
 
   return router;

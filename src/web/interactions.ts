@@ -170,10 +170,10 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
    * is: prompt=login by someone else ends the previous account's session first; one sign-in across
    * the site starts the pages' session too (a new one: whoever's was here ends).
    */
-  async function signedIn(ctx: Context, details: Details, userId: number, remember: boolean) {
+  async function signedIn(ctx: Context, details: Details, userId: number, remember: boolean, upstreamIdToken?: string) {
     const accountId = String(userId);
     if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);
-    await startSession(ctx, db, userId, { remember });
+    await startSession(ctx, db, userId, { remember, upstreamIdToken });
     // A persistent authorization session only when asked for; otherwise it ends with the browser.
     await finish(ctx, details, { login: { accountId, remember } }, false);
   }
@@ -402,9 +402,9 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     // …and back, handed over by the callback to this interaction's path: the same sign-in as a password's.
     router.get(path(INTERACTION_UPSTREAM_SUFFIX), async (ctx) => {
       const details = await loadInteraction(ctx);
-      const { userId, remember } = await upstream.takeHandover(ctx, details.uid);
+      const { userId, remember, idToken } = await upstream.takeHandover(ctx, details.uid);
       if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
-      await signedIn(ctx, details, userId, remember);
+      await signedIn(ctx, details, userId, remember, idToken);
     });
   }
 

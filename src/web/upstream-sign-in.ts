@@ -35,6 +35,7 @@ interface Handover {
   interaction: string;
   userId: number;
   remember: boolean;
+  idToken: string;
 }
 
 export interface UpstreamSignIn {
@@ -42,11 +43,13 @@ export interface UpstreamSignIn {
   /** Sends the browser to the upstream, its checks kept for the return. */
   begin(ctx: Context, target: SignInTarget): Promise<void>;
   /** The return: the user it signs in as, and where the sign-in was started. */
-  callback(ctx: Context): Promise<{ user: User; target: SignInTarget }>;
+  callback(ctx: Context): Promise<{ user: User; target: SignInTarget; idToken: string }>;
   /** The authorization flow's step: hands the user the callback found to this interaction's path, once. */
-  handOver(ctx: Context, uid: string, user: User, remember: boolean): Promise<void>;
+  handOver(ctx: Context, uid: string, user: User, remember: boolean, idToken: string): Promise<void>;
   /** That step's side: the user handed to interaction `uid` in this browser, taken once. */
-  takeHandover(ctx: Context, uid: string): Promise<{ userId: number; remember: boolean }>;
+  takeHandover(ctx: Context, uid: string): Promise<{ userId: number; remember: boolean; idToken: string | undefined }>;
+  /** Where Sign out continues: the upstream's logout of the session this ID token started, back to our sign-in page; undefined when it has none. */
+  signOutUrl(idToken: string): Promise<string | undefined>;
 }
 
 const tripCookie = (ctx: Context) => (ctx.cookies.secure ? '__Secure-upstream_trip' : 'upstream_trip');
@@ -106,12 +109,12 @@ export function upstreamSignIn({ upstream, artifacts, users, appUrl }: { upstrea
       }
       const outcome = await userForUpstream(users, account, upstream.linking, name);
       if ('refused' in outcome) throw new PageRefusal(403, 'access_denied', { title: 'No account here', happened: outcome.refused, whatToDo: `Go back to the sign-in page (${LOGIN_PATH}) once this is sorted out.` });
-      return { user: outcome.user, target: trip.target };
+      return { user: outcome.user, target: trip.target, idToken: account.idToken };
     },
 
-    async handOver(ctx, uid, user, remember) {
+    async handOver(ctx, uid, user, remember, idToken) {
       const id = randomBytes(24).toString('base64url');
-      await trips.upsert(id, { interaction: uid, userId: user.id, remember } satisfies Handover as unknown as AdapterPayload, HANDOVER_SECONDS);
+      await trips.upsert(id, { interaction: uid, userId: user.id, remember, idToken } satisfies Handover as unknown as AdapterPayload, HANDOVER_SECONDS);
       const path = `${INTERACTION_PATH}/${uid}${INTERACTION_UPSTREAM_SUFFIX}`;
       ctx.cookies.set(handoverCookie(ctx), id, cookieOptions(ctx, path, HANDOVER_SECONDS));
       ctx.status = 303;
@@ -125,7 +128,9 @@ export function upstreamSignIn({ upstream, artifacts, users, appUrl }: { upstrea
       const handover = id ? ((await trips.find(id)) as unknown as Handover | undefined) : undefined;
       if (!id || handover?.interaction !== uid || typeof handover.userId !== 'number' || !(await claim('handover', id, HANDOVER_SECONDS))) throw expired();
       await trips.destroy(id);
-      return { userId: handover.userId, remember: handover.remember === true };
+      return { userId: handover.userId, remember: handover.remember === true, idToken: typeof handover.idToken === 'string' ? handover.idToken : undefined };
     },
+
+    signOutUrl: (idToken) => upstream.endSessionUrl(idToken, `${appUrl}${LOGIN_PATH}`),
   };
 }
