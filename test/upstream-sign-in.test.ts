@@ -6,7 +6,7 @@
 // nothing created, never a 500; the authorization flow continues to consent as after a password;
 // passwords switched off; the operator's users list, link and unlink.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -50,22 +50,31 @@ let jitRedis: TestServer;
 let jitSql: TestServer;
 /** UPSTREAM_LINKING=existing (the default), on Redis: the refusals and the authorization flow. */
 let existing: TestServer;
+/** UPSTREAM_CLIENT_AUTH=private_key_jwt, on SQL. */
+let keyAuth: TestServer;
+const KEY_CLIENT_ID = 'our-server-with-a-key';
+const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const PUBLIC_JWK = { ...publicKey.export({ format: 'jwk' }), kid: 'our-key-1', alg: 'ES256', use: 'sig' };
+const PRIVATE_JWK = { ...privateKey.export({ format: 'jwk' }), kid: 'our-key-1' };
 
 const upstreamEnv = () => ({ UPSTREAM_ISSUER: upstream.issuer, UPSTREAM_CLIENT_ID: CLIENT_ID, UPSTREAM_CLIENT_SECRET: CLIENT_SECRET, UPSTREAM_ALLOW_LOOPBACK: 'true', UPSTREAM_NAME: NAME });
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  [jitRedis, jitSql, existing] = await Promise.all([
+  [jitRedis, jitSql, existing, keyAuth] = await Promise.all([
     startTestServer('redis', { ...upstreamEnv(), UPSTREAM_LINKING: 'create' }),
     startTestServer('sql', { ...upstreamEnv(), UPSTREAM_LINKING: 'create', LOCAL_PASSWORDS: 'off' }),
     startTestServer('redis', upstreamEnv()),
+    startTestServer('sql', { ...upstreamEnv(), UPSTREAM_LINKING: 'create', UPSTREAM_CLIENT_ID: KEY_CLIENT_ID, UPSTREAM_CLIENT_SECRET: '', UPSTREAM_CLIENT_AUTH: 'private_key_jwt', UPSTREAM_PRIVATE_KEY: JSON.stringify(PRIVATE_JWK) }),
   ]);
   // Only now are our redirect URIs known: the upstream's client is made with them.
-  await upstream.post('/__test/setup', { redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login/upstream/callback`), post_logout_redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login`) });
+  await upstream.post('/__test/setup', { redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login/upstream/callback`), post_logout_redirect_uris: [jitRedis, jitSql, existing].map((s) => `${s.url}/login`),
+    key_client: { client_id: KEY_CLIENT_ID, jwk: PUBLIC_JWK, redirect_uris: [`${keyAuth.url}/login/upstream/callback`] },
+  });
 }, 60_000);
 afterAll(async () => {
   upstream?.process.kill();
-  await Promise.all([jitRedis?.close(), jitSql?.close(), existing?.close()]);
+  await Promise.all([jitRedis?.close(), jitSql?.close(), existing?.close(), keyAuth?.close()]);
 });
 
 interface UpstreamAccount {
@@ -116,6 +125,7 @@ const linksOf = async (server: TestServer, subject: string) => server.pg.db('ups
 describe.each([
   ['redis', () => jitRedis],
   ['sql', () => jitSql],
+  ['sql, private_key_jwt at the upstream', () => keyAuth],
 ])('just-in-time creation (%s)', (_store, server) => {
   it('makes a user at the first sign-in and signs in as the same user at the second', async () => {
     const account = await upstreamAccount();

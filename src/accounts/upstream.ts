@@ -5,6 +5,7 @@
 // module hands back is an upstream account's verified claims, or why not; who that is here is
 // src/accounts/upstream-links.ts's question.
 import * as oidc from 'openid-client';
+import { importJWK } from 'jose';
 import type { UpstreamConfig } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import { allowsLoopback } from '../http/loopback.ts';
@@ -58,7 +59,8 @@ function unreachable(err: unknown): boolean {
   return err instanceof TypeError && /fetch failed/i.test(err.message);
 }
 
-export function upstreamClient(config: UpstreamConfig): UpstreamClient {
+/** The client of UPSTREAM_…; a key or an address that cannot be used is refused now, at start (ConfigError). */
+export async function upstreamClient(config: UpstreamConfig): Promise<UpstreamClient> {
   const issuerUrl = new URL(config.issuer);
   // http only on the loopback, and only where the setting allows it (src/http/loopback.ts).
   const insecure = issuerUrl.protocol === 'http:';
@@ -66,11 +68,13 @@ export function upstreamClient(config: UpstreamConfig): UpstreamClient {
     throw new ConfigError(`UPSTREAM_ISSUER must be https, got "${config.issuer}" (http only on this machine's loopback with UPSTREAM_ALLOW_LOOPBACK=true)`);
   }
 
+  const authentication = await clientAuthentication(config.clientAuth);
+
   // Discovery once; after a failure, again at the next sign-in (the upstream may be back).
   let discovered: Promise<oidc.Configuration> | undefined;
   function configuration(): Promise<oidc.Configuration> {
     discovered ??= oidc
-      .discovery(issuerUrl, config.clientId, undefined, oidc.ClientSecretBasic(config.clientSecret), {
+      .discovery(issuerUrl, config.clientId, undefined, authentication, {
         timeout: TIMEOUT_SECONDS,
         execute: [oidc.enableNonRepudiationChecks, ...(insecure ? [oidc.allowInsecureRequests] : [])],
       })
@@ -138,6 +142,26 @@ export function upstreamClient(config: UpstreamConfig): UpstreamClient {
       return oidc.buildEndSessionUrl(settings, { id_token_hint: idToken, post_logout_redirect_uri: postLogoutRedirectUri }).href;
     },
   };
+}
+
+/** The JWS algorithm a private JWK signs with: its own `alg`, else the usual one of its kind. */
+function algorithmOf(jwk: { kty: string; crv?: unknown; alg?: string }): string {
+  if (jwk.alg) return jwk.alg;
+  if (jwk.kty === 'RSA') return 'RS256';
+  if (jwk.kty === 'EC') return jwk.crv === 'P-384' ? 'ES384' : 'ES256';
+  return 'EdDSA';
+}
+
+/** The token endpoint's client authentication: the secret, or a client assertion signed by the private key. */
+async function clientAuthentication(auth: UpstreamConfig['clientAuth']): Promise<oidc.ClientAuth> {
+  if (auth.method === 'client_secret_basic') return oidc.ClientSecretBasic(auth.secret);
+  let key: CryptoKey;
+  try {
+    key = (await importJWK(auth.jwk as Parameters<typeof importJWK>[0], algorithmOf(auth.jwk as { kty: string }))) as CryptoKey;
+  } catch (err) {
+    throw new ConfigError(`UPSTREAM_PRIVATE_KEY cannot be used as a signing key (${(err as Error).message})`);
+  }
+  return oidc.PrivateKeyJwt(auth.jwk.kid ? { key, kid: auth.jwk.kid } : key);
 }
 
 /** Which check failed, in words (the library's messages name the check, never a value). */

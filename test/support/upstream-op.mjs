@@ -3,7 +3,8 @@
 // (devInteractions: any login is the account id), and accounts the test adds. Prints
 // {"port":N,"issuer":"…"} once listening. Env: CLIENT_ID, CLIENT_SECRET. The servers under test
 // learn the issuer first and only then have their ports: POST /__test/setup {redirect_uris,
-// post_logout_redirect_uris} makes the provider with them (once), before any sign-in.
+// post_logout_redirect_uris, key_client?: {client_id, jwk, redirect_uris}} makes the provider with
+// them (once), before any sign-in.
 //
 // For the refusal tests, POST /__test/mode with {"idToken": "normal" | "wrong-key" | "alg-none"}
 // rewrites the ID token of the next token responses: signed with a key the upstream never
@@ -22,7 +23,7 @@ const issuer = `http://127.0.0.1:${port}`;
 
 let provider;
 
-function makeProvider({ redirect_uris = [], post_logout_redirect_uris = [] }) {
+function makeProvider({ redirect_uris = [], post_logout_redirect_uris = [], key_client }) {
   return new Provider(issuer, {
   clients: [
     {
@@ -32,6 +33,8 @@ function makeProvider({ redirect_uris = [], post_logout_redirect_uris = [] }) {
       post_logout_redirect_uris: post_logout_redirect_uris,
       token_endpoint_auth_method: 'client_secret_basic',
     },
+    // A client that authenticates with a client assertion (private_key_jwt), its public key given.
+    ...(key_client ? [{ client_id: key_client.client_id, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [key_client.jwk] }, redirect_uris: key_client.redirect_uris }] : []),
   ],
   async findAccount(_ctx, id) {
     const account = accounts.get(id);
