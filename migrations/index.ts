@@ -33,6 +33,7 @@ import * as m031 from './031_client_dpop.ts';
 import * as m032 from './032_client_par.ts';
 import * as m033 from './033_client_keys.ts';
 import * as m034 from './034_signing_key_times.ts';
+import * as m035 from './035_upstream_links.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -72,6 +73,7 @@ const migrations: Record<string, Migration> = {
   '032_client_par': m032,
   '033_client_keys': m033,
   '034_signing_key_times': m034,
+  '035_upstream_links': m035,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

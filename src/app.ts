@@ -41,6 +41,7 @@ import { checkRoutes } from './api/check.ts';
 import type { ResourceApi } from './api/resource-api.ts';
 import type { WebhookPageDeps } from './web/developer.ts';
 import type { PasswordHashing } from './accounts/password.ts';
+import type { UpstreamClient } from './accounts/upstream.ts';
 import type { GrantBindings } from './orgs/bindings.ts';
 import { VERSION } from './version.ts';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -95,6 +96,10 @@ export interface AppDeps {
   records: RecordCache;
   /** Reports of leaked credentials per address (src/leak-reports/revoke-endpoint.ts); none with RATE_LIMITS=off. */
   leakReportLimiter?: RateLimiterAbstract | undefined;
+  /** The upstream OpenID provider people sign in with, if any (src/accounts/upstream.ts). */
+  upstream: UpstreamClient | undefined;
+  /** LOCAL_PASSWORDS. */
+  localPasswords: boolean;
 }
 
 
@@ -203,7 +208,7 @@ function createApp(deps: AppDeps, api: ResourceApi, wrap: Envelope, backChannel:
   const leakReports = leakReportRoutes({ provider, db, outbox: deps.outbox, records: deps.records, artifacts: deps.artifacts }, deps.leakReportLimiter);
   const metadata = resourceMetadataRoutes(deps.publicUrls.baseUrl, provider.issuer);
   for (const router of [checkRoutes(api.answerCheck), meRoutes(api.verify, deps, api.resourceMetadata), metadata, leakReports, operationalRoutes(deps)]) app.use(router.routes()).use(router.allowedMethods());
-  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers, jwksUriAllowLoopback: deps.jwksUriAllowLoopback });
+  mountWebPages(app, { db, records: deps.records, passwords: deps.passwords, provider, artifacts: deps.artifacts, outbox: deps.outbox, limits: deps.signInLimits, tokenLimits: deps.rateLimits.token, metrics, publicUrls: deps.publicUrls, platformName: deps.platformName, webhooks: deps.webhooks, bindings: deps.bindings, cimdMaxUsers: deps.cimdMaxUsers, jwksUriAllowLoopback: deps.jwksUriAllowLoopback, upstream: deps.upstream, localPasswords: deps.localPasswords });
   app.use(providerEndpoints(provider, { registration: deps.dynamicRegistration }));
   return app;
 }

@@ -62,6 +62,27 @@ export interface Config {
   cimd: CimdConfig;
   /** DYNAMIC_REGISTRATION=open: anyone may register a client (RFC 7591), which lands unreviewed; off by default. */
   dynamicRegistration: boolean;
+  /** UPSTREAM_…: the upstream OpenID provider people sign in with (docs/accounts.md), or undefined for none. */
+  upstream: UpstreamConfig | undefined;
+  /** LOCAL_PASSWORDS: password sign-in is offered (off only with an upstream). */
+  localPasswords: boolean;
+}
+
+export interface UpstreamConfig {
+  issuer: string;
+  /** UPSTREAM_NAME, else the issuer's host: "Sign in with …". */
+  name: string;
+  clientId: string;
+  /** UPSTREAM_CLIENT_AUTH with its credential: the secret, or the private JWK of the client assertion. */
+  clientAuth: { method: 'client_secret_basic'; secret: string } | { method: 'private_key_jwt'; jwk: PrivateJwk };
+  /** UPSTREAM_SCOPES, openid first. */
+  scopes: string;
+  emailClaim: string;
+  nameClaim: string;
+  /** UPSTREAM_LINKING: whether a first sign-in may create a user. */
+  linking: 'existing' | 'create';
+  /** UPSTREAM_ALLOW_LOOPBACK=true (development only): the issuer may be http on the loopback. */
+  allowLoopback: boolean;
 }
 
 export interface CimdConfig {
@@ -318,6 +339,50 @@ function readRateLimits(read: SettingsReader): RateLimitConfig {
   };
 }
 
+/** A private JSON Web Key: what UPSTREAM_PRIVATE_KEY holds. */
+export type PrivateJwk = { kty: string; d: string; kid?: string; alg?: string; [member: string]: unknown };
+
+function readPrivateJwk(name: string, value: string): PrivateJwk {
+  let jwk: unknown;
+  try {
+    jwk = JSON.parse(value);
+  } catch {
+    // Never the value itself in the message: it is a private key.
+    throw new ConfigError(`${name} must be a private JWK in JSON (one line)`);
+  }
+  const key = jwk as Partial<PrivateJwk> | null;
+  if (!key || typeof key !== 'object' || !['RSA', 'EC', 'OKP'].includes(String(key.kty)) || typeof key.d !== 'string') {
+    throw new ConfigError(`${name} must be a private JWK of kty RSA, EC or OKP, with its private part (d)`);
+  }
+  return key as PrivateJwk;
+}
+
+function readUpstream(read: SettingsReader): UpstreamConfig | undefined {
+  const issuer = read.url('UPSTREAM_ISSUER');
+  const allowLoopback = read.bool('UPSTREAM_ALLOW_LOOPBACK');
+  const method = read.enum<'client_secret_basic' | 'private_key_jwt'>('UPSTREAM_CLIENT_AUTH');
+  const clientSecret = read.string('UPSTREAM_CLIENT_SECRET');
+  const privateKey = read.string('UPSTREAM_PRIVATE_KEY');
+  if (!issuer) return undefined;
+  const clientId = read.string('UPSTREAM_CLIENT_ID');
+  if (!clientId) throw new ConfigError('UPSTREAM_ISSUER needs UPSTREAM_CLIENT_ID (this server\'s client at the upstream provider)');
+  if (method === 'client_secret_basic' && !clientSecret) throw new ConfigError('UPSTREAM_ISSUER needs UPSTREAM_CLIENT_SECRET (or UPSTREAM_CLIENT_AUTH=private_key_jwt with UPSTREAM_PRIVATE_KEY)');
+  if (method === 'private_key_jwt' && !privateKey) throw new ConfigError('UPSTREAM_CLIENT_AUTH=private_key_jwt needs UPSTREAM_PRIVATE_KEY (a private JWK)');
+  const clientAuth: UpstreamConfig['clientAuth'] = method === 'private_key_jwt' ? { method, jwk: readPrivateJwk('UPSTREAM_PRIVATE_KEY', privateKey!) } : { method, secret: clientSecret! };
+  const scopes = read.string('UPSTREAM_SCOPES')!.split(/\s+/).filter(Boolean);
+  return {
+    issuer,
+    name: read.string('UPSTREAM_NAME') ?? new URL(issuer).host,
+    clientId,
+    clientAuth,
+    scopes: ['openid', ...scopes.filter((s) => s !== 'openid')].join(' '),
+    emailClaim: read.string('UPSTREAM_EMAIL_CLAIM')!,
+    nameClaim: read.string('UPSTREAM_NAME_CLAIM')!,
+    linking: read.enum<'existing' | 'create'>('UPSTREAM_LINKING'),
+    allowLoopback,
+  };
+}
+
 function readRedis(read: SettingsReader): RedisConfig | undefined {
   const url = read.url('REDIS_URL');
   const nodes = read.hostPorts('REDIS_CLUSTER_NODES');
@@ -376,6 +441,10 @@ export function loadConfig(env: Env = process.env): Config {
   const dataKeys = read.list('DATA_ENCRYPTION_KEYS');
   read.refuseDevelopmentDefaults();
   const rateLimits = readRateLimits(read);
+  const upstream = readUpstream(read);
+  const localPasswords = read.bool('LOCAL_PASSWORDS');
+  // Nobody could sign in at all.
+  if (!localPasswords && !upstream) throw new ConfigError('LOCAL_PASSWORDS=off needs UPSTREAM_ISSUER: without an upstream provider, passwords are the only way to sign in');
 
   return {
     env: nodeEnv,
@@ -409,6 +478,8 @@ export function loadConfig(env: Env = process.env): Config {
     fastPaths: read.bool('FAST_PATHS'),
     cimd: readCimd(read, rateLimits.enabled),
     dynamicRegistration: read.bool('DYNAMIC_REGISTRATION'),
+    upstream,
+    localPasswords,
   };
 }
 

@@ -1,4 +1,5 @@
 // Wires storage, the provider and the app together for a configuration. Used by main.ts and tests.
+import { upstreamClient } from './accounts/upstream.ts';
 import type { RequestListener } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { RedisClient } from './storage/redis.ts';
@@ -142,6 +143,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
   const background = backgroundWork(log);
   const production = config.env === 'production';
   const prefix = overrides.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+  // The upstream provider's client (docs/accounts.md): an unusable key or address refused before anything is opened.
+  const upstream = config.upstream && (await upstreamClient(config.upstream));
 
   // ——— Storage: the database, Redis, the caches kept by their change channels, the artifacts ———
   const { db, redis, migrationsApplied, records, tokenCache, artifacts, storeRecord } = await startStorage(config, overrides, { log, metrics, clock });
@@ -236,6 +239,8 @@ export async function buildSystem(config: Config, overrides: SystemOverrides = {
     tokenCache: tokenCache?.cache,
     records,
     leakReportLimiter: leakReportLimiter(config.rateLimits.enabled, redis, prefix),
+    upstream,
+    localPasswords: config.localPasswords,
   });
 
   // ——— Sweeps, when asked ———

@@ -135,21 +135,39 @@ describe('operator scripts', () => {
     }
   });
 
-  it('users list: id, email, username, name and admin flag; a table in text mode', async () => {
+  it('users list: id, email, username, name, admin flag and source; a table in text mode', async () => {
     expect((await admin('users', 'set-admin', 'grace@example.com')).code).toBe(0);
     const res = await admin('users', 'list');
     expect(res.code, res.stderr).toBe(0);
     const { users } = JSON.parse(res.stdout);
-    expect(users).toContainEqual({ id: expect.any(Number), email: 'grace@example.com', username: 'grace', name: 'Grace Hopper', admin: true });
+    expect(users).toContainEqual({ id: expect.any(Number), email: 'grace@example.com', username: 'grace', name: 'Grace Hopper', admin: true, source: ['local'], upstream: [] });
     expect(users).toContainEqual(expect.objectContaining({ email: 'text@example.com', admin: false }));
-    for (const u of users) expect(Object.keys(u).sort()).toEqual(['admin', 'email', 'id', 'name', 'username']);
+    for (const u of users) expect(Object.keys(u).sort()).toEqual(['admin', 'email', 'id', 'name', 'source', 'upstream', 'username']);
 
     const text = await runText(['users', 'list'], cli.env);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID +EMAIL +USERNAME +ADMIN +NAME$/);
+    expect(lines[0]).toMatch(/^ID +EMAIL +USERNAME +ADMIN +SOURCE +NAME$/);
     expect(lines).toHaveLength(users.length + 1);
-    expect(lines).toContainEqual(expect.stringMatching(/^\d+ +grace@example\.com +grace +yes +Grace Hopper$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^\d+ +grace@example\.com +grace +yes +local +Grace Hopper$/));
+  });
+
+  it('users link and unlink: an upstream account named by issuer and subject (docs/accounts.md)', async () => {
+    const linked = await admin('users', 'link', 'grace@example.com', '--issuer', 'https://id.example.com', '--subject', 'grace-at-id');
+    expect(linked.code, linked.stderr).toBe(0);
+    expect(JSON.parse(linked.stdout)).toMatchObject({ email: 'grace@example.com', issuer: 'https://id.example.com', subject: 'grace-at-id', linked: true });
+    const text = await runText(['users', 'list'], cli.env);
+    expect(text.stdout).toMatch(/grace@example\.com +grace +yes +local\+upstream +Grace Hopper$/m);
+    const listed = JSON.parse((await admin('users', 'list')).stdout).users.find((u: { email: string }) => u.email === 'grace@example.com');
+    expect(listed.upstream).toEqual([{ issuer: 'https://id.example.com', subject: 'grace-at-id' }]);
+    // The same upstream account for another user: refused, nothing changed.
+    const taken = await admin('users', 'link', 'text@example.com', '--issuer', 'https://id.example.com', '--subject', 'grace-at-id');
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/linked to user \d+/);
+    expect((await admin('users', 'unlink', 'grace@example.com')).code).toBe(0);
+    const again = await admin('users', 'unlink', 'grace@example.com');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/no upstream link/);
   });
 
   it('prints "shown only once" next to a secret in text mode (JSON unchanged)', async () => {

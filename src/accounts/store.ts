@@ -22,7 +22,8 @@ interface UserRow {
   username: string;
   name: string;
   time_zone: string;
-  password_hash: string;
+  /** Null for a user made by an upstream sign-in (migrations/035): no password signs in as them. */
+  password_hash: string | null;
 }
 
 const COLUMNS = ['id', 'email', 'username', 'name', 'time_zone'];
@@ -151,7 +152,7 @@ export async function authenticateUser({ db, passwords }: PasswordDeps, email: s
   // A NUL byte cannot be in any stored email (and PostgreSQL text refuses it): no such account.
   const row: UserRow | undefined = email.includes('\0') ? undefined : await db('users').where('email', email.trim().toLowerCase()).first();
   const ok = await passwords.verify(password, row?.password_hash ?? (await passwords.dummyHash()), admission);
-  if (!row || !ok) return undefined;
+  if (!row?.password_hash || !ok) return undefined;
   // A hash made at an older, lower cost is replaced now that we have the password.
   // (Skipped while hashing is busy: the sign-in stands, the next one rehashes.)
   if (passwords.needsRehash(row.password_hash)) {

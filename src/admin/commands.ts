@@ -1,5 +1,6 @@
 // The operator scripts' actions (docs/operations.md): plain functions over the service layer that return
 // the JSON documents the CLI prints. Tests call these same functions.
+import { linkUpstream, unlinkUpstream } from '../accounts/upstream-links.ts';
 import { migrateLatest, type Db } from '../storage/db.ts';
 import { createUser, MIN_PASSWORD_LENGTH, setAdmin, type PasswordDeps } from '../accounts/store.ts';
 import {
@@ -150,8 +151,32 @@ export async function usersSetPassword(ctx: AdminContext & PasswordDeps, userRef
 
 /** Every user, for finding an id or who is an administrator. */
 export async function usersList({ db }: AdminContext) {
-  const rows = await db('users').orderBy('id').select('id', 'email', 'username', 'name', 'is_admin');
-  return { users: rows.map((u) => ({ id: u.id, email: u.email, username: u.username, name: u.name, admin: u.is_admin === true })) };
+  const rows = await db('users').orderBy('id').select('id', 'email', 'username', 'name', 'is_admin', db.raw('password_hash is not null as has_password'));
+  const links = await db('upstream_links').orderBy(['user_id', 'issuer']).select('user_id', 'issuer', 'subject');
+  const linksOf = new Map<number, Array<{ issuer: string; subject: string }>>();
+  for (const l of links) linksOf.set(l.user_id, [...(linksOf.get(l.user_id) ?? []), { issuer: l.issuer, subject: l.subject }]);
+  return {
+    users: rows.map((u) => {
+      const upstream = linksOf.get(u.id) ?? [];
+      // Where the user signs in from (docs/accounts.md): a password here, an upstream account, or both.
+      const source = [...(u.has_password ? ['local'] : []), ...(upstream.length ? ['upstream'] : [])];
+      return { id: u.id, email: u.email, username: u.username, name: u.name, admin: u.is_admin === true, source, upstream };
+    }),
+  };
+}
+
+/** `users link`: the user signs in with this upstream account (issuer and subject, as the upstream's ID token says them). */
+export async function usersLink(ctx: AdminContext, userRef: string, options: { issuer: string; subject: string }) {
+  const user = await resolveUser(ctx.db, userRef);
+  await linkUpstream(ctx.db, user.id, options.issuer, options.subject, ctx.by.actor);
+  return { id: user.id, email: user.email, issuer: options.issuer, subject: options.subject, linked: true };
+}
+
+/** `users unlink`: the user's upstream links go (a user without a password then cannot sign in until linked or given one). */
+export async function usersUnlink(ctx: AdminContext, userRef: string) {
+  const user = await resolveUser(ctx.db, userRef);
+  const removed = await unlinkUpstream(ctx.db, user.id, ctx.by.actor);
+  return { id: user.id, email: user.email, links_removed: removed };
 }
 
 export interface ClientsCreateOptions {

@@ -212,11 +212,11 @@ type DocumentRow = { client_id: string; status: string; host_blocked: boolean; u
 const documentStatus = (c: DocumentRow) => `${c.status}${c.pending_change?.status === 'pending' ? ' (change pending)' : ''}${c.host_blocked ? ' (host blocked)' : ''}`;
 const documentTable = ({ clients }: { clients: DocumentRow[] }) =>
   table(['STATUS', 'USERS', 'HOST', 'CLIENT'], clients.map((c) => [documentStatus(c), c.users, c.host ?? '(registered by itself)', c.client_id]));
-type UserRow = { id: number; email: string; username: string; admin: boolean; name: string };
+type UserRow = { id: number; email: string; username: string; admin: boolean; name: string; source: string[] };
 const clientTable = ({ clients }: { clients: ClientRow[] }) =>
   table(['ID', 'STATUS', 'KIND', 'SCOPES', 'NAME'], clients.map((c) => [c.client_id, c.status, c.kind, c.scopes.join(',') || '-', c.name ?? '-']));
 const userTable = ({ users }: { users: UserRow[] }) =>
-  table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.name]));
+  table(['ID', 'EMAIL', 'USERNAME', 'ADMIN', 'SOURCE', 'NAME'], users.map((u) => [u.id, u.email, u.username, u.admin ? 'yes' : 'no', u.source.join('+') || '-', u.name]));
 
 type OrgRow = { id: number; app_policy: string; members: number; teams: number; name: string };
 const orgTable = ({ organizations }: { organizations: OrgRow[] }) =>
@@ -334,8 +334,18 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
     .action(action(async (ctx, user: string, opts: { password?: string; passwordStdin?: boolean }) => commands.usersSetPassword(ctx, user, await passwordOf(opts, io))));
   users
     .command('list')
-    .description('list users: id, email, username, administrator flag, name')
+    .description('list users: id, email, username, administrator flag, source (local: a password here; upstream: linked to an upstream account; both), name')
     .action(action((ctx) => commands.usersList(ctx), userTable, { readOnly: true }));
+  users
+    .command('link <user>')
+    .description('link a user (id or e-mail) to an upstream account: they sign in with it (docs/accounts.md); replaces their link to that issuer')
+    .requiredOption('--issuer <issuer>', "the upstream's issuer (UPSTREAM_ISSUER)")
+    .requiredOption('--subject <subject>', "the account's subject at the upstream (its ID token's sub)")
+    .action(action((ctx, user: string, opts: { issuer: string; subject: string }) => commands.usersLink(ctx, user, opts)));
+  users
+    .command('unlink <user>')
+    .description("remove a user's upstream links (without a password they cannot sign in until linked again or given one)")
+    .action(action((ctx, user: string) => commands.usersUnlink(ctx, user)));
 
   const clients = program.command('clients').description('manage OAuth clients');
   clients

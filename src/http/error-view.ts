@@ -32,6 +32,8 @@ export function describeError(err: unknown): ErrorView {
   if (isStorageUnavailable(err)) return UNAVAILABLE;
   const e = (err ?? {}) as ErrorLike;
   const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.status === 'number' ? e.status : 500;
+  // A page's own words for a service it depends on being down (an upstream provider: 502), said as written.
+  if (err instanceof PageRefusal && (status === 502 || status === 503)) return { status, code: err.code, message: err.message, kind: err.name, words: { title: err.title, whatToDo: err.whatToDo } };
   if (status >= 500 || status < 400) return { status: 500, code: 'server_error', message: 'Something went wrong on our side. Please try again.' };
   // oidc-provider: `error` and `error_description`; ours: `code` and the message; Koa's HttpError: the message when exposed.
   const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' && /^[a-z_]+$/.test(e.code) ? e.code : 'invalid_request';

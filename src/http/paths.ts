@@ -26,6 +26,12 @@ export const LEAK_REVOKE_PATH = '/v2/auth/credentials/revoke';
 export const START_PATH = '/';
 export const LOGIN_PATH = '/login';
 export const LOGOUT_PATH = '/logout';
+/** Where the sign-in page sends a person to the upstream provider (src/web/upstream-sign-in.ts; docs/accounts.md). */
+export const UPSTREAM_START_PATH = '/login/upstream';
+/** Our redirect URI at the upstream provider: the one exact path it sends people back to. */
+export const UPSTREAM_CALLBACK_PATH = '/login/upstream/callback';
+/** The authorization flow's step of an upstream sign-in, under the interaction's path: `${INTERACTION_PATH}/:uid` + this. */
+export const INTERACTION_UPSTREAM_SUFFIX = '/upstream';
 export const CONNECTED_APPS_PATH = '/settings/connected-apps';
 export const DEVELOPER_CLIENTS_PATH = '/settings/developer/oauth-clients';
 export const ADMIN_CLIENTS_PATH = '/admin/oauth-clients';

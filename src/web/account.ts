@@ -11,7 +11,8 @@ import { endAuthorizationSession } from '../oauth/sessions.ts';
 import { endSession, loadUser, startSession } from './session.ts';
 import { checkSignIn, formChallenge } from './sign-in.ts';
 import { field, formBody, page, redirectWithFlash, requireCsrf } from './forms.ts';
-import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH } from '../http/paths.ts';
+import { CONNECTED_APPS_PATH, LOGIN_PATH, LOGOUT_PATH, UPSTREAM_CALLBACK_PATH, UPSTREAM_START_PATH } from '../http/paths.ts';
+import type { UpstreamSignIn } from './upstream-sign-in.ts';
 import type { CachedDb, RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
 import { ADMIN_COMMAND } from '../admin-command.ts';
@@ -61,38 +62,90 @@ export function adminOf(ctx: Context) {
   return user;
 }
 
-export function accountRoutes({ db, records, passwords, provider, limits, metrics }: { db: Db; records: RecordCache; passwords: PasswordHashing; provider: Provider; limits: SignInLimits; metrics: Metrics }) {
+/**
+ * The pages' sign-in, after the password or the upstream provider said who this is. One sign-in
+ * across the site: an authorization session of this browser (maybe another account's) ends; the
+ * next authorization request starts one from this sign-in.
+ */
+export async function signInToPages(ctx: Context, { db, provider }: { db: Db; provider: Provider }, userId: number, { remember, next, upstreamIdToken }: { remember: boolean; next: unknown; upstreamIdToken?: string }): Promise<void> {
+  await endAuthorizationSession(ctx, provider);
+  await startSession(ctx, db, userId, { remember, upstreamIdToken });
+  ctx.status = 303;
+  ctx.redirect(safeNext(next));
+}
+
+/** Password sign-in switched off (LOCAL_PASSWORDS=off): said so, nothing checked. */
+export function refuseLocalPasswords(upstreamName: string): never {
+  throw new PageRefusal(403, 'access_denied', {
+    title: 'Passwords are not used here',
+    happened: `This site does not sign in with a password: people sign in with ${upstreamName}.`,
+    whatToDo: `Go back to the sign-in page and choose "Sign in with ${upstreamName}".`,
+  });
+}
+
+export interface SignInChoices {
+  /** LOCAL_PASSWORDS: the password form is offered. */
+  localPasswords: boolean;
+  /** "Sign in with …", when an upstream provider is configured. */
+  upstream: UpstreamSignIn | undefined;
+}
+
+export function accountRoutes({ db, records, passwords, provider, limits, metrics, signInChoices }: { db: Db; records: RecordCache; passwords: PasswordHashing; provider: Provider; limits: SignInLimits; metrics: Metrics; signInChoices: SignInChoices }) {
   const router = newRouter();
   const { anyone } = pageGuards({ db, records });
+  const { localPasswords, upstream } = signInChoices;
 
   const showLogin = (ctx: Context, challenge: Challenge | undefined, error = '', email = '') =>
-    page(ctx, 'login', { title: 'Sign in', action: LOGIN_PATH, error, email, challenge, next: safeNext(ctx.query.next ?? field(ctx, 'next')) });
+    page(ctx, 'login', {
+      title: 'Sign in',
+      action: LOGIN_PATH,
+      error,
+      email,
+      challenge,
+      next: safeNext(ctx.query.next ?? field(ctx, 'next')),
+      localPasswords,
+      upstreamName: upstream?.name,
+      upstreamAction: UPSTREAM_START_PATH,
+    });
 
   router.get(LOGIN_PATH, ...anyone, async (ctx) => {
     if (ctx.state.user) {
       ctx.status = 303;
       return ctx.redirect(safeNext(ctx.query.next));
     }
-    return showLogin(ctx, await formChallenge(ctx, limits, passwords));
+    return showLogin(ctx, localPasswords ? await formChallenge(ctx, limits, passwords) : undefined);
   });
 
   router.post(LOGIN_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
+    if (!localPasswords) refuseLocalPasswords(upstream!.name);
     const email = field(ctx, 'email').trim();
     const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, user.challenge, user.refused, email);
-    // One sign-in across the site: an authorization session of this browser (maybe another
-    // account's) ends; the next authorization request starts one from this sign-in.
-    await endAuthorizationSession(ctx, provider);
-    await startSession(ctx, db, user.id, { remember: field(ctx, 'remember') === 'yes' });
-    ctx.status = 303;
-    ctx.redirect(safeNext(field(ctx, 'next')));
+    await signInToPages(ctx, { db, provider }, user.id, { remember: field(ctx, 'remember') === 'yes', next: field(ctx, 'next') });
   });
 
-  // Sign-out ends both sessions: the pages' and the authorization session of the OAuth flow.
+  if (upstream) {
+    // "Sign in with …": a form POST (CSRF-checked), so no other site can start a sign-in here.
+    router.post(UPSTREAM_START_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
+      await upstream.begin(ctx, { kind: 'pages', next: safeNext(field(ctx, 'next')), remember: field(ctx, 'remember') === 'yes' });
+    });
+    // Back from the upstream: the pages' sign-in, or the authorization flow's step (interactions.ts).
+    router.get(UPSTREAM_CALLBACK_PATH, ...anyone, async (ctx) => {
+      const { user, target, idToken } = await upstream.callback(ctx);
+      if (target.kind === 'interaction') return upstream.handOver(ctx, target.uid, user, target.remember, idToken);
+      await signInToPages(ctx, { db, provider }, user.id, { remember: target.remember, next: target.next, upstreamIdToken: idToken });
+    });
+  }
+
+  // Sign-out ends both sessions: the pages' and the authorization session of the OAuth flow; a
+  // session the upstream started ends there too, where it offers a logout (RP-initiated logout),
+  // which sends the browser back to the sign-in page.
   router.post(LOGOUT_PATH, ...anyone, formBody, requireCsrf, async (ctx) => {
-    await endSession(ctx, db);
+    const upstreamIdToken = await endSession(ctx, db);
     await endAuthorizationSession(ctx, provider);
     redirectWithFlash(ctx, LOGIN_PATH, { type: 'ok', text: 'You are signed out.' });
+    const atUpstream = upstreamIdToken && upstream ? await upstream.signOutUrl(upstreamIdToken) : undefined;
+    if (atUpstream) ctx.redirect(atUpstream);
   });
 
   return router;

@@ -22,6 +22,8 @@ import type { GrantBindings } from '../orgs/bindings.ts';
 import type { WebhookOutbox } from '../webhooks/outbox.ts';
 import type { RecordCache } from '../storage/record-cache.ts';
 import type { PasswordHashing } from '../accounts/password.ts';
+import type { UpstreamClient } from '../accounts/upstream.ts';
+import { upstreamSignIn } from './upstream-sign-in.ts';
 
 export interface WebDeps {
   db: Db;
@@ -48,9 +50,15 @@ export interface WebDeps {
   cimdMaxUsers: number;
   /** CIMD_ALLOW_LOOPBACK: a jwks_uri may be http on 127.0.0.1 (the provider's one fetch follows the documents' rules). */
   jwksUriAllowLoopback: boolean;
+  /** The upstream OpenID provider people sign in with, if any (docs/accounts.md). */
+  upstream: UpstreamClient | undefined;
+  /** LOCAL_PASSWORDS: the password form is offered. */
+  localPasswords: boolean;
 }
 
-export function mountWebPages(app: Koa, deps: WebDeps): void {
+export function mountWebPages(app: Koa, base: WebDeps): void {
+  const upstream = base.upstream && upstreamSignIn({ upstream: base.upstream, artifacts: base.artifacts, users: { db: base.db, records: base.records }, appUrl: base.publicUrls.appUrl });
+  const deps = { ...base, signInChoices: { localPasswords: base.localPasswords, upstream } };
   for (const router of [startRoutes(deps), interactionRoutes(deps), accountRoutes(deps), developerRoutes(deps), adminReviewRoutes(deps), connectedAppsRoutes(deps), orgAppsRoutes(deps), demoCallbackRoutes(deps)]) {
     app.use(router.routes()).use(router.allowedMethods());
   }

@@ -9,7 +9,8 @@ import { isLegacyGrant, revokeGrant } from '../oauth/grants.ts';
 import { recordUserGrant } from '../apps-with-access/user-grants.ts';
 import { grantRequestedResources } from '../oauth/resources.ts';
 import { rememberLegacyGrant } from '../clients/legacy.ts';
-import { INTERACTION_PATH } from '../http/paths.ts';
+import { INTERACTION_PATH, INTERACTION_UPSTREAM_SUFFIX } from '../http/paths.ts';
+import { refuseLocalPasswords, type SignInChoices } from './account.ts';
 import type { Challenge, SignInLimits } from './sign-in-limits.ts';
 import { csrfToken, csrfValid } from '../http/csrf.ts';
 import { newRouter } from '../http/router.ts';
@@ -88,9 +89,12 @@ export interface InteractionDeps {
   outbox: WebhookOutbox;
   /** CIMD_MAX_USERS: users an unreviewed metadata-document client may have (src/cimd/tier.ts). */
   cimdMaxUsers: number;
+  /** The password form and "Sign in with …" (account.ts). */
+  signInChoices: SignInChoices;
 }
 
-export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox, cimdMaxUsers }: InteractionDeps) {
+export function interactionRoutes({ provider, db, records, passwords, limits, metrics, platformName, artifacts, bindings, outbox, cimdMaxUsers, signInChoices }: InteractionDeps) {
+  const { localPasswords, upstream } = signInChoices;
   const users = { db, records };
   const installations = { db, outbox, artifacts, bindings, records };
   const router = newRouter();
@@ -155,7 +159,23 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
       error,
       email,
       challenge,
+      localPasswords,
+      upstreamName: upstream?.name,
+      upstreamAction: `${INTERACTION_PATH}/${details.uid}${INTERACTION_UPSTREAM_SUFFIX}`,
     });
+  }
+
+  /**
+   * The authorization flow's sign-in, after the password or the upstream provider said who this
+   * is: prompt=login by someone else ends the previous account's session first; one sign-in across
+   * the site starts the pages' session too (a new one: whoever's was here ends).
+   */
+  async function signedIn(ctx: Context, details: Details, userId: number, remember: boolean, upstreamIdToken?: string) {
+    const accountId = String(userId);
+    if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);
+    await startSession(ctx, db, userId, { remember, upstreamIdToken });
+    // A persistent authorization session only when asked for; otherwise it ends with the browser.
+    await finish(ctx, details, { login: { accountId, remember } }, false);
   }
 
   // The steps of the routes below, in the order the routes list them. Each one either calls
@@ -198,7 +218,7 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
     const signedIn = await signedInOnPages(ctx, details);
     // The provider's session starts from the pages' (transient: the pages' cookie is the one kept).
     if (signedIn) return finish(ctx, details, { login: { ...signedIn, remember: false } }, false);
-    return showLogin(ctx, details, await formChallenge(ctx, limits, passwords));
+    return showLogin(ctx, details, localPasswords ? await formChallenge(ctx, limits, passwords) : undefined);
   };
 
   const consentExpected: Step = async (ctx, next) => {
@@ -365,18 +385,28 @@ export function interactionRoutes({ provider, db, records, passwords, limits, me
   router.post(path('/login'), formBody, async (ctx) => {
     const details = await loadSubmission(ctx);
     if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
+    if (!localPasswords) refuseLocalPasswords(upstream!.name);
     const email = field(ctx, 'email').trim();
     const user = await checkSignIn(ctx, { db, passwords, limits, metrics }, email, field(ctx, 'password'));
     if ('refused' in user) return showLogin(ctx, details, user.challenge, user.refused, email);
-    const accountId = String(user.id);
-    // prompt=login by someone else: the previous account's session ends before the new one starts.
-    if (details.session?.accountId && details.session.accountId !== accountId) await leaveCurrentAccount(ctx, details);
-    // A persistent authorization session only when asked for; otherwise it ends with the browser.
-    const remember = field(ctx, 'remember') === 'yes';
-    // One sign-in across the site: the pages' session too, a new one (whoever's was here ends).
-    await startSession(ctx, db, user.id, { remember });
-    await finish(ctx, details, { login: { accountId, remember } }, false);
+    await signedIn(ctx, details, user.id, field(ctx, 'remember') === 'yes');
   });
+
+  if (upstream) {
+    // "Sign in with …" for this request: to the upstream provider (src/web/upstream-sign-in.ts)…
+    router.post(path(INTERACTION_UPSTREAM_SUFFIX), formBody, async (ctx) => {
+      const details = await loadSubmission(ctx);
+      if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
+      await upstream.begin(ctx, { kind: 'interaction', uid: details.uid, remember: field(ctx, 'remember') === 'yes' });
+    });
+    // …and back, handed over by the callback to this interaction's path: the same sign-in as a password's.
+    router.get(path(INTERACTION_UPSTREAM_SUFFIX), async (ctx) => {
+      const details = await loadInteraction(ctx);
+      const { userId, remember, idToken } = await upstream.takeHandover(ctx, details.uid);
+      if (!signInDue(details)) throw new errors.InvalidRequest('this step does not expect a sign-in');
+      await signedIn(ctx, details, userId, remember, idToken);
+    });
+  }
 
   // "Not you? Use another account": sign out here, then sign in again for the same request.
   router.post(path('/switch-account'), formBody, async (ctx) => {

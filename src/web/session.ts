@@ -28,25 +28,31 @@ declare module 'koa' {
 
 const hash = (value: string) => createHash('sha256').update(value).digest('base64url');
 
-/** A session of SESSION_HOURS; its cookie outlives the browser only when the user asked ("Keep me signed in"). */
-export async function startSession(ctx: Context, db: Db, userId: number, { remember = false } = {}): Promise<void> {
+/**
+ * A session of SESSION_HOURS; its cookie outlives the browser only when the user asked ("Keep me
+ * signed in"). Started by an upstream sign-in, it keeps the upstream's ID token: the hint of the
+ * upstream's logout when it ends (src/web/account.ts).
+ */
+export async function startSession(ctx: Context, db: Db, userId: number, { remember = false, upstreamIdToken }: { remember?: boolean; upstreamIdToken?: string | undefined } = {}): Promise<void> {
   // A new id at every sign-in (no fixation): the browser's previous session, whoever's, ends.
   const previous = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
   if (previous) await db('web_sessions').where('id', hash(previous)).delete();
   const value = randomBytes(32).toString('base64url');
   const expires = new Date(Date.now() + SESSION_HOURS * 3600_000);
-  await db('web_sessions').insert({ id: hash(value), user_id: userId, expires_at: expires });
+  await db('web_sessions').insert({ id: hash(value), user_id: userId, expires_at: expires, upstream_id_token: upstreamIdToken ?? null });
   ctx.cookies.set(cookieName(ctx, SESSION_COOKIE), value, cookieOptions(ctx, remember ? { expires } : {}));
   // Tokens minted before sign-in die with the visitor cookie.
   ctx.cookies.set(cookieName(ctx, VISITOR_COOKIE), null, cookieOptions(ctx));
 }
 
-export async function endSession(ctx: Context, db: Db): Promise<void> {
+/** Ends this browser's session; the upstream ID token it was started with, if any. */
+export async function endSession(ctx: Context, db: Db): Promise<string | undefined> {
   const value = ctx.cookies.get(cookieName(ctx, SESSION_COOKIE), { signed: true });
-  if (value) await db('web_sessions').where('id', hash(value)).delete();
+  const [ended] = value ? await db('web_sessions').where('id', hash(value)).delete().returning('upstream_id_token') : [];
   for (const name of [SESSION_COOKIE, VISITOR_COOKIE]) ctx.cookies.set(cookieName(ctx, name), null, cookieOptions(ctx));
   ctx.state.user = undefined;
   ctx.state.webSessionId = undefined;
+  return (ended as { upstream_id_token?: string | null } | undefined)?.upstream_id_token ?? undefined;
 }
 
 /** This browser's live web session: its hash, the user's record and when they signed in. */

@@ -58,6 +58,27 @@ describe('configuration', () => {
   });
 
 
+  it('reads the upstream provider: none by default; its client required; openid always asked; passwords off only with it', () => {
+    expect(loadConfig({}).upstream).toBeUndefined();
+    expect(loadConfig({}).localPasswords).toBe(true);
+    const upstream = { UPSTREAM_ISSUER: 'https://id.example.com', UPSTREAM_CLIENT_ID: 'c', UPSTREAM_CLIENT_SECRET: 's' };
+    expect(loadConfig({ ...upstream, UPSTREAM_SCOPES: 'email openid' }).upstream).toMatchObject({ name: 'id.example.com', scopes: 'openid email', linking: 'existing', emailClaim: 'email' });
+    expect(() => loadConfig({ UPSTREAM_ISSUER: 'https://id.example.com' })).toThrow(/needs UPSTREAM_CLIENT_ID/);
+    expect(() => loadConfig({ UPSTREAM_ISSUER: 'https://id.example.com', UPSTREAM_CLIENT_ID: 'c' })).toThrow(/needs UPSTREAM_CLIENT_SECRET/);
+    expect(loadConfig(upstream).upstream!.clientAuth).toEqual({ method: 'client_secret_basic', secret: 's' });
+    const keyAuth = { UPSTREAM_ISSUER: 'https://id.example.com', UPSTREAM_CLIENT_ID: 'c', UPSTREAM_CLIENT_AUTH: 'private_key_jwt' };
+    expect(() => loadConfig(keyAuth)).toThrow(/needs UPSTREAM_PRIVATE_KEY/);
+    // A malformed or public key is refused without the value in the message (it is a secret).
+    expect(() => loadConfig({ ...keyAuth, UPSTREAM_PRIVATE_KEY: '{not json secret-ish' })).toThrow(/^UPSTREAM_PRIVATE_KEY must be a private JWK in JSON \(one line\)$/);
+    expect(() => loadConfig({ ...keyAuth, UPSTREAM_PRIVATE_KEY: JSON.stringify({ kty: 'EC', crv: 'P-256', x: 'a', y: 'b' }) })).toThrow(/with its private part/);
+    expect(loadConfig({ ...keyAuth, UPSTREAM_PRIVATE_KEY: JSON.stringify({ kty: 'EC', crv: 'P-256', x: 'a', y: 'b', d: 'c', kid: 'k' }) }).upstream!.clientAuth).toMatchObject({ method: 'private_key_jwt', jwk: { kid: 'k' } });
+    expect(() => loadConfig({ ...upstream, UPSTREAM_LINKING: 'email' })).toThrow(/UPSTREAM_LINKING must be one of existing, create/);
+    expect(() => loadConfig({ LOCAL_PASSWORDS: 'off' })).toThrow(/LOCAL_PASSWORDS=off needs UPSTREAM_ISSUER/);
+    expect(loadConfig({ ...upstream, LOCAL_PASSWORDS: 'off' }).localPasswords).toBe(false);
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', COOKIE_KEYS: 'k'.repeat(32), DATA_ENCRYPTION_KEYS: 'd'.repeat(32) };
+    expect(() => loadConfig({ ...production, ...upstream, UPSTREAM_ALLOW_LOOPBACK: 'true' })).toThrow(/UPSTREAM_ALLOW_LOOPBACK=true is for development only/);
+  });
+
   it('reads the metrics listener: none by default, on HOST unless METRICS_HOST', () => {
     expect(loadConfig({ HOST: '0.0.0.0' })).toMatchObject({ metricsPort: undefined, metricsHost: '0.0.0.0' });
     expect(loadConfig({ METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5' })).toMatchObject({ metricsPort: 9464, metricsHost: '10.0.0.5' });

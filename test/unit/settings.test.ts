@@ -115,6 +115,7 @@ describe('every variable the code reads is a row of the settings table', () => {
       });
     loadConfig(watched({}));
     loadConfig(watched({ REDIS_SENTINELS: 'h:1', REDIS_SENTINEL_NAME: 'm' }));
+    loadConfig(watched({ UPSTREAM_ISSUER: 'https://id.example.com', UPSTREAM_CLIENT_ID: 'c', UPSTREAM_CLIENT_SECRET: 's' }));
     expect([...looked].filter((name) => !names.has(name))).toEqual([]);
     expect([...names].filter((name) => !looked.has(name))).toEqual([]);
   });
