@@ -162,6 +162,26 @@ describe('secrets', () => {
     expect(await activeSecretIds(id)).toHaveLength(1);
   });
 
+  it("numbers a client's secrets from 1, whatever other clients hold, and a secret keeps its number after another is revoked", async () => {
+    await register(await signIn(other), 'Secrets Before');
+    const browser = await signIn(dev);
+    const { id } = await register(browser, 'Numbered Secrets');
+    const [first] = await activeSecretIds(id);
+    expect(first, 'another client made a secret before: the id is not 1').toBeGreaterThan(1);
+    const numbers = async () => {
+      const page = await browser.get(url(`${BASE}/${id}`));
+      return page.$('td[data-label="Secret"]').map((_, td) => page.$(td).text().trim()).get();
+    };
+    expect(await numbers()).toEqual(['1']);
+    const made = await post(browser, `${BASE}/${id}/secrets`, {});
+    expect(made.$('main').text()).toMatch(/· secret 2 ·/);
+    expect(await numbers()).toEqual(['1', '2']);
+    const [, second] = await activeSecretIds(id);
+    expect((await browser.get(url(`${BASE}/${id}/secrets/${second}/revoke`))).$('h1').text()).toBe('Revoke secret 2 of Numbered Secrets?');
+    await post(browser, `${BASE}/${id}/secrets/${first}/revoke`, {});
+    expect(await numbers()).toEqual(['2']);
+  });
+
   it('generates a secret with a chosen lifetime and shows when each expires; refuses a lifetime it does not offer', async () => {
     const browser = await signIn(dev);
     const { id } = await register(browser, 'Lifetime');
@@ -186,7 +206,8 @@ describe('secrets', () => {
     const shown = await post(browser, `${BASE}/${id}/secrets/rotate`, { overlap: '1d' });
     expect(shown.status).toBe(200);
     expect(shown.$('#secret').val()).toMatch(/^spcs_[0-9A-Za-z]{49}$/);
-    expect(shown.$('main').text()).toContain(`current secret (id ${old}) keeps working until`);
+    expect(shown.$('main').text()).toContain('current secret (secret 1) keeps working until');
+    expect(shown.$('main').text()).toMatch(/· secret 2 ·/);
     const oldExpiry = (await db()('oauth_client_secrets').where('id', old).first()).expires_at as Date;
     expect(Math.round((oldExpiry.getTime() - Date.now()) / 3_600_000)).toBe(24);
     expect(await activeSecretIds(id)).toHaveLength(2);

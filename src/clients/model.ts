@@ -83,6 +83,8 @@ export interface ClientLinks {
 
 export interface SecretInfo {
   id: number;
+  /** Its place among the client's secrets, revoked ones counted (1 for the first): what the pages call it. */
+  number: number;
   createdAt: Date;
   lastUsedAt: Date | null;
   /** When it expires by itself (a lifetime, or a rotation's overlap); null: never. */

@@ -185,8 +185,10 @@ export async function replaceRedirectUris(trx: Knex.Transaction, clientId: strin
 const isActiveSecret = (q: Knex.QueryBuilder, now: Knex.Raw) => q.whereNull('revoked_at').where((e) => e.whereNull('expires_at').orWhere('expires_at', '>', now));
 
 export async function activeSecrets(q: Q, clientId: string): Promise<SecretInfo[]> {
-  const rows: Array<{ id: number; created_at: Date; last_used_at: Date | null; expires_at: Date | null }> = await isActiveSecret(q('oauth_client_secrets').where('client_id', clientId), q.raw('now()')).orderBy('id').select('id', 'created_at', 'last_used_at', 'expires_at');
-  return rows.map((r) => ({ id: r.id, createdAt: r.created_at, lastUsedAt: r.last_used_at, expiresAt: r.expires_at }));
+  // Numbered per client in the order made, revoked and expired ones counted: a secret keeps its number.
+  const number = q.raw('(select count(*)::int from oauth_client_secrets o where o.client_id = oauth_client_secrets.client_id and o.id <= oauth_client_secrets.id) as number');
+  const rows: Array<{ id: number; number: number; created_at: Date; last_used_at: Date | null; expires_at: Date | null }> = await isActiveSecret(q('oauth_client_secrets').where('client_id', clientId), q.raw('now()')).orderBy('id').select('id', number, 'created_at', 'last_used_at', 'expires_at');
+  return rows.map((r) => ({ id: r.id, number: Number(r.number), createdAt: r.created_at, lastUsedAt: r.last_used_at, expiresAt: r.expires_at }));
 }
 
 /** A new secret's row; `expiresInSeconds`: its lifetime (none: it never expires). The row with its id and expiry. */

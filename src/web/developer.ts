@@ -225,9 +225,11 @@ export function developerRoutes({
   }
 
   // A secret is shown once, on the answer that made it; a repeat of that form goes to the client's page.
-  const showSecret = (ctx: Context, client: ClientRecord, secret: Pick<NewSecret, 'id' | 'value'> & { expiresAt?: Date | null; previous?: { id: number; expiresAt: Date } }) => {
+  const showSecret = async (ctx: Context, client: ClientRecord, secret: Pick<NewSecret, 'id' | 'value'> & { expiresAt?: Date | null; previous?: { id: number; expiresAt: Date } }) => {
     ctx.state.formDoneAt = clientPath(client);
-    return page(ctx, 'developer-secret', { title: 'Your client secret', client, secret });
+    // The pages call a secret by its number among the client's (its id is the operator scripts').
+    const numbers = new Map((await listActiveSecrets(db, client.clientId)).map((s) => [s.id, s.number]));
+    return page(ctx, 'developer-secret', { title: 'Your client secret', client, secret, number: numbers.get(secret.id), previousNumber: secret.previous && numbers.get(secret.previous.id) });
   };
 
   const showWebhookSecret = (ctx: Context, client: ClientRecord, secret: string, replaced: boolean) => {
