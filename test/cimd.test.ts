@@ -213,8 +213,7 @@ describe('client ID metadata documents (redis)', () => {
       ['another client_id than its URL', (d) => d.serve('/disagrees.json', { body: { client_id: 'https://elsewhere.example/doc.json', redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'none' } }), /another client_id than its own URL/],
       ['no redirect URIs', (d) => d.agent('/no-redirects.json', { redirect_uris: [] }), /must list its redirect_uris/],
       ['a shared-secret method', (d) => d.agent('/secret.json', { token_endpoint_auth_method: 'client_secret_basic' }), /token_endpoint_auth_method "none"/],
-      // Not yet held for metadata documents (docs/dpop.md): refused, never silently not enforced.
-      ['dpop_bound_access_tokens', (d) => d.agent('/dpop-bound.json', { dpop_bound_access_tokens: true }), /dpop_bound_access_tokens/],
+      ['dpop_bound_access_tokens not a boolean', (d) => d.agent('/dpop-bound.json', { dpop_bound_access_tokens: 'yes' }), /dpop_bound_access_tokens true or false/],
       ['private_key_jwt without jwks_uri', (d) => d.agent('/pkjwt.json', { token_endpoint_auth_method: 'private_key_jwt' }), /https jwks_uri/],
       ['not JSON', (d) => d.serve('/not-json.json', { body: '<html>hello</html>' }), /is not JSON/],
       ['not found', (d) => `${d.url}/missing.json`, /status 404/],

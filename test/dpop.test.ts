@@ -7,7 +7,7 @@ import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient }
 import { clientsCreate, clientsSetDpop, clientsSetStatus } from '../src/admin/commands.ts';
 import { dpopKey, getWith, pkceCode, proof, tokenPost, type DpopKey } from './support/dpop.ts';
 import { clientKinds, KINDS } from './support/client-kinds.ts';
-import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { AGENT_REDIRECT, agentCode, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { DPOP_ALGS } from '../src/oauth/dpop.ts';
 import { authorize } from './support/oauth.ts';
 import { Browser } from './support/browser.ts';
@@ -229,14 +229,55 @@ describe('DPoP for every kind of client (redis)', () => {
     expect((await getWith(`${server.url}/v2/me`, `Bearer ${token}`)).status).toBe(401);
   });
 
-  it('a registration asking for dpop_bound_access_tokens is refused (not yet held for registered clients), not silently unenforced', async () => {
+  // RFC 9449 5.2 for the kinds the registry does not hold: a document or registration that says
+  // dpop_bound_access_tokens gets no token without a proof (nothing spent), and its refresh, which
+  // the fast path hands over, needs a proof too.
+  it.for(['metadata document', 'registration'] as const)('a %s saying dpop_bound_access_tokens gets no token without a proof, and a bound one with it', async (kind) => {
+    const clientId = kind === 'metadata document'
+      ? docs.agent(`/dpop-bound-${Date.now()}.json`, { dpop_bound_access_tokens: true })
+      : await registered({ token_endpoint_auth_method: 'none', dpop_bound_access_tokens: true });
+    const user = await newUser(server);
+    const { code, verifier } = await agentCode(server.url, clientId, user, 'PROFILE_READ');
+    const htu = `${server.url}/v2/auth/oauth2/token`;
+    const fields = { grant_type: 'authorization_code', code, redirect_uri: AGENT_REDIRECT, code_verifier: verifier, client_id: clientId };
+    const refused = await tokenPost(server, fields);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error).toBe('invalid_grant');
+    const key = dpopKey();
+    const issued = await tokenPost(server, fields, { dpop: proof(key, 'POST', htu) });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    expect(issued.body.token_type).toBe('DPoP');
+    const refresh = { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token, client_id: clientId };
+    const noProof = await tokenPost(server, refresh);
+    expect(noProof.status, JSON.stringify(noProof.body)).toBe(400);
+    expect(noProof.body.error).toBe('invalid_grant');
+    const refreshed = await tokenPost(server, refresh, { dpop: proof(key, 'POST', htu) });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(refreshed.body.token_type).toBe('DPoP');
+    const token = refreshed.body.access_token as string;
+    expect((await getWith(`${server.url}/v2/me`, `Bearer ${token}`)).status).toBe(401);
+    expect((await getWith(`${server.url}/v2/me`, `DPoP ${token}`, proof(key, 'GET', `${server.url}/v2/me`, token))).status).toBe(200);
+  });
+
+  it('a registration whose dpop_bound_access_tokens is not a boolean is refused', async () => {
     const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'none', dpop_bound_access_tokens: true }),
+      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'none', dpop_bound_access_tokens: 'yes' }),
     });
     const body = (await res.json()) as Record<string, string>;
     expect(res.status, JSON.stringify(body)).toBe(400);
     expect(body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringMatching(/dpop_bound_access_tokens/) });
   });
+
+  async function registered(metadata: Record<string, unknown>): Promise<string> {
+    const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], ...metadata }),
+    });
+    const body = (await res.json()) as Record<string, string>;
+    expect(res.status, JSON.stringify(body)).toBe(201);
+    return body.client_id!;
+  }
 });

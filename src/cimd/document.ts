@@ -24,6 +24,8 @@ export interface CimdDocument {
   links: ClientDocLinks;
   /** Its `require_pushed_authorization_requests` (RFC 9126 5, docs/par.md): held as a registry client's setting is. */
   requirePar: boolean;
+  /** Its `dpop_bound_access_tokens` (RFC 9449 5.2, docs/dpop.md): held as a registry client's setting is. */
+  requireDpop: boolean;
 }
 
 const MAX_NAME = 100;
@@ -61,11 +63,11 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
   const d = doc as Record<string, unknown>;
   if (d.client_id !== clientId) return refuse('states another client_id than its own URL');
   if ('client_secret' in d || 'client_secret_expires_at' in d) return refuse('must not contain a client_secret');
-  // Not yet held for these clients (docs/dpop.md): refused rather than ignored. Proofs are accepted without it.
-  if (d.dpop_bound_access_tokens === true) return refuse('must not ask for dpop_bound_access_tokens, which is not yet supported for metadata documents (send DPoP proofs without it)');
-  // Held as stated (docs/par.md): it only narrows what the client may do, so the document's word is enough.
+  // Held as stated (docs/par.md, docs/dpop.md): each only narrows what the client may do, so the document's word is enough.
   const par = d.require_pushed_authorization_requests;
   if (par !== undefined && typeof par !== 'boolean') return refuse('must say require_pushed_authorization_requests true or false');
+  const dpop = d.dpop_bound_access_tokens;
+  if (dpop !== undefined && typeof dpop !== 'boolean') return refuse('must say dpop_bound_access_tokens true or false');
   const method = d.token_endpoint_auth_method;
   if (method !== 'none' && method !== 'private_key_jwt') return refuse('must say token_endpoint_auth_method "none" (with PKCE) or "private_key_jwt"');
   let jwksUri: string | undefined;
@@ -89,5 +91,5 @@ export function readDocument(text: string, clientId: string, { allowLoopback = f
     throw err;
   }
   const scopes = typeof d.scope === 'string' ? parseScopeList(d.scope).filter(isKnownScope) : [];
-  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)], links: documentLinks(d), requirePar: par === true };
+  return { clientId, name, redirectUris, authMethod: method, ...(jwksUri ? { jwksUri } : {}), scopes: [...new Set(scopes)], links: documentLinks(d), requirePar: par === true, requireDpop: dpop === true };
 }

@@ -37,9 +37,9 @@ export function registeredClientId(): string {
 export const UNUSED_REGISTRATION_SECONDS = POLICY.UNUSED_REGISTRATION_SECONDS.value;
 
 // What a registration keeps of the metadata the provider validated: the standard fields it uses.
-// require_pushed_authorization_requests (RFC 9126 5, docs/par.md) stands as registered: it only
-// narrows what the client may do.
-const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at', 'require_pushed_authorization_requests'];
+// require_pushed_authorization_requests (RFC 9126 5, docs/par.md) and dpop_bound_access_tokens
+// (RFC 9449 5.2, docs/dpop.md) stand as registered: each only narrows what the client may do.
+const KEPT = ['client_name', 'redirect_uris', 'token_endpoint_auth_method', 'jwks_uri', 'jwks', 'grant_types', 'response_types', 'application_type', 'scope', 'logo_uri', 'client_uri', 'policy_uri', 'tos_uri', 'client_id_issued_at', 'require_pushed_authorization_requests', 'dpop_bound_access_tokens'];
 
 /** Checks and stores a registration (the provider's Client adapter upsert); throws invalid_client_metadata. */
 export async function storeRegistration(db: Db, clientId: string, metadata: AdapterPayload): Promise<void> {
@@ -47,8 +47,6 @@ export async function storeRegistration(db: Db, clientId: string, metadata: Adap
   if (method !== 'none' && method !== 'private_key_jwt') {
     throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be none (with PKCE) or private_key_jwt: this server keeps no shared secrets of registered clients');
   }
-  // Not yet held for these clients (docs/dpop.md): refused rather than dropped. Proofs are accepted without it.
-  if (metadata.dpop_bound_access_tokens === true) throw new errors.InvalidClientMetadata('dpop_bound_access_tokens is not yet supported for registered clients: send DPoP proofs without it');
   let redirectUris: string[];
   let name: string | null = null;
   try {
