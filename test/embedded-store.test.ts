@@ -2,6 +2,7 @@
 // counts of delete, update and increment; jsonb parameters; error codes; no NOTIFY. On one
 // connection to a copy of a migrated DATA_DIR: each open costs seconds of CPU. Its first start
 // from an empty DATA_DIR, and the scripts and the server opening it, are test/embedded.test.ts's.
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -87,5 +88,18 @@ describe('organization scripts on the embedded database', () => {
     // A change of scopes by another path keeps the optional ones that remain (the jsonb filter).
     await db.transaction((trx) => updateClient(trx, app.client_id, { scopes: ['BOOKING_READ', 'SCHEDULE_READ'] }));
     expect(await db('oauth_clients').where('id', app.client_id).first('optional_scopes')).toEqual({ optional_scopes: ['BOOKING_READ'] });
+  });
+
+  // private_key_jwt (docs/private-key-jwt.md): the key set, a jsonb value, round-trips, and the
+  // client's secret is revoked. The flow with assertions is test/private-key-jwt.test.ts's.
+  it('sets a client\'s keys: the key set kept as given, its secret revoked', async () => {
+    const app = await commands.clientsCreate(ctx, { name: 'Keyed', redirectUri: ['https://keyed.example/cb'], scope: ['PROFILE_READ'] });
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256', use: 'sig' }] };
+    const set = await commands.clientsSetKeys(ctx, app.client_id, { jwks: JSON.stringify(jwks) });
+    expect(set).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks, revoked_secret_ids: [app.secret_id] });
+    expect(await db('oauth_clients').where('id', app.client_id).first('jwks', 'jwks_uri')).toEqual({ jwks, jwks_uri: null });
+    const unrevoked = await db('oauth_client_secrets').where({ client_id: app.client_id }).whereNull('revoked_at').count('* as n').first();
+    expect(Number(unrevoked!.n)).toBe(0);
   });
 });

@@ -13,11 +13,8 @@ import { developerPages } from './support/developer-pages.ts';
 import { anotherInstance, startTestServer, type AppInstance, type Storage, type TestServer } from './support/server.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { startDocumentServer, type DocumentServer } from './support/cimd.ts';
-import { admin, spawnAdmin, startServerProcess } from './support/processes.ts';
-import { copyMigratedDataDir } from './support/embedded-template.ts';
-import { authorize } from './support/oauth.ts';
+import { admin, spawnAdmin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
-import { Browser } from './support/browser.ts';
 import type { TestUser } from './support/oauth.ts';
 import { clientsSetKeys, secretsGenerate } from '../src/admin/commands.ts';
 import { CLIENT_AUTH_ALGS } from '../src/oauth/client-keys.ts';
@@ -184,10 +181,12 @@ describe.each<Storage>(['redis', 'sql'])('private_key_jwt for registry clients (
     expect(Number((await server.pg.db('oauth_client_secrets').where('client_id', client.client_id).count('* as n').first())!.n)).toBe(0);
     const res = await post(other.url, TOKEN, { grant_type: 'authorization_code', code: await code(client.client_id), redirect_uri: REDIRECT, ...withAssertion(assertion(key, client.client_id, issuer)) });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    // Standard input too.
+    // Standard input too (`--jwks -`), read by the script as a process of its own reads it.
     const piped = newKey();
-    const fromStdin = await clientsSetKeys(operator(server), client.client_id, { jwks: JSON.stringify(jwksOf(piped)) });
-    expect(fromStdin).toMatchObject({ jwks: jwksOf(piped) });
+    const fromStdin = await spawnAdmin(['--json', 'clients', 'set-keys', client.client_id, '--jwks', '-'], adminEnv, JSON.stringify(jwksOf(piped), null, 2));
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({ jwks: jwksOf(piped) });
+    expect(await stored(client.client_id)).toMatchObject({ jwks: jwksOf(piped) });
   });
 
   it('bad keys are refused with words, at set-keys and create, and change nothing', async () => {
@@ -450,44 +449,4 @@ describe('keys on the developer page (owner only)', () => {
     expect((await server.system.provider.Client.find(id))?.clientAuthMethod).toBe('client_secret_basic');
     expect((await browser.get(url(path))).$('form[action$="/secrets"]').length).toBe(1);
   });
-});
-
-// The embedded default (PGlite in DATA_DIR, the SQL store, the bundled server and CLI as shipped):
-// keys set by the scripts — the key set read from standard input — then an assertion used once.
-describe('private_key_jwt on the embedded store', () => {
-  it('clients set-keys --jwks - (standard input); the code exchange with an assertion; the same assertion again is refused', async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), 'pkjwt-embedded-')), 'data');
-    await copyMigratedDataDir(dataDir);
-    const env = { DATA_DIR: dataDir };
-    const run = async (args: string[], stdin = '') => {
-      const result = await spawnAdmin(['--json', ...args], env, stdin);
-      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
-      return JSON.parse(result.stdout) as Record<string, any>;
-    };
-    const password = 'a-password-for-keys';
-    const email = 'keys@example.com';
-    await run(['users', 'create', '--email', email, '--password-stdin'], `${password}\n`);
-    const created = await run(['clients', 'create', '--name', 'Embedded Keyed', '--redirect-uri', REDIRECT, '--scope', 'PROFILE_READ']);
-    await run(['clients', 'approve', created.client_id]);
-    const key = newKey();
-    const set = await run(['clients', 'set-keys', created.client_id, '--jwks', '-'], JSON.stringify(jwksOf(key), null, 2));
-    expect(set).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks: jwksOf(key), revoked_secret_ids: [created.secret_id] });
-
-    const server = await startServerProcess({ ...env, LOG_LEVEL: 'silent' }, 60_000);
-    try {
-      const back = await authorize(new Browser(), server.url, { client_id: created.client_id, redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 's' }, { email, password });
-      const jwt = assertion(key, created.client_id, `${server.url}${TOKEN}`);
-      const exchanged = await post(server.url, TOKEN, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, ...withAssertion(jwt) });
-      expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
-      const replayed = await post(server.url, TOKEN, { grant_type: 'refresh_token', refresh_token: exchanged.body.refresh_token, ...withAssertion(jwt) });
-      expect(replayed.status).toBe(401);
-      expect(replayed.body.error).toBe('invalid_client');
-      const bySecret = await post(server.url, TOKEN, { grant_type: 'refresh_token', refresh_token: exchanged.body.refresh_token }, basic(created.client_id, created.client_secret));
-      expect(bySecret.status).toBe(401);
-      const refreshed = await post(server.url, TOKEN, { grant_type: 'refresh_token', refresh_token: exchanged.body.refresh_token, ...withAssertion(assertion(key, created.client_id, `${server.url}${TOKEN}`)) });
-      expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
-    } finally {
-      expect(await server.stop()).toBe(0);
-    }
-  }, 120_000);
 });
