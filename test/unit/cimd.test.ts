@@ -85,11 +85,12 @@ describe('what a document must say', () => {
   const id = 'https://agent.example/c.json';
   const ok = { client_id: id, client_name: 'Agent', redirect_uris: ['https://agent.example/cb'], token_endpoint_auth_method: 'none', scope: 'PROFILE_READ NOT_A_SCOPE ORG_BOOKING_READ' };
   it('a public client with exact redirect URIs; unknown scopes ignored', () => {
-    expect(readDocument(JSON.stringify(ok), id)).toEqual({ clientId: id, name: 'Agent', redirectUris: ['https://agent.example/cb'], authMethod: 'none', scopes: ['PROFILE_READ', 'ORG_BOOKING_READ'], links: { policyUri: null, tosUri: null }, requirePar: false });
+    expect(readDocument(JSON.stringify(ok), id)).toEqual({ clientId: id, name: 'Agent', redirectUris: ['https://agent.example/cb'], authMethod: 'none', scopes: ['PROFILE_READ', 'ORG_BOOKING_READ'], links: { policyUri: null, tosUri: null }, requirePar: false, requireDpop: false });
   });
   it('require_pushed_authorization_requests held as stated (docs/par.md)', () => {
     expect(readDocument(JSON.stringify({ ...ok, require_pushed_authorization_requests: true }), id).requirePar).toBe(true);
     expect(readDocument(JSON.stringify({ ...ok, require_pushed_authorization_requests: false }), id).requirePar).toBe(false);
+    expect(readDocument(JSON.stringify({ ...ok, dpop_bound_access_tokens: true }), id).requireDpop).toBe(true);
   });
   it('its links: an https policy_uri and tos_uri kept; one that is not usable as a link dropped, the document still used', () => {
     expect(readDocument(JSON.stringify({ ...ok, policy_uri: 'https://agent.example/privacy', tos_uri: 'javascript:alert(1)' }), id).links).toEqual({ policyUri: 'https://agent.example/privacy', tosUri: null });
