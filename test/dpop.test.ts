@@ -6,7 +6,7 @@ import { startInstance, startTestServer, type AppInstance, type Storage, type Te
 import { approvedClient, codeFor, newUser, operator, REDIRECT, type TestClient } from './support/fixtures.ts';
 import { clientsCreate, clientsSetDpop, clientsSetStatus } from '../src/admin/commands.ts';
 import { dpopKey, getWith, pkceCode, proof, tokenPost, type DpopKey } from './support/dpop.ts';
-import { clientKinds, KINDS } from './support/client-kinds.ts';
+import { clientKinds, KINDS, registerClient } from './support/client-kinds.ts';
 import { AGENT_REDIRECT, agentCode, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 import { DPOP_ALGS } from '../src/oauth/dpop.ts';
 import { authorize } from './support/oauth.ts';
@@ -235,7 +235,7 @@ describe('DPoP for every kind of client (redis)', () => {
   it.for(['metadata document', 'registration'] as const)('a %s saying dpop_bound_access_tokens gets no token without a proof, and a bound one with it', async (kind) => {
     const clientId = kind === 'metadata document'
       ? docs.agent(`/dpop-bound-${Date.now()}.json`, { dpop_bound_access_tokens: true })
-      : await registered({ token_endpoint_auth_method: 'none', dpop_bound_access_tokens: true });
+      : await registerClient(server, { token_endpoint_auth_method: 'none', dpop_bound_access_tokens: true });
     const user = await newUser(server);
     const { code, verifier } = await agentCode(server.url, clientId, user, 'PROFILE_READ');
     const htu = `${server.url}/v2/auth/oauth2/token`;
@@ -269,15 +269,4 @@ describe('DPoP for every kind of client (redis)', () => {
     expect(res.status, JSON.stringify(body)).toBe(400);
     expect(body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringMatching(/dpop_bound_access_tokens/) });
   });
-
-  async function registered(metadata: Record<string, unknown>): Promise<string> {
-    const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], ...metadata }),
-    });
-    const body = (await res.json()) as Record<string, string>;
-    expect(res.status, JSON.stringify(body)).toBe(201);
-    return body.client_id!;
-  }
 });

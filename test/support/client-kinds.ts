@@ -47,6 +47,18 @@ export function clientAssertion(privateKey: KeyObject, clientId: string, audienc
   return `${input}.${sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
 }
 
+/** Registers a client openly (RFC 7591) with a code flow's grant and response types; answers its id. */
+export async function registerClient(server: TestServer, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], ...body }),
+  });
+  const registered = (await res.json()) as Record<string, string>;
+  expect(res.status, JSON.stringify(registered)).toBe(201);
+  return registered.client_id!;
+}
+
 /** Makes clients of every kind on `server`, their documents served by `docs`. */
 export function clientKinds(server: TestServer, docs: DocumentServer) {
   const audience = `${server.url}/v2/auth/oauth2/token`;
@@ -68,16 +80,7 @@ export function clientKinds(server: TestServer, docs: DocumentServer) {
     return res.body as Tokens;
   }
 
-  async function register(body: Record<string, unknown>): Promise<string> {
-    const res = await fetch(`${server.url}/v2/auth/oauth2/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [AGENT_REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], ...body }),
-    });
-    const registered = (await res.json()) as Record<string, string>;
-    expect(res.status, JSON.stringify(registered)).toBe(201);
-    return registered.client_id!;
-  }
+  const register = (body: Record<string, unknown>) => registerClient(server, body);
 
   const signing = (clientId: string, name: string, key: KeyObject): KindClient => {
     const auth = () => ({ client_assertion_type: ASSERTION_TYPE, client_assertion: clientAssertion(key, clientId, audience) });
