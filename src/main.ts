@@ -1,5 +1,5 @@
 // Process entry: config → listen → storage → provider → app (+ metrics listener); graceful shutdown on SIGTERM/SIGINT.
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, withListeningPort } from './config.ts';
 import { ALL_SUBSYSTEMS, buildSystem } from './system.ts';
@@ -7,6 +7,7 @@ import { metricsListener } from './http/metrics.ts';
 import { acquireLock, DataDirInUse } from './storage/embedded-lock.ts';
 import { demoReminder, seedDemo } from './demo.ts';
 import { startingListener } from './http/starting.ts';
+import { createHttpServer } from './http/server.ts';
 import { openAdminChannel } from './admin/channel.ts';
 import { runAdmin } from './admin/program.ts';
 
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   // Listen first, so that with PORT=0 the public URLs can name the real port; until the app is
   // ready every request is answered 503 with Retry-After at once (a health check, an early client).
   const starting = startingListener();
-  const server = http.createServer(starting.listener);
+  const server = createHttpServer(starting.listener);
   try {
     await listen(server, config.port, config.host);
   } catch (err) {

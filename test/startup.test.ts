@@ -10,6 +10,7 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { freePort, ROOT, SERVER } from './support/processes.ts';
 import { eventually } from './support/eventually.ts';
 import { answerStarting } from '../src/http/starting.ts';
+import { KEEP_ALIVE_MS } from '../src/http/server.ts';
 import pkg from '../package.json' with { type: 'json' };
 
 const PACKAGE_VERSION = pkg.version;
@@ -91,6 +92,9 @@ describe('startup', () => {
     expect(served.status).toBe(200);
     // The version of the release, as package.json states it (CONTRACT 3), from the started process too.
     expect(await served.json()).toEqual({ status: 'ok', version: PACKAGE_VERSION });
+    // An idle connection outlasts a proxy's upstream pool (nginx: 60 s) and clients' (src/http/server.ts):
+    // Node's default 5 s reset requests sent on a connection it was just closing.
+    expect(served.headers.get('keep-alive')).toBe(`timeout=${KEEP_ALIVE_MS / 1000}`);
     expect((await fetch(`${base}/v2/me`)).status).toBe(401);
   }, 60_000);
 

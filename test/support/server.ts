@@ -1,8 +1,8 @@
 // Our real app on a real port, on a per-file PostgreSQL database and (optionally) Redis.
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
 import { metricsListener } from '../../src/http/metrics.ts';
+import { createHttpServer } from '../../src/http/server.ts';
 import { buildSystem, type Subsystems, type System, type SystemOverrides } from '../../src/system.ts';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 
@@ -44,7 +44,7 @@ export interface AppInstance {
  * to its own address); `overrides` hand it existing connections (see buildSystem).
  */
 export async function startInstance(env: Record<string, string>, overrides: SystemOverrides = {}): Promise<AppInstance> {
-  const listener = http.createServer();
+  const listener = createHttpServer();
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
   // Production refuses the fast cost: an instance started as production hashes as production does.
