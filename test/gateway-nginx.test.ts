@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { startEchoApi, type EchoApi } from './support/echo-api.ts';
 import { authorize, authorizeUrl, getMe, tokenRequest } from './support/oauth.ts';
 import { approvedClient, codeFor, newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
 import { Browser } from './support/browser.ts';
@@ -15,35 +16,6 @@ import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
 import { freePort, nginxTestsEnabled, selfSignedCertificate, startNginx, type RunningNginx, type TlsFiles } from './support/nginx.ts';
 import { boundTokensFor } from './support/bindings.ts';
 import { dpopKey, proof } from './support/dpop.ts';
-
-/** What the stand-in API received: the request line and every X-Auth-* header, as raw pairs. */
-interface Received {
-  method: string;
-  url: string;
-  auth: Array<[string, string]>;
-}
-
-/** The stand-in scheduling API: answers 200 with what it received, and remembers it. */
-async function startEchoApi() {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    const auth: Array<[string, string]> = [];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      if (/^x[-_]auth/i.test(req.rawHeaders[i]!)) auth.push([req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!]);
-    }
-    const seen = { method: req.method!, url: req.url!, auth };
-    received.push(seen);
-    req.resume();
-    res.setHeader('Content-Type', 'application/json');
-    res.end(JSON.stringify({ echo: seen }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    hostPort: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received,
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
 
 interface Answer {
   status: number;
@@ -79,7 +51,7 @@ const enabled = nginxTestsEnabled('test/gateway-nginx.test.ts');
 
 describe.runIf(enabled)('the nginx recipe in front of the API and this server', () => {
   let server: TestServer;
-  let api: Awaited<ReturnType<typeof startEchoApi>>;
+  let api: EchoApi;
   let nginx: RunningNginx;
   let client: TestClient;
   let user: Awaited<ReturnType<typeof newUser>>;
@@ -333,7 +305,7 @@ function sendTls(base: string, ca: string | undefined, method: string, target: s
 // self-signed certificate: this server behind it on an https APP_URL with TRUST_PROXY=true.
 describe.runIf(enabled)('the nginx recipe terminating TLS', () => {
   let server: TestServer;
-  let api: Awaited<ReturnType<typeof startEchoApi>>;
+  let api: EchoApi;
   let nginx: RunningNginx;
   let tls: TlsFiles;
   let ca: string;
