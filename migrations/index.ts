@@ -34,6 +34,7 @@ import * as m032 from './032_client_par.ts';
 import * as m033 from './033_client_keys.ts';
 import * as m034 from './034_signing_key_times.ts';
 import * as m035 from './035_upstream_links.ts';
+import * as m036 from './036_high_trust.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -74,6 +75,7 @@ const migrations: Record<string, Migration> = {
   '033_client_keys': m033,
   '034_signing_key_times': m034,
   '035_upstream_links': m035,
+  '036_high_trust': m036,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

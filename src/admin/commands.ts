@@ -21,6 +21,7 @@ import {
   setClientRefreshGrace,
   setClientDpopRequired,
   setClientParRequired,
+  setClientHighTrust,
   setClientKeys,
   setClientStatus,
   sweepClient,
@@ -92,6 +93,8 @@ export function clientJson(client: ClientRecord) {
     dpop_bound_access_tokens: client.dpopBoundAccessTokens === true,
     // Every authorization request must be pushed first (docs/par.md).
     require_pushed_authorization_requests: client.requirePushedAuthorizationRequests === true,
+    // Held to the high-trust profile (FAPI 2.0; docs/security.md): PAR, PKCE, DPoP and keys required, whatever the two above say.
+    high_trust: client.highTrust === true,
     // How it authenticates: with keys (clients set-keys; docs/private-key-jwt.md), a secret, or not at all (public).
     token_endpoint_auth_method: client.keys ? 'private_key_jwt' : client.kind === 'public' ? 'none' : 'client_secret_basic',
     ...(client.keys ? ('jwksUri' in client.keys ? { jwks_uri: client.keys.jwksUri } : { jwks: client.keys.jwks }) : {}),
@@ -336,6 +339,11 @@ export async function clientsSetDpop(ctx: AdminContext, clientId: string, settin
 export async function clientsSetPar(ctx: AdminContext, clientId: string, setting: string) {
   if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (every authorization request must be pushed first) or "off"');
   return clientJson(await setClientParRequired(ctx, clientId, setting === 'on', ctx.by));
+}
+
+export async function clientsSetHighTrust(ctx: AdminContext, clientId: string, setting: string) {
+  if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (held to the high-trust profile: PAR, PKCE, DPoP and private_key_jwt required) or "off"');
+  return clientJson(await setClientHighTrust(ctx, clientId, setting === 'on', ctx.by));
 }
 
 /**

@@ -55,6 +55,12 @@ export interface ClientRecord {
   /** Every authorization request must be pushed first (RFC 9126 5; clients set-par, the developer page). */
   requirePushedAuthorizationRequests?: boolean;
   /**
+   * Held to the high-trust profile (FAPI 2.0 Security Profile; clients set-high-trust, the
+   * developer page): PAR, PKCE, DPoP and keys required, whatever the two settings above say
+   * (src/directory/view.ts). Only a confidential client with keys may be.
+   */
+  highTrust?: boolean;
+  /**
    * The keys it authenticates with (private_key_jwt, RFC 7523; clients set-keys, the developer
    * page): then it has no secret. Null: it authenticates as its kind does (a secret, or none).
    */

@@ -14,7 +14,7 @@ import type { ClientStatus } from '../directory/status.ts';
 
 type Q = Db | Knex.Transaction;
 
-const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'require_pushed_authorization_requests', 'jwks_uri', 'jwks', 'created_at', 'updated_at'] as const;
+const CLIENT_COLUMNS = ['id', 'name', 'kind', 'status', 'legacy', 'scopes', 'optional_scopes', 'owner_user_id', 'token_requests_per_minute', 'refresh_grace_seconds', 'policy_uri', 'tos_uri', 'resource_uri', 'dpop_bound_access_tokens', 'require_pushed_authorization_requests', 'high_trust', 'jwks_uri', 'jwks', 'created_at', 'updated_at'] as const;
 
 interface ClientRow {
   id: string;
@@ -32,6 +32,7 @@ interface ClientRow {
   resource_uri: string | null;
   dpop_bound_access_tokens: boolean;
   require_pushed_authorization_requests: boolean;
+  high_trust: boolean;
   jwks_uri: string | null;
   jwks: { keys: Array<Record<string, unknown>> } | null;
   created_at: Date;
@@ -60,6 +61,7 @@ function toRecord(row: ClientRow, redirectUris: string[]): ClientRecord {
     resourceUri: row.resource_uri ?? null,
     dpopBoundAccessTokens: row.dpop_bound_access_tokens === true,
     requirePushedAuthorizationRequests: row.require_pushed_authorization_requests === true,
+    highTrust: row.high_trust === true,
     keys: row.jwks_uri ? { jwksUri: row.jwks_uri } : row.jwks ? { jwks: row.jwks } : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -133,7 +135,7 @@ export async function insertClient(trx: Knex.Transaction, clientId: string, fiel
 export async function updateClient(
   trx: Knex.Transaction,
   clientId: string,
-  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean; requirePushedAuthorizationRequests: boolean; keys: ClientKeys | null }>,
+  changes: Partial<{ name: string; status: ClientStatus; scopes: string[]; optionalScopes: string[]; tokenRequestsPerMinute: number | null; refreshGraceSeconds: number | null; policyUri: string | null; tosUri: string | null; dpopBoundAccessTokens: boolean; requirePushedAuthorizationRequests: boolean; highTrust: boolean; keys: ClientKeys | null }>,
 ): Promise<void> {
   await trx('oauth_clients')
     .where('id', clientId)
@@ -154,6 +156,7 @@ export async function updateClient(
       ...(changes.tosUri !== undefined ? { tos_uri: changes.tosUri } : {}),
       ...(changes.dpopBoundAccessTokens !== undefined ? { dpop_bound_access_tokens: changes.dpopBoundAccessTokens } : {}),
       ...(changes.requirePushedAuthorizationRequests !== undefined ? { require_pushed_authorization_requests: changes.requirePushedAuthorizationRequests } : {}),
+      ...(changes.highTrust !== undefined ? { high_trust: changes.highTrust } : {}),
       ...(changes.keys !== undefined
         ? { jwks_uri: changes.keys && 'jwksUri' in changes.keys ? changes.keys.jwksUri : null, jwks: changes.keys && 'jwks' in changes.keys ? JSON.stringify(changes.keys.jwks) : null }
         : {}),

@@ -407,6 +407,28 @@ export async function setClientParRequired(deps: ChangeDeps, clientId: string, r
 }
 
 /**
+ * Whether the client is held to the high-trust profile (FAPI 2.0 Security Profile,
+ * docs/security.md#the-high-trust-profile): its requests pushed, PKCE, DPoP-bound tokens and
+ * private_key_jwt, whatever its own PAR and DPoP settings say (src/directory/view.ts). Only a
+ * confidential client with keys: the profile has no public clients and no shared secrets, and a
+ * resource server obtains no tokens.
+ */
+export async function setClientHighTrust(deps: ChangeDeps, clientId: string, on: boolean, by: Actor): Promise<ClientRecord> {
+  return changeClient(deps, clientId, by, async (trx, current) => {
+    if (on && current.kind !== 'confidential') throw new InputError(`the high-trust profile is for confidential clients with keys: ${HIGH_TRUST_KINDS[current.kind]}`);
+    if (on && !current.keys) throw new InputError('the high-trust profile authenticates with keys only (private_key_jwt): register the client\'s keys first (clients set-keys, or the developer page)');
+    await repo.updateClient(trx, clientId, { highTrust: on });
+    return { result: await reread(trx, clientId), action: 'client.high_trust_set', details: { from: current.highTrust === true, to: on } };
+  });
+}
+
+const HIGH_TRUST_KINDS: Record<ClientKind, string> = {
+  confidential: '',
+  public: 'a public client authenticates with nothing (it uses PKCE alone)',
+  resource_server: 'a resource server obtains no tokens (it only introspects them)',
+};
+
+/**
  * The keys the client authenticates with (private_key_jwt, RFC 7523; docs/private-key-jwt.md), or
  * none (null): back to a secret, of which it then has none until one is generated. With keys it
  * has no shared secret at all: its active secrets are revoked in the same change, on every
@@ -416,6 +438,7 @@ export async function setClientKeys(deps: ClientDeps, clientId: string, keys: Cl
   return changeClient(deps, clientId, by, async (trx, current) => {
     if (!mayUseKeys(current.kind)) throw new InputError('a public client does not authenticate: it has neither a secret nor keys (it uses PKCE)');
     if (!keys && !current.keys) throw new InputError('the client has no keys to remove');
+    if (!keys && current.highTrust) throw new InputError('the client is held to the high-trust profile, which authenticates with keys only: turn it off first (clients set-high-trust ID off, or the developer page)');
     const revoked = keys ? (await repo.activeSecrets(trx, clientId)).map((s) => s.id) : [];
     for (const id of revoked) {
       await repo.revokeSecretRow(trx, clientId, id);

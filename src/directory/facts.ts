@@ -42,6 +42,8 @@ export interface ClientFacts {
   default_scope?: string | null;
   /** Scopes an approved client asks for beyond its approval: refused until an administrator reviews them (src/cimd/approval.ts). */
   cimd_held_scopes?: string[];
+  /** Held to the high-trust profile (FAPI 2.0 Security Profile; src/oauth/high-trust.ts). */
+  high_trust?: boolean;
 }
 
 /** Every custom field, as the provider's extraClientMetadata lists them. */
@@ -58,6 +60,7 @@ export const FACT_NAMES = [
   'cimd_host',
   'default_scope',
   'cimd_held_scopes',
+  'high_trust',
 ] as const satisfies ReadonlyArray<keyof ClientFacts>;
 
 /** The standard fields (as the library's Client names them) that our rules read too. */

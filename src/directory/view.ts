@@ -29,7 +29,15 @@ export interface ViewSource {
    * grant and response types and application type stand as registered.
    */
   registered?: Record<string, unknown> | undefined;
+  /**
+   * Held to the high-trust profile (FAPI 2.0 Security Profile; docs/security.md#the-high-trust-profile):
+   * an operator's or owner's mark on a registry client, an administrator's on another kind.
+   */
+  highTrust?: boolean | undefined;
 }
+
+/** Why a client held to the high-trust profile cannot be used as it stands (its document or registration fell short). */
+export class HighTrustUnmet extends Error {}
 
 /** What a kind adds: its facts, its scope, and standard fields of its own (a jwks_uri, approved links). */
 export type ViewExtras = ClientFacts & { scope?: string } & AdapterPayload;
@@ -46,7 +54,20 @@ export function providerView(source: ViewSource, extras: ViewExtras): AdapterPay
     token_endpoint_auth_method: authMethod,
     ...(authMethod === 'client_secret_basic' ? { client_secret: placeholderSecret(clientId) } : {}),
     ...extras,
+    ...(source.highTrust ? highTrustProfile(source) : {}),
   };
+}
+
+/**
+ * What the high-trust profile asks of a client, over whatever its own settings say: every
+ * authorization request pushed (RFC 9126), every token request with a DPoP proof (RFC 9449 5.2),
+ * and keys (private_key_jwt). PKCE, the assertion's audience and the refusals' words hang on
+ * `high_trust` (src/oauth/high-trust.ts); codes live 60 s for every client.
+ */
+function highTrustProfile({ authMethod, flow }: ViewSource): AdapterPayload {
+  if (flow !== 'code') throw new HighTrustUnmet('a resource server obtains no tokens: the high-trust profile is not for it');
+  if (authMethod !== 'private_key_jwt') throw new HighTrustUnmet(`this client is held to the high-trust profile (FAPI 2.0), which needs private_key_jwt client authentication, and it uses ${authMethod}`);
+  return { high_trust: true, require_pushed_authorization_requests: true, dpop_bound_access_tokens: true };
 }
 
 function standardMetadata({ name, redirectUris, authMethod, flow, registered }: ViewSource): AdapterPayload {

@@ -4,7 +4,7 @@ import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provid
 import { findUsableClient, type UsableClient } from '../clients/service.ts';
 import { ALL_SCOPES, LEGACY_FULL_ACCESS } from '../scopes.ts';
 import { isUnscopedLegacy } from '../clients/model.ts';
-import { providerView } from '../directory/view.ts';
+import { HighTrustUnmet, providerView } from '../directory/view.ts';
 import type { CachedDb } from '../storage/record-cache.ts';
 import { isUrlClientId } from '../cimd/client-id.ts';
 import type { CimdClients } from '../cimd/clients.ts';
@@ -35,7 +35,7 @@ function registryView({ client, secrets }: UsableClient): AdapterPayload {
     });
   }
   const unscopedLegacy = isUnscopedLegacy(client);
-  return providerView({ ...source, authMethod: client.kind === 'confidential' ? secretMethod : 'none', flow: 'code' }, {
+  return providerView({ ...source, authMethod: client.kind === 'confidential' ? secretMethod : 'none', flow: 'code', highTrust: client.highTrust === true }, {
     ...(client.kind === 'confidential' ? keys : undefined),
     // A legacy client that has not selected scopes may ask for any of them, or for none (docs/legacy-migration.md).
     scope: (unscopedLegacy ? [...ALL_SCOPES, LEGACY_FULL_ACCESS] : client.scopes).join(' '),
@@ -89,11 +89,14 @@ export class ClientAdapter implements Adapter {
         // it (TRUST_PROXY: src/oauth/mount.ts hands it over); none outside the provider's requests.
         return await this.cimd?.find(clientId, Provider.ctx?.ip);
       } catch (err) {
-        if (err instanceof DocumentError) throw new errors.InvalidClient(err.message);
+        if (err instanceof DocumentError || err instanceof HighTrustUnmet) throw new errors.InvalidClient(err.message);
         throw err;
       }
     }
-    const view = await clientView(this.clients, clientId);
+    const view = await clientView(this.clients, clientId).catch((err) => {
+      // A registry client meets its profile by the rules of clients/service.ts; said anyway, not a 500.
+      throw err instanceof HighTrustUnmet ? new errors.InvalidClient(err.message) : err;
+    });
     // A copy: the provider may keep or change what it is given.
     if (view) return { ...view };
     return this.registration ? registeredClient(this.clients, clientId) : undefined;

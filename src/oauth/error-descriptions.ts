@@ -7,6 +7,7 @@ import { codeRefusalOf, PUSHED_REQUEST_TTL, type CodeRefusal } from '../seams/oi
 import { ArtifactAlreadyConsumed } from '../storage/artifact-errors.ts';
 import { POLICY } from '../settings.ts';
 import { heldForReview, scopesOf } from '../directory/facts.ts';
+import { profileRefusal } from './high-trust.ts';
 
 const AGAIN = 'start the authorization again for a new code';
 
@@ -58,6 +59,9 @@ export const REQUEST_URI_TEXT = `the request_uri is unknown, expired (a pushed r
 /** The authorization endpoint's refusal, reworded where the library's words mislead; else as given. */
 export function plainAuthorizationError(description: string, params: { response_type?: unknown; scope?: unknown } | undefined, client?: object): string {
   if (description === MISLEADING_RESPONSE_MODE && !params?.response_type) return MISSING_RESPONSE_TYPE;
+  // A high-trust client is told what its profile asks for (high-trust.ts).
+  const ofProfile = profileRefusal(description, client);
+  if (ofProfile !== description) return ofProfile;
   if (description === PAR_REQUIRED) return PAR_REQUIRED_TEXT;
   if (description === REQUEST_URI_REFUSED) return REQUEST_URI_TEXT;
   // Told why, as an unreviewed agent asking beyond its tier is (src/oauth/provider.ts, extraParams.scope).

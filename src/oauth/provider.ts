@@ -38,6 +38,7 @@ import { registeredClientId } from '../registration/registration.ts';
 import { POLICY } from '../settings.ts';
 import { ID_TOKEN_TTL } from './signing-keys.ts';
 import { checkAssertionLifetime, CLIENT_AUTH_ALGS, keepJwksCurrent } from './client-keys.ts';
+import { checkAssertionAudience, CLIENT_ENDPOINT_ERRORS, fapiProfile, nameProfileRefusal, pkceRequired } from './high-trust.ts';
 
 
 export const ACCESS_TOKEN_TTL = POLICY.ACCESS_TOKEN_TTL.value; // the token response's expires_in (docs/endpoints.md)
@@ -120,9 +121,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     // Called with an assertion whose signature the client's keys verified: refused if it lives too
     // long (client-keys.ts); else this request's client authenticated (rate-limits.ts counts it
     // so), unless the library then finds the assertion replayed (its one later check, answered
-    // 401). Its default only adds a check for FAPI 2.0, which this server does not use.
-    assertJwtClientAuthClaimsAndHeader: (ctx, claims) => {
+    // 401). Its default's one check, FAPI 2.0's audience, is high-trust.ts's, for the clients held to it.
+    assertJwtClientAuthClaimsAndHeader: (ctx, claims, _header, client) => {
       checkAssertionLifetime(claims);
+      checkAssertionAudience(claims, client, config.issuer);
       deps.tokenLimits.authenticated(ctx);
     },
     // How long past its exp an assertion still passes, and its jti is kept (the library's default,
@@ -130,7 +132,8 @@ export function createProvider(deps: ProviderDeps): Provider {
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
     // Spec 4.1: redirect_uri is required even when a client has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
-    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    // Public clients and high-trust ones (high-trust.ts) must use PKCE; S256 is the library's only method.
+    pkce: { required: pkceRequired },
     // Proofs signed with asymmetric algorithms only (RFC 9449 4.2), the same on every path (dpop.ts).
     // Client assertions too: never HS256 (a shared secret) nor none (client-keys.ts).
     enabledJWA: {
@@ -141,6 +144,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     features: {
       // On by default in v9 and not part of this service.
       devInteractions: { enabled: false },
+      // FAPI 2.0 Security Profile for the clients held to the high-trust profile (high-trust.ts,
+      // docs/security.md#the-high-trust-profile), none for the others: the library then requires
+      // redirect_uri and PKCE of them; what else the profile asks is in their provider view
+      // (src/directory/view.ts) and high-trust.ts.
+      fapi: { enabled: true, profile: fapiProfile },
       // DPoP (RFC 9449, docs/dpop.md): a token request with a proof gets a token bound to its key
       // (and a public client's refresh token too); server nonces offered (DPoP-Nonce), not required.
       // The secret derives from the first cookie key, so every instance issues and accepts the same.
@@ -312,7 +320,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     async renderError(ctx, out, error) {
       ctx.type = 'html';
       // The error's class tells causes that share a code apart (src/http/error-causes.ts).
-      const plain = typeof out.error_description === 'string' ? { error_description: plainAuthorizationError(out.error_description, ctx.oidc?.params) } : {};
+      const plain = typeof out.error_description === 'string' ? { error_description: plainAuthorizationError(out.error_description, ctx.oidc?.params, ctx.oidc?.client) } : {};
       const view = isStorageUnavailable(error) ? UNAVAILABLE : describeError({ status: ctx.status, ...out, ...plain, name: error.name });
       // The address as the browser sent it (src/oauth/mount.ts keeps it), for "Try again".
       const sent = (ctx.req as { originalUrl?: string }).originalUrl;
@@ -371,6 +379,8 @@ export function createProvider(deps: ProviderDeps): Provider {
   });
   // An expired or spent code, in words (src/oauth/error-descriptions.ts); invalid_grant stays the code.
   provider.on('grant.error', describeCodeRefusal);
+  // A high-trust client is told what its profile asks for (high-trust.ts).
+  for (const event of CLIENT_ENDPOINT_ERRORS) provider.on(event as 'grant.error', nameProfileRefusal);
 
   return provider;
 }

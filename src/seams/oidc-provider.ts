@@ -229,6 +229,13 @@ export const isLibraryReplay = (err: Detailed): boolean => LIBRARY_REPLAYS.has(e
 export const isRefreshTokenReuse = (err: Detailed): boolean => err.error_detail === REFRESH_TOKEN_REUSED;
 
 /**
+ * What the library said was wrong with a request it refused: the detail it keeps and does not send
+ * (a failed client authentication is "client authentication failed" to everyone, a grant refusal
+ * "grant request is invalid"), else the description it sends.
+ */
+export const refusalCause = (err: Detailed & { error_description?: string }): string => err.error_detail ?? err.error_description ?? '';
+
+/**
  * Why the library refused an authorization code at the token endpoint, from its error details
  * (lib/helpers/grant_source.js, lib/actions/grants/authorization_code.js, lib/helpers/pkce.js):
  * `unknown` covers a code not found, one of another client and one whose grant is gone alike, so

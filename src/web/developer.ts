@@ -7,7 +7,7 @@ import type { Context, Next } from 'koa';
 import type { Db } from '../storage/db.ts';
 import type { ClientArtifacts } from '../storage/client-artifacts.ts';
 import { AppError, InputError, LimitError, NotFoundError } from '../errors.ts';
-import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientKeys, setClientParRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
+import { createClient, deleteClient, findClient, generateSecret, listActiveSecrets, listClients, RecentlyUsedSecretError, RECENT_USE_SECONDS, revokeSecret, rotateSecret, setClientDpopRequired, setClientHighTrust, setClientKeys, setClientParRequired, setOptionalScopes, type NewSecret } from '../clients/service.ts';
 import { judgedClientKeys } from '../cimd/fetch.ts';
 import { DAY_SECONDS } from '../durations.ts';
 import { hasSecrets, mayUseKeys, usesKeys, MAX_ACTIVE_SECRETS, MAX_REDIRECT_URIS, type Actor, type ClientRecord } from '../clients/model.ts';
@@ -306,6 +306,14 @@ export function developerRoutes({
     redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: required ? 'Pushed authorization requests required: an authorization request without a request_uri is refused.' : 'Pushed authorization requests no longer required.' });
   };
 
+  // The high-trust profile (FAPI 2.0; docs/security.md) only narrows what the app may do: set by
+  // the owner, no review. Refused, as a flash, for a client without keys (clients/service.ts).
+  const saveHighTrust: Step = async (ctx) => {
+    const on = field(ctx, 'high_trust') === 'on';
+    await setClientHighTrust(clients, clientOf(ctx).clientId, on, actor(ctx));
+    redirectWithFlash(ctx, clientPath(clientOf(ctx)), { type: 'ok', text: on ? 'High-trust profile on: pushed requests, PKCE, DPoP proofs and your keys are required; a request without one is refused, naming it.' : 'High-trust profile off.' });
+  };
+
   // Keys instead of a secret (private_key_jwt, docs/private-key-jwt.md): a jwks_uri or a key set,
   // public keys only. Narrows how the app authenticates (no review); its secrets are revoked then.
   const keysForm = (ctx: Context) => ({ source: field(ctx, 'key_source'), jwksUri: field(ctx, 'jwks_uri'), jwks: field(ctx, 'jwks') });
@@ -426,6 +434,7 @@ export function developerRoutes({
   router.post(`${CLIENT}/optional-scopes`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { optionalError: refusal })), saveOptionalScopes);
   router.post(`${CLIENT}/dpop`, ...form, ownClient, saveDpop);
   router.post(`${CLIENT}/par`, ...form, ownClient, savePar);
+  router.post(`${CLIENT}/high-trust`, ...form, ownClient, refusedAsFlash(), saveHighTrust);
   router.post(`${CLIENT}/keys`, ...form, ownClient, refusedOn((ctx, refusal) => showClient(ctx, clientOf(ctx), { keysError: refusal, keysForm: keysForm(ctx) })), saveKeys);
   router.post(`${CLIENT}/keys/remove`, ...form, ownClient, refusedAsFlash(), removeKeys);
   router.get(`${CLIENT}/delete`, ...signedIn, ownClient, showDelete);

@@ -1,6 +1,6 @@
-// Interop (issue 49): oauth4webapi and openid-client v6, unmodified, as a client that holds keys —
-// private_key_jwt for itself, a DPoP key for its tokens, every authorization request pushed (PAR) —
-// through the shipped nginx recipe, which is the public address (the issuer, the token endpoint and
+// Interop (issue 49): oauth4webapi and openid-client v6, unmodified, as a high-trust client (the
+// FAPI 2.0 profile, clients set-high-trust: private_key_jwt with the issuer as audience, a DPoP key
+// for its tokens, every authorization request pushed, PKCE) — through the shipped nginx recipe, which is the public address (the issuer, the token endpoint and
 // /v2/me are all behind it, so each DPoP proof names nginx's URL, never the upstream's).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
@@ -11,7 +11,7 @@ import { startEchoApi, type EchoApi } from '../support/echo-api.ts';
 import { Browser } from '../support/browser.ts';
 import { authorize } from '../support/oauth.ts';
 import { newUser, operator, REDIRECT } from '../support/fixtures.ts';
-import { clientsCreate, clientsSetDpop, clientsSetPar, clientsSetStatus } from '../../src/admin/commands.ts';
+import { clientsCreate, clientsSetHighTrust, clientsSetStatus } from '../../src/admin/commands.ts';
 
 describe.runIf(nginxTestsEnabled('key-bound clients through nginx'))('key-bound clients (private_key_jwt, DPoP, PAR) through the nginx recipe', () => {
   let server: TestServer;
@@ -31,14 +31,13 @@ describe.runIf(nginxTestsEnabled('key-bound clients through nginx'))('key-bound 
     await Promise.all([server?.close(), api?.close()]);
   });
 
-  /** A registry client with keys instead of a secret, all its tokens DPoP-bound, its requests pushed. */
+  /** A registry client with keys instead of a secret, held to the high-trust profile: all its tokens DPoP-bound, its requests pushed. */
   async function keyBoundClient(name: string) {
     const pair = (await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
     const jwks = JSON.stringify({ keys: [{ ...(await crypto.subtle.exportKey('jwk', pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig', key_ops: undefined, ext: undefined }] });
     const created = await clientsCreate(operator(server), { name, redirectUri: [REDIRECT], scope: ['PROFILE_READ', 'BOOKING_READ'], auth: 'private_key_jwt', jwks });
     await clientsSetStatus(operator(server), created.client_id, 'approved');
-    await clientsSetDpop(operator(server), created.client_id, 'on');
-    await clientsSetPar(operator(server), created.client_id, 'on');
+    await clientsSetHighTrust(operator(server), created.client_id, 'on');
     return { clientId: created.client_id, privateKey: pair.privateKey };
   }
   const dpopPair = () => crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']) as Promise<CryptoKeyPair>;
@@ -53,11 +52,15 @@ describe.runIf(nginxTestsEnabled('key-bound clients through nginx'))('key-bound 
     const auth = oauth.PrivateKeyJwt({ key: keyed.privateKey, kid: 'k1' });
     const DPoP = oauth.DPoP(app, await dpopPair());
 
-    // Sent straight to the authorization endpoint, the request is refused: this client pushes.
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
     const params = new URLSearchParams({ redirect_uri: REDIRECT, response_type: 'code', scope: 'PROFILE_READ BOOKING_READ', state, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
     const pushed = await oauth.processPushedAuthorizationResponse(as, app, await oauth.pushedAuthorizationRequest(as, app, auth, params, { DPoP, ...insecure }));
+    // Sent straight to the authorization endpoint, the same request is refused: this client pushes.
+    const front = new URL(as.authorization_endpoint!);
+    front.search = new URLSearchParams({ client_id: app.client_id, ...Object.fromEntries(params) }).toString();
+    const refused = new URL((await fetch(front, { redirect: 'manual' })).headers.get('location')!);
+    expect(refused.searchParams.get('error_description')).toContain('must be pushed first');
     const url = new URL(as.authorization_endpoint!);
     url.search = new URLSearchParams({ client_id: app.client_id, request_uri: pushed.request_uri }).toString();
     const callback = await authorize(new Browser(), nginx.url, url, user);
