@@ -7,17 +7,21 @@
 // protected-resource metadata (RFC 9728), which names our issuer. The SDK finds us from that 401,
 // authorizes with PKCE and `resource` through our sign-in and consent pages (real HTTP), exchanges
 // the code, and its tool call succeeds. A token for the MCP server is refused by the platform API,
-// and the other way round. On both stores.
+// and the other way round. A pre-registered client with keys signs its token requests with the
+// SDK's own private_key_jwt helper (auth-extensions); held to the high-trust profile, it is refused
+// in words (the SDK neither pushes requests nor proves DPoP keys).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
+import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import { generateKeyPairSync } from 'node:crypto';
 import type { OAuthClientInformationMixed } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { startTestServer, type Storage, type TestServer } from './support/server.ts';
 import { Browser } from './support/browser.ts';
 import { authorize } from './support/oauth.ts';
 import { newUser, operator, REDIRECT, tokensFor, type TestClient } from './support/fixtures.ts';
-import { clientsCreate, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsCreate, clientsSetHighTrust, clientsSetStatus } from '../src/admin/commands.ts';
 import { BrowserDrivenProvider, connectAndCallTool, MCP_SCOPE, startMcpServer, TOOL, type McpServerUnderTest } from './support/mcp.ts';
 
 describe('the MCP SDK’s client auth against an MCP server that introspects our tokens (redis storage)', () => {
@@ -86,6 +90,48 @@ describe('the MCP SDK’s client auth against an MCP server that introspects our
       expect(JSON.parse((again.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ aud: mcp.url });
     });
   }
+
+  /** A pre-registered client with keys instead of a secret (private_key_jwt), and the SDK's own assertion maker for it. */
+  async function keyedAgent(name: string) {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwks = JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'agent-key', alg: 'ES256', use: 'sig' }] });
+    const created = await clientsCreate(operator(server), { name, redirectUri: [REDIRECT], scope: [MCP_SCOPE], auth: 'private_key_jwt', jwks });
+    await clientsSetStatus(operator(server), created.client_id, 'approved');
+    const provider = Object.assign(new BrowserDrivenProvider({ client_id: created.client_id }, signIn), {
+      // The SDK's helper (auth-extensions), unmodified: its assertion's aud is the issuer from our metadata.
+      addClientAuthentication: createPrivateKeyJwtAuth({ issuer: created.client_id, subject: created.client_id, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, alg: 'ES256' }),
+    });
+    return { clientId: created.client_id, provider };
+  }
+
+  it('a pre-registered client with keys (private_key_jwt): the SDK signs its code exchange and refresh with the assertion it makes; the tool call succeeds', async () => {
+    const { clientId, provider } = await keyedAgent('Agent (keys)');
+    const text = await connectAndCallTool(provider, mcp.url);
+    expect(JSON.parse(text)).toEqual({ sub: String(user.id), aud: mcp.url, client_id: clientId });
+    const spent = provider.tokens()!.refresh_token;
+    expect(await auth(provider, { serverUrl: mcp.url })).toBe('AUTHORIZED');
+    expect(provider.tokens()!.refresh_token).not.toBe(spent);
+    // Without its keys the same client is nobody: the SDK's exchange without an assertion is refused.
+    const bare = await fetch(`${issuer()}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: provider.tokens()!.refresh_token!, client_id: clientId }) });
+    expect(bare.status).toBe(401);
+  });
+
+  it('held to the high-trust profile, the same SDK client is refused at authorization, naming what it lacks: the SDK pushes no requests (PAR) and proves no DPoP key', async () => {
+    const { clientId, provider } = await keyedAgent('Agent (held to high trust)');
+    await clientsSetHighTrust(operator(server), clientId, 'on');
+    const refusals: URL[] = [];
+    const held = Object.assign(provider, {
+      redirectToAuthorization: async (authorizationUrl: URL) => {
+        refusals.push(new URL((await fetch(authorizationUrl, { redirect: 'manual' })).headers.get('location')!));
+      },
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: held });
+    await expect(new Client({ name: 'sdk-test-agent', version: '1.0.0' }).connect(transport)).rejects.toThrow();
+    await transport.close();
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]!.searchParams.get('error')).toBe('invalid_request');
+    expect(refusals[0]!.searchParams.get('error_description')).toContain('held to the high-trust profile (FAPI 2.0 Security Profile): its authorization requests must be pushed first (PAR, RFC 9126)');
+  });
 
   it('a token for the platform API is refused by the MCP server: its introspection says inactive', async () => {
     const info = (await preRegistered('confidential')) as TestClient;
