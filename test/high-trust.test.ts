@@ -16,16 +16,20 @@ import { admin } from './support/processes.ts';
 import { expectRefusal } from './support/admin-cli.ts';
 import type { TestUser } from './support/oauth.ts';
 import { clientsCreate, clientsSetHighTrust, clientsSetKeys, clientsSetStatus } from '../src/admin/commands.ts';
+import { clientsSetHighTrust as setHighTrustOfAnyKind } from '../src/admin/directory-commands.ts';
+import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './support/cimd.ts';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const PROFILE = 'this client is held to the high-trust profile (FAPI 2.0 Security Profile)';
-const ENV = { RATE_LIMIT_AUTH_FAILURES: '1000', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' };
+const ENV = { CIMD_ALLOW_LOOPBACK: 'true', RATE_LIMIT_AUTH_FAILURES: '1000', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' };
 const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface KeyedClient {
   clientId: string;
   privateKey: KeyObject;
   kid: string;
+  /** Where it is sent back to (a metadata document's agents use theirs). */
+  redirectUri?: string;
 }
 
 describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () => {
@@ -33,14 +37,15 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
   let user: TestUser;
   let issuer: string;
   let tokenEndpoint: string;
+  let docs: DocumentServer;
 
   beforeAll(async () => {
-    server = await startTestServer('redis', ENV);
+    [server, docs] = await Promise.all([startTestServer('redis', ENV), startDocumentServer()]);
     user = await newUser(server);
     issuer = `${server.url}/v2/auth/oauth2`;
     tokenEndpoint = `${issuer}/token`;
   });
-  afterAll(() => server?.close());
+  afterAll(() => Promise.all([server?.close(), docs?.close()]));
 
   async function keyedClient(name: string, highTrust = true): Promise<KeyedClient> {
     const kid = randomUUID();
@@ -64,7 +69,7 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
     const verifier = randomBytes(32).toString('base64url');
     return { verifier, challenge: { code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' } };
   };
-  const request = (extra: Record<string, string> = {}) => ({ response_type: 'code', redirect_uri: REDIRECT, scope: 'PROFILE_READ', state: 'st', ...extra });
+  const request = (extra: Record<string, string> = {}, redirectUri = REDIRECT) => ({ response_type: 'code', redirect_uri: redirectUri, scope: 'PROFILE_READ', state: 'st', ...extra });
 
   async function push(fields: Record<string, string>, headers: Record<string, string> = {}) {
     const res = await fetch(`${issuer}/par`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields).toString() });
@@ -74,8 +79,8 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
   /** A pushed request, signed in and allowed: the code and its verifier. */
   async function code(client: KeyedClient) {
     const { verifier, challenge } = pkce();
-    const pushed = await push({ ...auth(client), ...request(challenge) });
-    expect(pushed.status).toBe(201);
+    const pushed = await push({ ...auth(client), ...request(challenge, client.redirectUri) });
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
     const back = await authorize(new Browser(), server.url, new URL(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: client.clientId, request_uri: pushed.body.request_uri })}`), user);
     // RFC 9207: the response names the issuer.
     expect(back.searchParams.get('iss')).toBe(issuer);
@@ -113,7 +118,7 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
     expect(JSON.parse(on.stdout)).toMatchObject({ client_id: client.clientId, high_trust: true, token_endpoint_auth_method: 'private_key_jwt' });
     expect(JSON.parse((await admin(['--json', 'clients', 'show', client.clientId], env)).stdout)).toMatchObject({ high_trust: true });
     expectRefusal(await admin(['--json', 'clients', 'set-high-trust', client.clientId, 'maybe'], env), /say "on"/);
-    expectRefusal(await admin(['--json', 'clients', 'set-high-trust', 'https://agent.example/client.json', 'on'], env), /no client with id https:\/\/agent.example\/client.json/);
+    expectRefusal(await admin(['--json', 'clients', 'set-high-trust', 'https://agent.example/client.json', 'on'], env), /no client with id https:\/\/agent.example\/client.json has been seen/);
     expect(JSON.parse((await admin(['--json', 'clients', 'set-high-trust', client.clientId, 'off'], env)).stdout)).toMatchObject({ high_trust: false });
   });
 
@@ -173,6 +178,46 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
     expect(refreshed).toMatchObject({ status: 200, body: { token_type: 'DPoP' } });
     expect((await getWith(me, `DPoP ${refreshed.body.access_token}`, proof(key, 'GET', me, refreshed.body.access_token))).status).toBe(200);
     expect((await getWith(me, `Bearer ${refreshed.body.access_token}`)).status).toBe(401);
+  });
+
+  it('a metadata-document client an administrator holds to it: the same rules, the whole flow with keys and DPoP; its document then falling short is refused, naming why', async () => {
+    const kid = randomUUID();
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwksUri = docs.serve('/held-agent-keys.json', { body: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] } });
+    const keyedDoc = { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri, scope: 'PROFILE_READ' };
+    const clientId = docs.agent('/held-agent.json', keyedDoc);
+    const agent: KeyedClient = { clientId, privateKey, kid, redirectUri: AGENT_REDIRECT };
+    const ctx = operator(server);
+    // Not seen yet: nothing to mark. Seen once (a pushed request, as any of its requests), it can be.
+    await expect(setHighTrustOfAnyKind(ctx, clientId, 'on')).rejects.toThrow(`no client with id ${clientId}`);
+    const { challenge } = pkce();
+    expect((await push({ ...auth(agent, tokenEndpoint), ...request(challenge, AGENT_REDIRECT) })).status).toBe(201);
+    expect(await setHighTrustOfAnyKind(ctx, clientId, 'on')).toMatchObject({ client_id: clientId, kind: 'metadata_document', high_trust: true });
+    expect((await server.system.provider.Client.find(clientId))?.metadata()).toMatchObject({ high_trust: true, require_pushed_authorization_requests: true, dpop_bound_access_tokens: true });
+
+    // What the registry's high-trust clients meet: the issuer as audience, PAR, DPoP.
+    const wrongAud = await push({ ...auth(agent, tokenEndpoint), ...request(challenge, AGENT_REDIRECT) });
+    expect(wrongAud.body.error_description).toContain("the client_assertion's aud must be the issuer identifier");
+    const front = await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: clientId, ...request(challenge, AGENT_REDIRECT) })}`, { redirect: 'manual' });
+    expect(new URL(front.headers.get('location')!).searchParams.get('error_description')).toContain('its authorization requests must be pushed first');
+    const { code: issued, verifier } = await code(agent);
+    const exchange = { grant_type: 'authorization_code', code: issued, redirect_uri: AGENT_REDIRECT, code_verifier: verifier };
+    expect((await tokenPost(server, { ...exchange, ...auth(agent) })).body.error_description).toContain('its token requests need a DPoP proof');
+    const tokens = await tokenPost(server, { ...exchange, ...auth(agent) }, { dpop: proof(dpopKey(), 'POST', tokenEndpoint) });
+    expect(tokens).toMatchObject({ status: 200, body: { token_type: 'DPoP' } });
+    expect((await getWith(`${server.url}/v2/me`, `Bearer ${tokens.body.access_token}`)).status).toBe(401);
+
+    // Its document now says it authenticates with nothing: refused with the reason, not a 500.
+    docs.agent('/held-agent.json', { ...keyedDoc, token_endpoint_auth_method: 'none', jwks_uri: undefined });
+    server.system.cimd.forget();
+    const fallen = await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: clientId, ...request(challenge, AGENT_REDIRECT) })}`, { redirect: 'manual' });
+    expect(fallen.status).toBe(400);
+    expect(await fallen.text()).toContain('needs private_key_jwt client authentication, and it uses none');
+    // An agent whose document (as last seen) authenticates with nothing cannot be marked.
+    const publicAgent = docs.agent('/public-agent.json', { scope: 'PROFILE_READ' });
+    expect((await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: publicAgent, ...request(challenge, AGENT_REDIRECT) })}`, { redirect: 'manual' })).status).toBe(303);
+    await expect(setHighTrustOfAnyKind(ctx, publicAgent, 'on')).rejects.toThrow('its document (as last fetched) says token_endpoint_auth_method none');
+    expect(await setHighTrustOfAnyKind(ctx, clientId, 'off')).toMatchObject({ high_trust: false });
   });
 
   describe('on the developer page', () => {

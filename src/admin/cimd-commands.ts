@@ -3,7 +3,7 @@
 // directory: directory-commands.ts), `clients list-documents`, and `hosts block|unblock|list`.
 import type { AdminContext } from './commands.ts';
 import { InputError } from '../errors.ts';
-import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, unblockCimdHost } from '../review/review.ts';
+import { blockCimdHost, blockedHosts, cimdClientJson, decideCimdChange, decideCimdClient, listCimdClients, setCimdHighTrust, unblockCimdHost } from '../review/review.ts';
 import { CIMD_STATUSES, type CimdStatus } from '../directory/status.ts';
 import { coverage } from '../cimd/host-blocks.ts';
 
@@ -11,6 +11,11 @@ import { coverage } from '../cimd/host-blocks.ts';
 export async function cimdSetStatus(ctx: AdminContext, clientId: string, status: 'approved' | 'rejected') {
   await ctx.assertStoresReachable?.();
   return cimdClientJson(await decideCimdClient(ctx, clientId, status, ctx.by));
+}
+
+export async function cimdSetHighTrust(ctx: AdminContext, clientId: string, setting: string) {
+  if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (held to the high-trust profile: PAR, PKCE, DPoP and private_key_jwt required) or "off"');
+  return cimdClientJson(await setCimdHighTrust(ctx, clientId, setting === 'on', ctx.by));
 }
 
 export async function cimdDecideChange(ctx: AdminContext, clientId: string, approve: boolean) {

@@ -24,6 +24,13 @@ export async function clientsDecideChange(ctx: AdminContext, clientId: string, a
   return client.source === 'registry' ? commands.clientsDecideChange(ctx, client.clientId, approve) : cimdCommands.cimdDecideChange(ctx, client.clientId, approve);
 }
 
+/** set-high-trust: a registry client's setting, or an administrator's mark on another kind. */
+export async function clientsSetHighTrust(ctx: AdminContext, clientId: string, setting: string): Promise<object> {
+  const client = await directoryClient(ctx.db, clientId);
+  if (client.source === 'registry') return commands.clientsSetHighTrust(ctx, client.clientId, setting);
+  return cimdCommands.cimdSetHighTrust(ctx, client.clientId, setting);
+}
+
 export async function clientsShow(ctx: AdminContext, clientId: string): Promise<object> {
   const client = await directoryClient(ctx.db, clientId);
   return client.source === 'registry' ? commands.clientsShow(ctx, client.clientId) : cimdClientJson(client.row);

@@ -461,7 +461,7 @@ function buildProgram(io: AdminIo, argv: string[], mode: AdminMode): Command {
   clients
     .command('set-high-trust <id> <on|off>')
     .description('on: the client is held to the high-trust profile (FAPI 2.0 Security Profile; docs/security.md): pushed authorization requests, PKCE, DPoP-bound tokens and private_key_jwt required, each refusal naming what is missing. A confidential client with keys only')
-    .action(action(registryOnly('clients set-high-trust', (ctx, id: string, setting: string) => commands.clientsSetHighTrust(ctx, id, setting))));
+    .action(action((ctx, id: string, setting: string) => directoryCommands.clientsSetHighTrust(ctx, id, setting)));
   clients
     .command('add-redirect-uri <id> <uri>')
     .description('register one more redirect URI (at most 10)')

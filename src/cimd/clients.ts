@@ -80,7 +80,7 @@ export function reviewedAsks(asks: ClientAsks, standing: Pick<CimdStanding, 'sta
 function documentView(doc: CimdDocument, standing: CimdStanding): AdapterPayload {
   const { redirect_uris: redirectUris, ...reviewed } = reviewedAsks({ scopes: doc.scopes, redirectUris: doc.redirectUris, links: doc.links }, standing);
   return providerView(
-    { clientId: doc.clientId, name: doc.name, redirectUris, authMethod: doc.authMethod, flow: 'code' },
+    { clientId: doc.clientId, name: doc.name, redirectUris, authMethod: doc.authMethod, flow: 'code', highTrust: standing.highTrust },
     { ...(doc.jwksUri ? { jwks_uri: doc.jwksUri } : {}), ...(doc.requirePar ? { require_pushed_authorization_requests: true } : {}), ...(doc.requireDpop ? { dpop_bound_access_tokens: true } : {}), ...reviewed, default_scope: defaultScope(doc.scopes, reviewed.scope), cimd_host: hostOf(doc.clientId) },
   );
 }

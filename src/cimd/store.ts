@@ -22,6 +22,8 @@ export interface CimdStanding {
   block: string | undefined;
   /** What its approval covered; null until approved. */
   approved: ClientAsks | null;
+  /** Held to the high-trust profile by an administrator (clients set-high-trust; src/oauth/high-trust.ts). */
+  highTrust: boolean;
 }
 
 /** The `approved` column as stored (migration 029). */
@@ -59,6 +61,8 @@ export interface CimdClientRow {
   pendingChange: (CimdPendingChange & { rejected: boolean }) | null;
   /** The fingerprint of what the review showed of it (its asks; its pending change once approved). */
   seen: string;
+  /** Held to the high-trust profile (clients set-high-trust). */
+  highTrust: boolean;
 }
 
 /** What a row says the client asks for (its document as last seen, or its registration). */
@@ -84,10 +88,16 @@ export async function readStanding(deps: { db: Db; records: RecordCache }, clien
   // Two records: the client's (announced on decisions and when first recorded) and its site's
   // blocks (announced on block and unblock, which also reaches clients never seen, without rows).
   const [row, block] = await Promise.all([
-    deps.records.read('client', clientId, async () => (await deps.db('cimd_clients').where('client_id', clientId).first('status', 'approved')) ?? null),
+    deps.records.read('client', clientId, async () => (await deps.db('cimd_clients').where('client_id', clientId).first('status', 'approved', 'high_trust')) ?? null),
     blockCovering(deps, hostnameOf(clientId)),
   ]);
-  return { status: (row?.status ?? 'unreviewed') as CimdStatus, known: row !== null, block, approved: approvalOf(row?.approved) };
+  return { status: (row?.status ?? 'unreviewed') as CimdStatus, known: row !== null, block, approved: approvalOf(row?.approved), highTrust: row?.high_trust === true };
+}
+
+/** An administrator's high-trust mark (src/review/review.ts checks it may be set), seen by every instance at once. */
+export async function setHighTrust(q: Q, records: RecordCache, clientId: string, on: boolean): Promise<void> {
+  await q('cimd_clients').where('client_id', clientId).update({ high_trust: on });
+  await records.announce(q, 'client', clientId);
 }
 
 /** A fetched document, recorded: new clients appear in the review list as unreviewed. */
@@ -179,6 +189,7 @@ interface Row {
   last_seen_at: Date;
   decided_at: Date | null;
   decided_by: string | null;
+  high_trust: boolean;
   users: string | number;
 }
 
@@ -203,6 +214,7 @@ function toRow(r: Row, blocks: string[]): CimdClientRow {
     approved,
     pendingChange: change ? { ...change, rejected: fingerprint(change) === r.change_rejected } : null,
     seen: fingerprint(change ?? asks),
+    highTrust: r.high_trust === true,
   };
 }
 

@@ -93,13 +93,16 @@ export class ClientAdapter implements Adapter {
         throw err;
       }
     }
-    const view = await clientView(this.clients, clientId).catch((err) => {
-      // A registry client meets its profile by the rules of clients/service.ts; said anyway, not a 500.
+    try {
+      const view = await clientView(this.clients, clientId);
+      // A copy: the provider may keep or change what it is given.
+      if (view) return { ...view };
+      return this.registration ? await registeredClient(this.clients, clientId) : undefined;
+    } catch (err) {
+      // A high-trust client whose registration falls short of the profile (a registry client cannot:
+      // clients/service.ts) is refused with the reason, not a 500.
       throw err instanceof HighTrustUnmet ? new errors.InvalidClient(err.message) : err;
-    });
-    // A copy: the provider may keep or change what it is given.
-    if (view) return { ...view };
-    return this.registration ? registeredClient(this.clients, clientId) : undefined;
+    }
   }
 
   /** Only open dynamic registration stores a client through the provider; the registry is the scripts' and pages'. */

@@ -90,12 +90,13 @@ interface RegisteredRow {
   policy_uri: string | null;
   tos_uri: string | null;
   approved: StoredApproval | null;
+  high_trust: boolean;
 }
 
 /** The provider's view of a registered client, or undefined; a rejected one or a blocked host is invalid_client. */
 export async function registeredClient(deps: { db: Db; records: RecordCache }, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await deps.records.read('client', clientId, async () => {
-    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'token_endpoint_auth_method', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved');
+    const found: RegisteredRow | undefined = await deps.db('cimd_clients').where({ client_id: clientId, registered: true }).first('status', 'token_endpoint_auth_method', 'registration', 'redirect_uris', 'scopes', 'policy_uri', 'tos_uri', 'approved', 'high_trust');
     return found ?? null;
   });
   if (!row) return undefined;
@@ -115,7 +116,7 @@ export async function registeredClient(deps: { db: Db; records: RecordCache }, c
   const { redirect_uris: redirectUris, ...facts } = reviewed;
   // Without RFC 7592 its standard metadata stands as registered (`registered`); no host: see the top of this file.
   return providerView(
-    { clientId, redirectUris, authMethod: row.token_endpoint_auth_method, flow: 'code', registered: registration },
+    { clientId, redirectUris, authMethod: row.token_endpoint_auth_method, flow: 'code', registered: registration, highTrust: row.high_trust === true },
     { ...facts, default_scope: defaultScope(row.scopes, reviewed.scope), cimd_host: null },
   );
 }

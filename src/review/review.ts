@@ -8,8 +8,8 @@
 import type { ClientDeps } from '../clients/service.ts';
 import type { Actor } from '../clients/model.ts';
 import { recordAudit } from '../audit.ts';
-import { ConflictError, NotFoundError } from '../errors.ts';
-import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setStatus, unblockHost, type CimdClientRow } from '../cimd/store.ts';
+import { ConflictError, InputError, NotFoundError } from '../errors.ts';
+import { asksOf, blockedHosts, blockHost, findCimdClient, listCimdClients, setApproval, setChangeRejected, setHighTrust, setStatus, unblockHost, type CimdClientRow } from '../cimd/store.ts';
 import { widenApproval, type CimdPendingChange, type ClientAsks, type ClientDocLinks } from '../cimd/approval.ts';
 import { blockName } from '../cimd/host-blocks.ts';
 import { mayMove, type CimdStatus } from '../directory/status.ts';
@@ -53,6 +53,25 @@ export async function decideCimdClient(deps: Deps, clientId: string, to: Exclude
   });
   // Also when already rejected: repeating it sweeps again what a first run could not reach.
   if (to === 'rejected') await revokeIssued(deps, clientId);
+  return (await findCimdClient(deps.db, clientId))!;
+}
+
+/**
+ * An administrator's high-trust mark on a metadata-document or registered client (the profile:
+ * src/oauth/high-trust.ts, docs/security.md#the-high-trust-profile). Only one that authenticates with
+ * keys as last seen: what else it asks is its document's or registration's. Should its document
+ * later say otherwise, its requests are refused, naming why (src/directory/view.ts).
+ */
+export async function setCimdHighTrust(deps: Deps, clientId: string, on: boolean, by: Actor): Promise<CimdClientRow> {
+  await seenClient(deps, clientId);
+  await deps.db.transaction(async (trx) => {
+    const current = (await findCimdClient(trx, clientId, { lock: true }))!;
+    const source = current.registered ? 'its registration' : 'its document (as last fetched)';
+    if (on && current.authMethod !== 'private_key_jwt') throw new InputError(`the high-trust profile authenticates with keys only (private_key_jwt): ${source} says token_endpoint_auth_method ${current.authMethod ?? 'client_secret_basic'}`);
+    if (current.highTrust === on) return;
+    await setHighTrust(trx, deps.records, clientId, on);
+    await recordAudit(trx, { actor: by.actor, action: 'client.high_trust_set', clientId, details: { from: current.highTrust, to: on } });
+  });
   return (await findCimdClient(deps.db, clientId))!;
 }
 
@@ -125,6 +144,8 @@ export const cimdClientJson = (c: CimdClientRow) => ({
   approved: c.approved && approvalJson(c.approved),
   pending_change: c.pendingChange && { ...changeJson(c.pendingChange), status: c.pendingChange.rejected ? 'rejected' : 'pending' },
   token_endpoint_auth_method: c.authMethod,
+  // Held to the high-trust profile by an administrator (clients set-high-trust; docs/security.md).
+  high_trust: c.highTrust,
   users: c.users,
   first_seen_at: c.firstSeenAt.toISOString(),
   last_seen_at: c.lastSeenAt.toISOString(),
