@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { BENCH, CORES, HAS_TASKSET, ROOT, cleanupAll, freePort, onCleanup, pinSelf, pinStorage, rssMiB, startAnchor, startOurs, type Server } from './lib/procs.ts';
+import { BENCH, CORES, HAS_TASKSET, ROOT, cleanupAll, freePort, onCleanup, pinSelf, pinStorage, rssMiB, startAnchor, startDpopAnchor, startOurs, type Server } from './lib/procs.ts';
+import { dpopKey, dpopLines } from './lib/dpop.ts';
 import { ensureWrk, writeFeed, type Job } from './lib/load.ts';
 import { createDatabase, flushRedis, ourEnv, Seeder, type BenchClient } from './lib/seed.ts';
 import { PgMeter, RedisMeter } from './lib/stores.ts';
@@ -22,7 +23,7 @@ const USAGE = `npm run bench -- [options]
   --reps N           timed repetitions (default 3)     --duration S   seconds per run (default 10)
   --warmup S         seconds of the warm-up round (default 3)
   --connections N    wrk connections (default 32; wrk -t1 always)
-  --cases LIST       subset of check,me,refresh,introspection,paced,burst (default all)
+  --cases LIST       subset of check,me,refresh,introspection,dpop,paced,burst (default all)
   --scale            also the scale figures: 1,000,000 vs 1,000 access tokens, 10,000 vs 10 clients
   --storage-unpinned leave the local PostgreSQL and Redis on their cores (default: moved to the load core)
   --max-foreign-cpu P  before a timed run, wait while other processes use over P% of a core (default 20)
@@ -30,7 +31,7 @@ BENCH_ANCHORS_DIR  the bench anchors' folder (docs/benchmark.md); default: besid
 BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres): a fresh database is made there
 BENCH_REDIS_URL    (default redis://127.0.0.1:6379/9): a reserved logical database, FLUSHED (--scale also the next one)`;
 
-const CASES = ['check', 'me', 'refresh', 'introspection', 'paced', 'burst'] as const;
+const CASES = ['check', 'me', 'refresh', 'introspection', 'dpop', 'paced', 'burst'] as const;
 const { values: a } = parseArgs({
   options: {
     quick: { type: 'boolean' }, reps: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' },
@@ -96,10 +97,15 @@ async function main(): Promise<number> {
   onCleanup('close the Redis counter', () => redis.disconnect());
   const meters = { redis: new RedisMeter(redis, Number(new URL(o.redisUrl).pathname.slice(1) || 0)), pg: new PgMeter(o.pgUrl, db.name) };
   const [anchor, hello] = [await startAnchor('oidc'), await startAnchor('hello')];
+  // DPoP (RFC 9449): 1,000 tokens bound to one key on each side, a fresh proof (its own jti, this
+  // request's htm, htu and ath) for every request, made before each run (the proofs' iat window is 300 s).
+  const dpop = cases.has('dpop') ? { key: dpopKey(), anchor: await startDpopAnchor() } : undefined;
+  const dpopAccess = dpop ? (await seeder.mint('access', [client], users, 1000, dpop.key.jkt)).map((t) => t.token) : [];
+  const anchorDpopAccess = dpop ? (await (await fetch(`${dpop.anchor.url}/__bench/mint?n=1000&jkt=${dpop.key.jkt}`)).text()).split('\n').filter(Boolean) : [];
   const anchorAccess = await anchorMint(anchor, 'access', 1000);
   const anchorClient = (id: string) => ({ id, secret: ANCHOR_SECRET });
   const rss: { server: string; when: string; mib: number }[] = [];
-  const memory = (when: string) => [ours, anchor].forEach((s) => rss.push({ server: s.name, when, mib: rssMiB(s.pid) ?? NaN }));
+  const memory = (when: string) => [ours, anchor, ...(dpop ? [dpop.anchor] : [])].forEach((s) => rss.push({ server: s.name, when, mib: rssMiB(s.pid) ?? NaN }));
   memory('after start');
 
   const bearerFeed = (name: string, tokens: string[]) => writeFeed(tmp, name, tokens.map((t) => `Bearer ${t}\t`));
@@ -116,6 +122,9 @@ async function main(): Promise<number> {
     const creds = post(c === 'anchor' ? anchorClient('bench-client-rotating') : c);
     return writeFeed(tmp, id, tokens.map((t) => `\tgrant_type=refresh_token&refresh_token=${t}&${creds}`));
   };
+  /** A feed of DPoP-presented tokens, each line's proof for `htu` (the URL the client calls), used once. */
+  const getDpop = (id: string, target: Server, p: string, tokens: string[], htu: string, headers: Record<string, string> = {}) => (seconds: number): Job =>
+    ({ url: `${target.url}${p}`, method: 'GET', headers, seconds, connections: o.connections, feed: writeFeed(tmp, id, dpopLines(dpop!.key, tokens, 'GET', htu, budget.count(id, seconds))), once: true });
   const get = (target: Server, p: string, feed?: string, headers: Record<string, string> = {}) => (seconds: number): Job =>
     ({ url: `${target.url}${p}`, method: 'GET', headers, seconds, connections: o.connections, ...(feed ? { feed } : {}) });
   const postForm = (target: Server, p: string, feed: (seconds: number) => Promise<string> | string, once = false) => async (seconds: number): Promise<Job> =>
@@ -145,6 +154,16 @@ async function main(): Promise<number> {
     { id: 'anchor.introspection', label: 'POST /token/introspection', target: anchor, job: postForm(anchor, '/token/introspection', () => feeds.anchorIntrospect) },
     ourStep('introspection', 'POST introspect', postForm(ours, '/v2/auth/oauth2/introspect', () => feeds.oursIntrospect), { anchor: 'anchor.introspection' }),
   );
+  if (dpop) {
+    const anchorDpop = (id: string): Step => ({ id, target: dpop.anchor, label: "GET /me (the library's userinfo: DPoP proof and bound token)", job: getDpop(id, dpop.anchor, '/me', anchorDpopAccess, `${dpop.anchor.url}/me`) });
+    // The check's proof is for the call the client made: forwarded as GET /v2/me to this host.
+    steps.push(
+      anchorDpop('anchor.dpop-check'),
+      ourStep('dpop-check', 'GET /v2/auth/check (DPoP)', getDpop('ours.dpop-check', ours, '/v2/auth/check', dpopAccess, `${ours.url}/v2/me`, forwarded), { anchor: 'anchor.dpop-check' }),
+      anchorDpop('anchor.dpop-me'),
+      ourStep('dpop-me', 'GET /v2/me (DPoP)', getDpop('ours.dpop-me', ours, '/v2/me', dpopAccess, `${ours.url}/v2/me`), { anchor: 'anchor.dpop-me' }),
+    );
+  }
   if (cases.has('paced') && cases.has('check')) steps.push(
     ourStep('check@half', 'GET /v2/auth/check, open loop at half its rate', (s, r) => ({ ...get(ours, '/v2/auth/check', feeds.ours, forwarded)(s), rate: half(r, 'ours.check') }), { paced: true }),
     { id: 'anchor.hello@half', label: 'GET / (Koa hello) at that rate: the floor', paced: true, target: hello, job: (s, r) => ({ ...get(hello, '/')(s), rate: half(r, 'ours.check') }) },
@@ -165,7 +184,7 @@ async function main(): Promise<number> {
     await runRounds('burst', [burst], { ...rounds, reps: 1, warmup: 0, duration: o.burstSeconds }, results);
   }
   await meters.pg.close(); // the last window's SQL counts
-  for (const s of [anchor, hello, ours]) await s.stop();
+  for (const s of [anchor, hello, ours, ...(dpop ? [dpop.anchor] : [])]) await s.stop();
   steadiness.push(hostSteadiness());
 
   const scale = a.scale ? await runScale({ ...rounds, pgUrl: o.pgUrl, redisUrl: o.redisUrl, connections: o.connections, tmp }) : undefined;
@@ -208,6 +227,8 @@ function report(started: Date, resultMap: Map<string, CaseResult>, rss: { server
     ratioTarget('ours.introspection', 'introspection'),
     ratioTarget('ours.refresh', 'rotating refresh'),
     p99Target('ours.refresh@half', 'rotating refresh', 50),
+    ratioTarget('ours.dpop-check', 'DPoP `GET /v2/auth/check` (its anchor: the library\'s userinfo with a proof)'),
+    ratioTarget('ours.dpop-me', 'DPoP `GET /v2/me`'),
     { target: 'no SQL on the check, `/v2/me`, introspection and refresh paths in steady state', measured: hot.map((id) => `${id.slice(5)} ${fmt.per(sum(id)!.sqlXacts)}`).join(', ') + ' SQL transactions / request', met: hot.length ? hot.every((id) => (sum(id)!.sqlXacts ?? 1) < 0.01) : undefined },
     { target: 'Redis round trips per request (reported)', measured: hot.map((id) => `${id.slice(5)} ${fmt.per(sum(id)!.redisReads)}`).join(', '), met: undefined },
     { target: '4,000 valid refreshes a minute from one address are not throttled (limits at their defaults)', measured: burst ? `${burst.status429} × 429 in ${fmt.n(burst.rps * o.burstSeconds)} requests at ${fmt.n(burst.rps * 60)}/min` : 'not run', met: burst ? burst.status429 === 0 && burst.unexpected === 0 : undefined },

@@ -1,4 +1,5 @@
--- wrk script (bench/lib/load.ts): one request per line of a feed file, "Authorization value<TAB>body",
+-- wrk script (bench/lib/load.ts): one request per line of a feed file, "Authorization value<TAB>body"
+-- (and, for DPoP, "<TAB>proof": the line's DPoP header),
 -- every line once ("once": single-use refresh tokens) or cycling ("cycle": access tokens); counts the
 -- answers by status and prints a JSON summary.
 --   wrk ... -s feed.lua URL -- FEED once|cycle METHOD RATE ["Header: value" ...]
@@ -53,8 +54,9 @@ function request()
   if n == 0 then return wrk.format(method, nil, headers) end
   sent = sent + 1
   if once and sent > n then over = over + 1 end -- a spent token again: the feed was too short
-  local auth, body = lines[(sent - 1) % n + 1]:match("^([^\t]*)\t?(.*)$")
+  local auth, body, proof = lines[(sent - 1) % n + 1]:match("^([^\t]*)\t?([^\t]*)\t?(.*)$")
   if auth ~= "" then headers["Authorization"] = auth end
+  headers["DPoP"] = proof ~= "" and proof or nil
   return wrk.format(method, nil, headers, body ~= "" and body or nil)
 end
 

@@ -159,6 +159,12 @@ export function logFile(name: string): string {
 }
 
 /** An anchor server (see ANCHORS), its dependencies installed there once with `npm ci` if needed. */
+/** The DPoP anchor (bench/anchors/anchor-dpop.mjs: this repository's oidc-provider, its userinfo as the DPoP resource). */
+export async function startDpopAnchor(): Promise<Server> {
+  const port = String(await freePort());
+  return startServer('anchor dpop', [path.join(ROOT, 'bench/anchors/anchor-dpop.mjs'), port], { cwd: ROOT, env: { NODE_ENV: 'production' }, ready: /READY (\d+)/, log: logFile('anchor-dpop') });
+}
+
 export async function startAnchor(kind: 'oidc' | 'hello'): Promise<Server> {
   if (!fs.existsSync(path.join(ANCHORS, 'anchor-oidc.mjs'))) {
     throw new Error(`no bench anchors in ${ANCHORS}: set BENCH_ANCHORS_DIR to the folder with anchor-oidc.mjs and anchor-hello.mjs (see docs/benchmark.md)`);

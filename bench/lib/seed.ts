@@ -134,8 +134,8 @@ export class Seeder {
     return out;
   }
 
-  /** `n` tokens, spread over `clients` and `users` in turn; each with its own Grant. */
-  async mint(kind: 'access' | 'refresh', clients: BenchClient[], users: string[], n: number): Promise<{ token: string; client: BenchClient }[]> {
+  /** `n` tokens, spread over `clients` and `users` in turn; each with its own Grant; `jkt`: bound to that DPoP key. */
+  async mint(kind: 'access' | 'refresh', clients: BenchClient[], users: string[], n: number, jkt?: string): Promise<{ token: string; client: BenchClient }[]> {
     const { provider } = this.system;
     const out: { token: string; client: BenchClient }[] = new Array(n);
     await parallel(n, 500, async (i) => {
@@ -147,7 +147,10 @@ export class Seeder {
       grant.addOIDCScope(SCOPE);
       const grantId = await grant.save();
       const Model = kind === 'access' ? provider.AccessToken : provider.RefreshToken;
-      out[i] = { token: await new Model({ accountId, client, grantId, scope: SCOPE, gty: 'authorization_code' }).save(), client: bc };
+      const token = new Model({ accountId, client, grantId, scope: SCOPE, gty: 'authorization_code' });
+      // Bound to a DPoP key's thumbprint (RFC 9449 6), as a token request with a proof makes it.
+      if (jkt) (token as InstanceType<typeof provider.AccessToken>).setThumbprint('jkt', jkt);
+      out[i] = { token: await token.save(), client: bc };
     });
     return out;
   }
