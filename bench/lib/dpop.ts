@@ -1,19 +1,9 @@
 // DPoP proofs (RFC 9449) for the benchmark's feeds: one ES256 key per run, and a proof for every
 // request — its own jti (each is accepted once), the request's htm and htu, the token's ath, iat now.
-import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { createHash, randomUUID, sign } from 'node:crypto';
+import type { DpopKey } from '../../test/support/dpop-key.ts';
 
-export interface DpopKey {
-  privateKey: KeyObject;
-  jwk: { kty: string; crv: string; x: string; y: string };
-  /** Its JWK thumbprint (RFC 7638): the tokens' jkt. */
-  jkt: string;
-}
-
-export function dpopKey(): DpopKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const { kty, crv, x, y } = publicKey.export({ format: 'jwk' }) as DpopKey['jwk'];
-  return { privateKey, jwk: { kty, crv, x, y }, jkt: createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url') };
-}
+export { dpopKey } from '../../test/support/dpop-key.ts';
 
 const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 

@@ -1,24 +1,13 @@
 // DPoP proofs (RFC 9449) as a client makes them — and, for the refusals, as it must not: each
 // field may be overridden. ES256 keys from node:crypto; the thumbprint as RFC 7638 computes it.
-import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, sign } from 'node:crypto';
+import type { DpopKey } from './dpop-key.ts';
 import { Browser } from './browser.ts';
 import { authorize } from './oauth.ts';
 import { REDIRECT } from './fixtures.ts';
 import type { TestServer } from './server.ts';
 
-export interface DpopKey {
-  privateKey: KeyObject;
-  jwk: { kty: string; crv: string; x: string; y: string };
-  /** Its JWK thumbprint (RFC 7638): what a bound token's cnf.jkt says. */
-  jkt: string;
-}
-
-export function dpopKey(): DpopKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const { kty, crv, x, y } = publicKey.export({ format: 'jwk' }) as DpopKey['jwk'];
-  const jwk = { kty, crv, x, y };
-  return { privateKey, jwk, jkt: createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url') };
-}
+export { dpopKey, type DpopKey } from './dpop-key.ts';
 
 const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
