@@ -146,6 +146,11 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
     const basic = `Basic ${Buffer.from(`${client.clientId}:a-guessed-secret`).toString('base64')}`;
     const withSecret = await push(request(challenge), { authorization: basic });
     expect(withSecret).toMatchObject({ status: 401, body: { error: 'invalid_client', error_description: `${PROFILE}: it authenticates with private_key_jwt only: a client_assertion signed by one of its registered keys` } });
+    // The same words at the other endpoints it authenticates at.
+    for (const endpoint of ['introspect', 'revoke']) {
+      const res = await fetch(`${issuer}/${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic }, body: 'token=anything' });
+      expect({ status: res.status, body: await res.json() }, endpoint).toMatchObject({ status: 401, body: { error: 'invalid_client', error_description: `${PROFILE}: it authenticates with private_key_jwt only: a client_assertion signed by one of its registered keys` } });
+    }
     // Another client with keys, not held, may still name the token endpoint as its assertion's audience.
     const ordinary = await keyedClient('Not held', false);
     expect((await push({ ...auth(ordinary, tokenEndpoint), ...request(challenge) })).status).toBe(201);
