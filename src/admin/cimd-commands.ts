@@ -13,9 +13,8 @@ export async function cimdSetStatus(ctx: AdminContext, clientId: string, status:
   return cimdClientJson(await decideCimdClient(ctx, clientId, status, ctx.by));
 }
 
-export async function cimdSetHighTrust(ctx: AdminContext, clientId: string, setting: string) {
-  if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (held to the high-trust profile: PAR, PKCE, DPoP and private_key_jwt required) or "off"');
-  return cimdClientJson(await setCimdHighTrust(ctx, clientId, setting === 'on', ctx.by));
+export async function cimdSetHighTrust(ctx: AdminContext, clientId: string, on: boolean) {
+  return cimdClientJson(await setCimdHighTrust(ctx, clientId, on, ctx.by));
 }
 
 export async function cimdDecideChange(ctx: AdminContext, clientId: string, approve: boolean) {

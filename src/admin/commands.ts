@@ -341,9 +341,14 @@ export async function clientsSetPar(ctx: AdminContext, clientId: string, setting
   return clientJson(await setClientParRequired(ctx, clientId, setting === 'on', ctx.by));
 }
 
-export async function clientsSetHighTrust(ctx: AdminContext, clientId: string, setting: string) {
+/** `set-high-trust`'s on or off, for every kind of client (directory-commands.ts). */
+export function highTrustSetting(setting: string): boolean {
   if (setting !== 'on' && setting !== 'off') throw new InputError('say "on" (held to the high-trust profile: PAR, PKCE, DPoP and private_key_jwt required) or "off"');
-  return clientJson(await setClientHighTrust(ctx, clientId, setting === 'on', ctx.by));
+  return setting === 'on';
+}
+
+export async function clientsSetHighTrust(ctx: AdminContext, clientId: string, setting: string) {
+  return clientJson(await setClientHighTrust(ctx, clientId, highTrustSetting(setting), ctx.by));
 }
 
 /**

@@ -28,7 +28,7 @@ export async function clientsDecideChange(ctx: AdminContext, clientId: string, a
 export async function clientsSetHighTrust(ctx: AdminContext, clientId: string, setting: string): Promise<object> {
   const client = await directoryClient(ctx.db, clientId);
   if (client.source === 'registry') return commands.clientsSetHighTrust(ctx, client.clientId, setting);
-  return cimdCommands.cimdSetHighTrust(ctx, client.clientId, setting);
+  return cimdCommands.cimdSetHighTrust(ctx, client.clientId, commands.highTrustSetting(setting));
 }
 
 export async function clientsShow(ctx: AdminContext, clientId: string): Promise<object> {
