@@ -18,10 +18,11 @@ import type { TestUser } from './support/oauth.ts';
 import { clientsCreate, clientsSetHighTrust, clientsSetKeys, clientsSetStatus } from '../src/admin/commands.ts';
 import { clientsSetHighTrust as setHighTrustOfAnyKind } from '../src/admin/directory-commands.ts';
 import { AGENT_REDIRECT, startDocumentServer, type DocumentServer } from './support/cimd.ts';
+import { registerClient } from './support/client-kinds.ts';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const PROFILE = 'this client is held to the high-trust profile (FAPI 2.0 Security Profile)';
-const ENV = { CIMD_ALLOW_LOOPBACK: 'true', RATE_LIMIT_AUTH_FAILURES: '1000', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' };
+const ENV = { CIMD_ALLOW_LOOPBACK: 'true', DYNAMIC_REGISTRATION: 'open', RATE_LIMIT_AUTH_FAILURES: '1000', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent' };
 const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface KeyedClient {
@@ -222,6 +223,26 @@ describe('the high-trust profile (FAPI 2.0 Security Profile, per client)', () =>
     const publicAgent = docs.agent('/public-agent.json', { scope: 'PROFILE_READ' });
     expect((await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: publicAgent, ...request(challenge, AGENT_REDIRECT) })}`, { redirect: 'manual' })).status).toBe(303);
     await expect(setHighTrustOfAnyKind(ctx, publicAgent, 'on')).rejects.toThrow('its document (as last fetched) says token_endpoint_auth_method none');
+    expect(await setHighTrustOfAnyKind(ctx, clientId, 'off')).toMatchObject({ high_trust: false });
+  });
+
+  it('a self-registered client (RFC 7591) with keys an administrator holds to it: PAR and DPoP required, the flow with both; one registered without keys cannot be marked', async () => {
+    const kid = randomUUID();
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const clientId = await registerClient(server, { client_name: 'Registered keyed agent', token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] }, scope: 'PROFILE_READ' });
+    const agent: KeyedClient = { clientId, privateKey, kid, redirectUri: AGENT_REDIRECT };
+    const ctx = operator(server);
+    expect(await setHighTrustOfAnyKind(ctx, clientId, 'on')).toMatchObject({ client_id: clientId, kind: 'registered', high_trust: true });
+    const { challenge } = pkce();
+    const front = await fetch(`${server.url}/auth/oauth2/authorize?${new URLSearchParams({ client_id: clientId, ...request(challenge, AGENT_REDIRECT) })}`, { redirect: 'manual' });
+    expect(new URL(front.headers.get('location')!).searchParams.get('error_description')).toContain('its authorization requests must be pushed first');
+    const { code: issued, verifier } = await code(agent);
+    const exchange = { grant_type: 'authorization_code', code: issued, redirect_uri: AGENT_REDIRECT, code_verifier: verifier };
+    expect((await tokenPost(server, { ...exchange, ...auth(agent) })).body.error_description).toContain('its token requests need a DPoP proof');
+    expect(await tokenPost(server, { ...exchange, ...auth(agent) }, { dpop: proof(dpopKey(), 'POST', tokenEndpoint) })).toMatchObject({ status: 200, body: { token_type: 'DPoP' } });
+
+    const keyless = await registerClient(server, { client_name: 'Registered public agent', token_endpoint_auth_method: 'none', scope: 'PROFILE_READ' });
+    await expect(setHighTrustOfAnyKind(ctx, keyless, 'on')).rejects.toThrow('its registration says token_endpoint_auth_method none');
     expect(await setHighTrustOfAnyKind(ctx, clientId, 'off')).toMatchObject({ high_trust: false });
   });
 
